@@ -1,0 +1,1 @@
+//! arch (in progress)

@@ -1,0 +1,1 @@
+//! legality (in progress)
