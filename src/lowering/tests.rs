@@ -1,0 +1,109 @@
+//! The lowering against the direct convolution: seeds' named problems and a property test.
+
+use super::*;
+use crate::problem::{ConvSizes, DType, Layout};
+use crate::reference::{direct_conv, random_tensor};
+use proptest::prelude::*;
+use rand::{rngs::StdRng, SeedableRng};
+
+/// Runs the lowering and the direct convolution on the same random inputs; returns the max
+/// absolute difference relative to the largest reference value.
+fn disagreement(p: &ConvProblem, seed: u64) -> f64 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut t: [Vec<f64>; 3] = Tensor::ALL.map(|t| random_tensor(p, t, &mut rng));
+    let expect = direct_conv(p, &t[0], &t[1], &t[2]);
+    let written = p.direction().written() as usize;
+    // Poison: anything the lowering fails to write stays NaN and fails the comparison.
+    t[written].iter_mut().for_each(|v| *v = f64::NAN);
+    execute(&lower(p), &mut t);
+    let scale = expect.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
+    expect
+        .iter()
+        .zip(&t[written])
+        .map(|(e, g)| if g.is_nan() { f64::INFINITY } else { (e - g).abs() / scale })
+        .fold(0.0, f64::max)
+}
+
+fn problem(line: &str) -> ConvProblem {
+    line.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// The six fp32 NCHW backward-data problems of seed 000's last comment (pad 1, filters 1x1 and
+/// 3x3), at batch 2 so the test stays fast; the padding bug lived in their spatial shapes.
+const SEED_000: [(u32, u32); 6] = [(14, 1), (14, 3), (15, 1), (16, 1), (18, 1), (20, 1)];
+
+#[test]
+fn seed_000_padding_problems_match_direct_conv() {
+    for (hw, f) in SEED_000 {
+        let p = problem(&format!(
+            "conv -n 2 -c 4 -H {hw} -W {hw} -k 3 -y {f} -x {f} -p 1 -q 1 -u 1 -v 1 -F 2"
+        ));
+        assert!(disagreement(&p, 7) < 1e-12, "{p}");
+    }
+}
+
+#[test]
+fn seed_003_shape_two_gemms_and_correct() {
+    // Seed 003's spatial shape, stride and filter at reduced batch and channels.
+    let p = problem("convbfp16 -n 2 -c 8 -H 1 -W 512 -k 4 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
+    let l = lower(&p);
+    assert_eq!(l.gemms.len(), 2);
+    assert_eq!(l.gemms.iter().map(|g| g.id).collect::<Vec<_>>(), [0, 1]);
+    assert!(!l.zero_init, "stride 2 with a 2-wide filter covers every pixel");
+    assert!(disagreement(&p, 3) < 1e-12);
+}
+
+#[test]
+fn empty_filter_slice_is_dropped_and_zeroed() {
+    // Stride 3 > filter 2: residue class 2 has no filter taps, its pixels must read zero.
+    let p = problem("conv -n 1 -c 2 -H 7 -W 5 -k 2 -y 2 -x 1 -u 3 -v 1 -F 2");
+    let l = lower(&p);
+    assert_eq!(l.gemms.len(), 2);
+    assert!(l.zero_init);
+    assert!(disagreement(&p, 1) < 1e-12);
+}
+
+#[test]
+fn full_problem_sizes_of_seed_003() {
+    let p = problem("convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC");
+    let l = lower(&p);
+    let sizes: Vec<_> = l.gemms.iter().map(|g| (g.m_len(), g.n_len(), g.k_len())).collect();
+    assert_eq!(sizes, [(2048, 16 * 257, 2048), (2048, 16 * 257, 2048)]);
+}
+
+fn arb_problem() -> impl Strategy<Value = ConvProblem> {
+    let dir = prop_oneof![
+        Just(Direction::Fwd),
+        Just(Direction::BwdData),
+        Just(Direction::BwdWeight)
+    ];
+    let act = prop_oneof![Just(Layout::NGCHW), Just(Layout::NHWGC)];
+    let fil = prop_oneof![Just(Layout::GKCYX), Just(Layout::GKYXC)];
+    (
+        (1u32..3, 1u32..4, 1u32..4, 1u32..3),
+        (1u32..9, 1u32..9, 1u32..5, 1u32..5),
+        ([0u32..4, 0u32..4], [1u32..4, 1u32..4], [1u32..3, 1u32..3]),
+        (dir, act.clone(), fil, act),
+    )
+        .prop_filter_map("invalid problem", |((n, cg, kg, g), (h, w, y, x), (pad, stride, dilation), (d, il, fl, ol))| {
+            let sizes = ConvSizes { n, c: cg * g, h, w, k: kg * g, y, x, pad, stride, dilation, groups: g };
+            ConvProblem::new(sizes, d, DType::F32, il, fl, ol).ok()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+    #[test]
+    fn lowering_matches_direct_conv(p in arb_problem(), seed in 0u64..1000) {
+        prop_assert!(disagreement(&p, seed) < 1e-12, "{}", p);
+    }
+
+    #[test]
+    fn gemm_ids_are_consecutive_and_dims_nonempty(p in arb_problem()) {
+        let l = lower(&p);
+        for (i, g) in l.gemms.iter().enumerate() {
+            prop_assert_eq!(g.id as usize, i);
+            prop_assert!(g.m_len() > 0 && g.n_len() > 0 && g.k_len() > 0);
+        }
+    }
+}
