@@ -13,6 +13,7 @@ pub mod db;
 pub mod legality;
 pub mod lowering;
 pub mod problem;
+pub mod reference;
 pub mod runtime;
 pub mod search;
 pub mod space;
