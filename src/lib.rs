@@ -17,3 +17,4 @@ pub mod reference;
 pub mod runtime;
 pub mod search;
 pub mod space;
+pub mod tune;
