@@ -1,0 +1,241 @@
+//! Host-side numerics of a measurement: test data, decoding results, comparing, counting runs.
+//!
+//! Kept apart from the driver calls so every rule here (values are never zero, poison counts as
+//! unwritten, the error norm, how many runs cover a millisecond) is tested without a GPU.
+
+use crate::problem::DType;
+use half::{bf16, f16};
+use rand::Rng;
+
+/// The byte every written tensor and workspace is filled with before a candidate runs. 0xFF… is a
+/// NaN in f32, f16 and bf16 alike, so an element a kernel forgets to write cannot pass by luck.
+pub(crate) const POISON: u8 = 0xFF;
+
+/// A tensor as uploaded (bytes in the problem's dtype) and as the checks see it (exact f64
+/// values of those same bytes).
+#[derive(Debug, Clone)]
+pub(crate) struct HostTensor {
+    pub bytes: Vec<u8>,
+    pub values: Vec<f64>,
+}
+
+/// `elems` values uniform in [-1, 1], rounded to `dtype`, none of them zero: a zero input hides
+/// a kernel that skips part of the reduction.
+pub(crate) fn random_tensor(dtype: DType, elems: usize, rng: &mut impl Rng) -> HostTensor {
+    let mut bytes = Vec::with_capacity(elems * dtype.bytes() as usize);
+    let mut values = Vec::with_capacity(elems);
+    while values.len() < elems {
+        let v: f64 = rng.gen_range(-1.0..=1.0);
+        let (rounded, le) = round(dtype, v);
+        if rounded == 0.0 {
+            continue;
+        }
+        bytes.extend_from_slice(&le[..dtype.bytes() as usize]);
+        values.push(rounded);
+    }
+    HostTensor { bytes, values }
+}
+
+/// `v` rounded to `dtype` (nearest even), as an f64 and as little-endian bytes (padded to 4).
+fn round(dtype: DType, v: f64) -> (f64, [u8; 4]) {
+    match dtype {
+        DType::F32 => {
+            let x = v as f32;
+            (x as f64, x.to_le_bytes())
+        }
+        DType::F16 => {
+            let x = f16::from_f64(v);
+            let [a, b] = x.to_le_bytes();
+            (x.to_f64(), [a, b, 0, 0])
+        }
+        DType::BF16 => {
+            let x = bf16::from_f64(v);
+            let [a, b] = x.to_le_bytes();
+            (x.to_f64(), [a, b, 0, 0])
+        }
+    }
+}
+
+/// Exact f64 values of little-endian `dtype` elements.
+pub(crate) fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
+    match dtype {
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+        DType::BF16 => bytes
+            .chunks_exact(2)
+            .map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+    }
+}
+
+/// How a written tensor compares with the reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Comparison {
+    /// ‖out − ref‖₂ / ‖ref‖₂ over elements finite in `out` (absolute if ‖ref‖ is 0).
+    pub rel_err: f64,
+    /// Elements whose bytes are still all [`POISON`].
+    pub unwritten: u64,
+    /// Elements that are NaN or infinite but not the poison pattern.
+    pub non_finite: u64,
+}
+
+impl Comparison {
+    /// Every element written, finite, and the error within `tolerance`.
+    pub fn passes(&self, tolerance: f64) -> bool {
+        self.unwritten == 0 && self.non_finite == 0 && self.rel_err <= tolerance
+    }
+}
+
+/// Compares raw output bytes with reference values, in f64.
+pub(crate) fn compare(dtype: DType, out: &[u8], reference: &[f64]) -> Comparison {
+    let size = dtype.bytes() as usize;
+    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
+    let (mut unwritten, mut non_finite) = (0u64, 0u64);
+    for (elem, (&got, &want)) in out
+        .chunks_exact(size)
+        .zip(decode(dtype, out).iter().zip(reference))
+    {
+        ref2 += want * want;
+        if got.is_finite() {
+            diff2 += (got - want) * (got - want);
+        } else if elem.iter().all(|&b| b == POISON) {
+            unwritten += 1;
+        } else {
+            non_finite += 1;
+        }
+    }
+    let rel_err = if ref2 > 0.0 {
+        (diff2 / ref2).sqrt()
+    } else {
+        diff2.sqrt()
+    };
+    Comparison {
+        rel_err,
+        unwritten,
+        non_finite,
+    }
+}
+
+/// Warm-up runs before timing.
+pub(crate) const WARMUP_RUNS: u32 = 3;
+/// Fewest timed runs: a median of fewer is noise.
+pub(crate) const MIN_RUNS: u32 = 5;
+/// Most timed runs: beyond this a tiny kernel only costs tuning time.
+pub(crate) const MAX_RUNS: u32 = 200;
+/// Kernel time the timed runs must cover together, in microseconds.
+pub(crate) const COVER_US: f64 = 1000.0;
+
+/// Timed runs needed to cover [`COVER_US`] when one run takes `estimate_us`.
+pub(crate) fn run_count(estimate_us: f64) -> u32 {
+    if estimate_us.is_nan() || estimate_us <= 0.0 {
+        return MAX_RUNS;
+    }
+    (COVER_US / estimate_us)
+        .ceil()
+        .clamp(MIN_RUNS as f64, MAX_RUNS as f64) as u32
+}
+
+/// Median and minimum of run times (µs); `None` for no runs.
+pub(crate) fn median_min(times: &[f64]) -> Option<(f64, f64)> {
+    if times.is_empty() {
+        return None;
+    }
+    let mut t = times.to_vec();
+    t.sort_by(f64::total_cmp);
+    let n = t.len();
+    let median = if n % 2 == 1 {
+        t[n / 2]
+    } else {
+        (t[n / 2 - 1] + t[n / 2]) / 2.0
+    };
+    Some((median, t[0]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, SeedableRng};
+
+    #[test]
+    fn random_tensors_are_nonzero_in_range_and_exact() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let mut rng = StdRng::seed_from_u64(7);
+            let t = random_tensor(dtype, 5000, &mut rng);
+            assert_eq!(t.values.len(), 5000);
+            assert_eq!(t.bytes.len(), 5000 * dtype.bytes() as usize);
+            assert!(t
+                .values
+                .iter()
+                .all(|&v| v != 0.0 && (-1.0..=1.0).contains(&v)));
+            // The f64 view is exactly what the device will read.
+            assert_eq!(decode(dtype, &t.bytes), t.values);
+            // Not all equal, and both signs present.
+            assert!(t.values.iter().any(|&v| v > 0.5) && t.values.iter().any(|&v| v < -0.5));
+        }
+        // Same seed, same data: a restarted worker checks against the same reference.
+        let a = random_tensor(DType::BF16, 64, &mut StdRng::seed_from_u64(1));
+        let b = random_tensor(DType::BF16, 64, &mut StdRng::seed_from_u64(1));
+        assert_eq!(a.bytes, b.bytes);
+    }
+
+    #[test]
+    fn poison_is_nan_in_every_dtype_and_counts_as_unwritten() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let n = 10;
+            let size = dtype.bytes() as usize;
+            let mut rng = StdRng::seed_from_u64(3);
+            let t = random_tensor(dtype, n, &mut rng);
+            let mut out = t.bytes.clone();
+            assert!(decode(dtype, &[POISON; 4][..size])[0].is_nan());
+            let exact = compare(dtype, &out, &t.values);
+            assert_eq!(exact.rel_err, 0.0);
+            assert!(exact.passes(0.0));
+            // Leave two elements poisoned.
+            out[..2 * size].fill(POISON);
+            let c = compare(dtype, &out, &t.values);
+            assert_eq!((c.unwritten, c.non_finite), (2, 0));
+            assert!(c.rel_err.is_finite());
+            assert!(!c.passes(1.0));
+        }
+    }
+
+    #[test]
+    fn relative_error_is_the_norm_ratio_and_infinities_are_caught() {
+        let reference = [3.0, 4.0];
+        let out: Vec<u8> = [3.0f32, 4.5].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let c = compare(DType::F32, &out, &reference);
+        assert!((c.rel_err - 0.5 / 5.0).abs() < 1e-12);
+        assert!(!c.passes(1e-5) && c.passes(0.2));
+        let out: Vec<u8> = [3.0f32, f32::INFINITY]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let c = compare(DType::F32, &out, &reference);
+        assert_eq!((c.unwritten, c.non_finite), (0, 1));
+        assert!(!c.passes(1.0));
+    }
+
+    #[test]
+    fn run_count_covers_a_millisecond_within_bounds() {
+        assert_eq!(run_count(10.0), 100);
+        assert_eq!(run_count(333.0), 5);
+        assert_eq!(run_count(1.0), MAX_RUNS);
+        assert_eq!(run_count(0.0), MAX_RUNS);
+        assert_eq!(run_count(f64::NAN), MAX_RUNS);
+        assert_eq!(run_count(1e6), MIN_RUNS);
+        assert!(run_count(7.0) as f64 * 7.0 >= COVER_US);
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median_min(&[5.0, 1.0, 3.0]), Some((3.0, 1.0)));
+        assert_eq!(median_min(&[4.0, 1.0, 3.0, 2.0]), Some((2.5, 1.0)));
+        assert_eq!(median_min(&[]), None);
+    }
+}

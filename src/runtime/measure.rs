@@ -1,0 +1,436 @@
+//! Checking and timing one candidate on one CUDA device, in this process.
+//!
+//! A [`Measurer`] holds the context, one stream and the tensors of the current problem. Per
+//! problem: the two read tensors get fresh random values (seeded, so a restarted worker makes the
+//! same data), and the reference plan runs once to give the reference output. Per candidate: the
+//! written tensor and the workspace are poisoned (all bytes 0xFF, a NaN), the plan runs once and is
+//! compared with the reference in f64; only a correct candidate is timed, with device events
+//! around each run and the L2 cache flushed between runs, outside the events.
+//!
+//! A kernel that faults leaves the context unusable; the measurer then refuses further work with
+//! [`RuntimeError::ContextLost`]. Run it inside a [`Worker`](super::Worker) to survive that.
+
+use super::cuda::{LoadedPlan, PlanError};
+use super::device::{cuda_device, init_driver, DeviceInfo};
+use super::error::{describe, is_sticky, RuntimeError};
+use super::host::{self, compare, random_tensor, POISON};
+use super::outcome::{Outcome, Timing};
+use super::plan::{KernelResources, LaunchPlan};
+use crate::problem::{ConvProblem, Tensor};
+use cudarc::driver::{
+    result::{self, DriverError},
+    sys::CUevent_flags,
+    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr,
+};
+use rand::{rngs::StdRng, SeedableRng};
+use std::sync::Arc;
+
+/// The tensors and reference of the problem being tuned.
+struct ProblemState {
+    problem: ConvProblem,
+    /// Input, filter, output, in [`Tensor::ALL`] order.
+    tensors: [CudaSlice<u8>; 3],
+    /// f64 values: the uploaded data for read tensors, the reference output for the written one.
+    host: [Vec<f64>; 3],
+    /// Grown on demand to the largest workspace a plan asked for.
+    workspace: Option<CudaSlice<u8>>,
+    /// Median time of the reference plan, µs.
+    reference_us: f64,
+}
+
+/// What went wrong in a run, before it becomes an [`Outcome`] or an error.
+enum RunError {
+    /// The candidate is at fault; the outcome says how.
+    Candidate(Outcome),
+    /// The machinery failed.
+    Runtime(RuntimeError),
+}
+
+impl From<RuntimeError> for RunError {
+    fn from(e: RuntimeError) -> Self {
+        RunError::Runtime(e)
+    }
+}
+
+/// Checks and times candidate plans on one device.
+pub struct Measurer {
+    device: DeviceInfo,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// 2 × L2 bytes, overwritten between timed runs so no run starts with a warm cache.
+    flush: CudaSlice<u8>,
+    /// Timing event pairs, created as needed and reused.
+    events: Vec<(CudaEvent, CudaEvent)>,
+    state: Option<ProblemState>,
+    /// Set once a kernel faulted: the reason.
+    lost: Option<String>,
+}
+
+impl Measurer {
+    /// Opens device `ordinal`: context, stream and the L2-flush buffer.
+    pub fn new(ordinal: usize) -> Result<Measurer, RuntimeError> {
+        init_driver()?;
+        let device = cuda_device(ordinal)?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            RuntimeError::driver("cuDevicePrimaryCtxRetain", format!("device {ordinal}"), e)
+        })?;
+        // SAFETY: one stream does all the work, so cudarc's cross-stream event tracking (extra
+        // events recorded around every pointer use) is not needed, and would cost time per launch.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| RuntimeError::driver("cuStreamCreate", "", e))?;
+        let flush_bytes = (2 * device.l2_bytes).max(1 << 20) as usize;
+        let flush = alloc(&stream, flush_bytes, "L2 flush buffer")?;
+        Ok(Measurer {
+            device,
+            ctx,
+            stream,
+            flush,
+            events: Vec::new(),
+            state: None,
+            lost: None,
+        })
+    }
+
+    /// The device this measurer runs on.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    /// Prepares a problem: allocates its tensors, fills the read ones with seeded random values and
+    /// runs `reference` to get the output every candidate is compared with. Returns the reference
+    /// plan's median time in µs (a scale for time limits).
+    pub fn set_problem(
+        &mut self,
+        problem: &ConvProblem,
+        reference: &LaunchPlan,
+        seed: u64,
+    ) -> Result<f64, RuntimeError> {
+        self.check_alive()?;
+        self.state = None; // free the previous problem's memory first
+        let dtype = problem.dtype();
+        let written = problem.direction().written();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut host: [Vec<f64>; 3] = Default::default();
+        let mut tensors = Vec::with_capacity(3);
+        for (i, t) in Tensor::ALL.into_iter().enumerate() {
+            let elems = problem.tensor_elems(t) as usize;
+            let mut buf = alloc(&self.stream, elems * dtype.bytes() as usize, t.name())?;
+            if t != written {
+                let data = random_tensor(dtype, elems, &mut rng);
+                self.stream
+                    .memcpy_htod(&data.bytes, &mut buf)
+                    .map_err(|e| RuntimeError::driver("cuMemcpyHtoDAsync", t.name(), e))?;
+                host[i] = data.values;
+            }
+            tensors.push(buf);
+        }
+        let tensors: [CudaSlice<u8>; 3] = match tensors.try_into() {
+            Ok(t) => t,
+            Err(_) => unreachable!("three tensors were pushed"),
+        };
+        self.state = Some(ProblemState {
+            problem: *problem,
+            tensors,
+            host,
+            workspace: None,
+            reference_us: 0.0,
+        });
+        let reference_failed = |reason: String| RuntimeError::Reference {
+            problem: problem.key(),
+            reason,
+        };
+        let (loaded, out) = match self.check_run(reference) {
+            Ok(r) => r,
+            Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
+            Err(RunError::Runtime(e)) => return Err(e),
+        };
+        let values = host::decode(dtype, &out);
+        let c = compare(dtype, &out, &values);
+        if c.unwritten + c.non_finite > 0 {
+            return Err(reference_failed(format!(
+                "its output has {} unwritten and {} non-finite element(s)",
+                c.unwritten, c.non_finite
+            )));
+        }
+        let reference_us = match self.time(&loaded, problem) {
+            Ok(t) => t.median_us,
+            Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
+            Err(RunError::Runtime(e)) => return Err(e),
+        };
+        if let Some(s) = self.state.as_mut() {
+            s.host[written as usize] = values;
+            s.reference_us = reference_us;
+        }
+        Ok(reference_us)
+    }
+
+    /// f64 values of a tensor of the current problem: what was uploaded for a read tensor, the
+    /// reference output for the written one. Lets a test check the reference kernel on the CPU.
+    pub fn host_tensor(&self, t: Tensor) -> Option<&[f64]> {
+        let s = self.state.as_ref()?;
+        let v = &s.host[t as usize];
+        (!v.is_empty()).then_some(v.as_slice())
+    }
+
+    /// Checks a candidate against the reference and, if it is right, times it.
+    /// `Err` means the measuring machinery failed, not the candidate.
+    pub fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
+        self.check_alive()?;
+        let problem = self.ready_problem()?;
+        let dtype = problem.dtype();
+        let (loaded, out) = match self.check_run(plan) {
+            Ok(r) => r,
+            Err(RunError::Candidate(o)) => return Ok(o),
+            Err(RunError::Runtime(e)) => return Err(e),
+        };
+        let reference = self
+            .host_tensor(problem.direction().written())
+            .ok_or(RuntimeError::NoProblem)?;
+        let c = compare(dtype, &out, reference);
+        if !c.passes(dtype.tolerance()) {
+            return Ok(Outcome::WrongResult {
+                rel_err: c.rel_err,
+                unwritten: c.unwritten,
+                non_finite: c.non_finite,
+            });
+        }
+        match self.time(&loaded, &problem) {
+            Ok(mut t) => {
+                t.rel_err = c.rel_err;
+                Ok(Outcome::Ok(t))
+            }
+            Err(RunError::Candidate(o)) => Ok(o),
+            Err(RunError::Runtime(e)) => Err(e),
+        }
+    }
+
+    /// Loads a plan and reports what the driver made of each kernel (registers, spills, limits),
+    /// without running it.
+    pub fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError> {
+        self.check_alive()?;
+        match LoadedPlan::load(&self.ctx, plan) {
+            Ok(p) => Ok(p.resources),
+            Err(PlanError::Load(m) | PlanError::Launch(m)) => Err(RuntimeError::Module(m)),
+        }
+    }
+
+    /// Whether a fault has made this measurer unusable, and why.
+    pub fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+
+    /// The current problem, once its reference output exists.
+    fn ready_problem(&self) -> Result<ConvProblem, RuntimeError> {
+        match &self.state {
+            Some(s) if !s.host[s.problem.direction().written() as usize].is_empty() => {
+                Ok(s.problem)
+            }
+            _ => Err(RuntimeError::NoProblem),
+        }
+    }
+
+    fn check_alive(&self) -> Result<(), RuntimeError> {
+        match &self.lost {
+            Some(why) => Err(RuntimeError::ContextLost(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a context-killing error and turns it into a `Fault`.
+    fn fault(&mut self, what: String, e: DriverError) -> RunError {
+        let message = format!("{what}: {}", describe(e));
+        self.lost = Some(message.clone());
+        RunError::Candidate(Outcome::Fault(message))
+    }
+
+    /// Loads and prepares `plan`, poisons its outputs, runs it once and returns the written tensor.
+    fn check_run(&mut self, plan: &LaunchPlan) -> Result<(LoadedPlan, Vec<u8>), RunError> {
+        let loaded = LoadedPlan::load(&self.ctx, plan)
+            .and_then(|l| {
+                l.prepare(self.device.max_shared_per_block_optin)
+                    .map(|()| l)
+            })
+            .map_err(|e| match e {
+                PlanError::Load(m) => RunError::Candidate(Outcome::LoadFailed(m)),
+                PlanError::Launch(m) => RunError::Candidate(Outcome::LaunchFailed(m)),
+            })?;
+        self.ensure_workspace(plan.workspace_bytes)?;
+        let (written, ws_len) = {
+            let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+            (
+                s.problem.direction().written() as usize,
+                plan.workspace_bytes as usize,
+            )
+        };
+        let stream = self.stream.clone();
+        let poison = {
+            let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+            let out = &s.tensors[written];
+            let mut r = memset(&stream, out, out.len(), POISON);
+            if let (Ok(()), Some(ws)) = (&r, &s.workspace) {
+                r = memset(&stream, ws, ws_len, POISON);
+            }
+            r
+        };
+        if let Err(e) = poison {
+            return Err(self.fault("poisoning the output".into(), e));
+        }
+        self.run(&loaded)?;
+        if let Err(e) = self.stream.synchronize() {
+            return Err(self.fault("running the plan".into(), e));
+        }
+        let copied = {
+            let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+            self.stream.clone_dtoh(&s.tensors[written])
+        };
+        match copied.and_then(|v| self.stream.synchronize().map(|()| v)) {
+            Ok(out) => Ok((loaded, out)),
+            Err(e) => Err(self.fault("copying the output back".into(), e)),
+        }
+    }
+
+    /// Enqueues one run of the plan. A refused launch is `LaunchFailed` (after the launches
+    /// already queued finish) unless the error is sticky, which makes it a `Fault`.
+    fn run(&mut self, loaded: &LoadedPlan) -> Result<(), RunError> {
+        let pointers = self.pointers()?;
+        if let Err((i, e)) = loaded.launch(&self.stream, pointers) {
+            let what = loaded.describe_launch(i);
+            if is_sticky(e) {
+                return Err(self.fault(what, e));
+            }
+            if let Err(e2) = self.stream.synchronize() {
+                return Err(self.fault(what, e2));
+            }
+            return Err(RunError::Candidate(Outcome::LaunchFailed(format!(
+                "{what}: {}",
+                describe(e)
+            ))));
+        }
+        Ok(())
+    }
+
+    fn pointers(&self) -> Result<[u64; 4], RuntimeError> {
+        let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+        let ptr = |b: &CudaSlice<u8>| b.device_ptr(&self.stream).0;
+        Ok([
+            ptr(&s.tensors[0]),
+            ptr(&s.tensors[1]),
+            ptr(&s.tensors[2]),
+            s.workspace.as_ref().map(ptr).unwrap_or(0),
+        ])
+    }
+
+    /// Makes the workspace at least `bytes` long. Failing to allocate it is the candidate's
+    /// fault (it asked for too much), so it is reported as a launch failure.
+    fn ensure_workspace(&mut self, bytes: u64) -> Result<(), RunError> {
+        let s = self.state.as_mut().ok_or(RuntimeError::NoProblem)?;
+        if bytes == 0
+            || s.workspace
+                .as_ref()
+                .is_some_and(|w| w.len() as u64 >= bytes)
+        {
+            return Ok(());
+        }
+        s.workspace = None;
+        match alloc(&self.stream, bytes as usize, "workspace") {
+            Ok(w) => {
+                s.workspace = Some(w);
+                Ok(())
+            }
+            Err(e) => Err(RunError::Candidate(Outcome::LaunchFailed(e.to_string()))),
+        }
+    }
+
+    /// Warm-up runs, then enough event-timed runs to cover a millisecond, with the L2 flushed
+    /// before each run outside the events.
+    fn time(&mut self, loaded: &LoadedPlan, problem: &ConvProblem) -> Result<Timing, RunError> {
+        let warm = self.timed_runs(loaded, host::WARMUP_RUNS as usize)?;
+        let estimate = host::median_min(&warm).map_or(0.0, |(m, _)| m);
+        let times = self.timed_runs(loaded, host::run_count(estimate) as usize)?;
+        let (median_us, min_us) = host::median_min(&times).unwrap_or((0.0, 0.0));
+        Ok(Timing {
+            median_us,
+            min_us,
+            runs: times.len() as u32,
+            tflops: if median_us > 0.0 {
+                problem.flops() / (median_us * 1e-6) / 1e12
+            } else {
+                0.0
+            },
+            rel_err: 0.0,
+            resources: loaded.resources.clone(),
+        })
+    }
+
+    /// `n` runs, each flushed and bracketed by events; returns their times in µs.
+    fn timed_runs(&mut self, loaded: &LoadedPlan, n: usize) -> Result<Vec<f64>, RunError> {
+        while self.events.len() < n {
+            let ev = |ctx: &Arc<CudaContext>| {
+                ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(|e| RuntimeError::driver("cuEventCreate", "", e))
+            };
+            let pair = (ev(&self.ctx)?, ev(&self.ctx)?);
+            self.events.push(pair);
+        }
+        for i in 0..n {
+            let flushed = memset(&self.stream, &self.flush, self.flush.len(), i as u8);
+            let started = flushed.and_then(|()| self.events[i].0.record(&self.stream));
+            if let Err(e) = started {
+                return Err(self.fault("flushing L2 before a timed run".into(), e));
+            }
+            self.run(loaded)?;
+            if let Err(e) = self.events[i].1.record(&self.stream) {
+                return Err(self.fault("recording a timing event".into(), e));
+            }
+        }
+        let mut times = Vec::with_capacity(n);
+        for i in 0..n {
+            match self.events[i].0.elapsed_ms(&self.events[i].1) {
+                Ok(ms) => times.push(ms as f64 * 1000.0),
+                Err(e) => return Err(self.fault("timed run".into(), e)),
+            }
+        }
+        Ok(times)
+    }
+}
+
+fn alloc(
+    stream: &Arc<CudaStream>,
+    bytes: usize,
+    what: &str,
+) -> Result<CudaSlice<u8>, RuntimeError> {
+    // SAFETY: u8 has no invalid bit patterns; every buffer is written before it is read.
+    unsafe { stream.alloc::<u8>(bytes.max(1)) }
+        .map_err(|e| RuntimeError::driver("cuMemAllocAsync", format!("{what}, {bytes} bytes"), e))
+}
+
+fn memset(
+    stream: &CudaStream,
+    buf: &CudaSlice<u8>,
+    bytes: usize,
+    value: u8,
+) -> Result<(), DriverError> {
+    let ptr = buf.device_ptr(stream).0;
+    // SAFETY: `bytes` ≤ the buffer's length (callers pass its length or a prefix of it).
+    unsafe { result::memset_d8_async(ptr, value, bytes.min(buf.len()), stream.cu_stream()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_driver_is_an_error_not_a_panic() {
+        // SAFETY: dlopen probe only.
+        if unsafe { cudarc::driver::sys::is_culib_present() } {
+            return; // covered by the GPU tests on a machine with a driver
+        }
+        match Measurer::new(0) {
+            Err(RuntimeError::NoDriver) => {}
+            Err(e) => panic!("expected NoDriver, got {e}"),
+            Ok(_) => panic!("a measurer without a driver"),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The verdict on one candidate: timed, or the reason it was rejected.
+//!
+//! A failed candidate is data, not an abort: every way a kernel can fail is a variant here, with
+//! the reason, so the tuner records it and moves on. The type crosses the worker's pipe as JSON,
+//! hence serde, and every number in it is finite (JSON has no NaN).
+
+use super::plan::KernelResources;
+use serde::{Deserialize, Serialize};
+
+/// Device-event timings of a candidate that produced the right answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Median of the timed runs, in microseconds: the figure the tuner ranks by.
+    pub median_us: f64,
+    /// Fastest run, in microseconds.
+    pub min_us: f64,
+    /// How many runs were timed (enough to cover ≥ 1 ms, at least 5).
+    pub runs: u32,
+    /// Convolution FLOPs divided by the median time.
+    pub tflops: f64,
+    /// ‖out − ref‖ / ‖ref‖ of the checked run.
+    pub rel_err: f64,
+    /// Registers, spills and limits of each kernel of the plan, as the driver reports them.
+    pub resources: Vec<KernelResources>,
+}
+
+/// What happened to one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Correct, and timed.
+    Ok(Timing),
+    /// It ran but its output differs from the reference beyond the dtype's tolerance.
+    WrongResult {
+        /// ‖out − ref‖ / ‖ref‖ over the elements that are finite.
+        rel_err: f64,
+        /// Elements still holding the poison pattern: the kernel never wrote them.
+        unwritten: u64,
+        /// Other NaN or infinite elements.
+        non_finite: u64,
+    },
+    /// The code generator failed (filled in by the tuner, never by the runtime).
+    CompileFailed(String),
+    /// The driver rejected the module (PTX JIT log included) or a kernel name is missing.
+    LoadFailed(String),
+    /// A launch was refused: too many threads or registers, too much shared memory, bad grid.
+    LaunchFailed(String),
+    /// The kernel crashed (illegal address, misaligned access, …); its context was lost.
+    Fault(String),
+    /// The kernel did not finish within the worker's time limit.
+    Timeout,
+}
+
+impl Outcome {
+    /// The timing, if the candidate passed.
+    pub fn timing(&self) -> Option<&Timing> {
+        match self {
+            Outcome::Ok(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// A short lowercase tag for tables and logs (`ok`, `wrong`, `fault`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Ok(_) => "ok",
+            Outcome::WrongResult { .. } => "wrong",
+            Outcome::CompileFailed(_) => "compile-failed",
+            Outcome::LoadFailed(_) => "load-failed",
+            Outcome::LaunchFailed(_) => "launch-failed",
+            Outcome::Fault(_) => "fault",
+            Outcome::Timeout => "timeout",
+        }
+    }
+
+    /// Whether the process that measured it must be restarted before measuring anything else.
+    pub fn lost_context(&self) -> bool {
+        matches!(self, Outcome::Fault(_) | Outcome::Timeout)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Ok(t) => write!(
+                f,
+                "ok: {:.2} us median ({:.2} min, {} runs), {:.1} TFLOP/s",
+                t.median_us, t.min_us, t.runs, t.tflops
+            ),
+            Outcome::WrongResult {
+                rel_err,
+                unwritten,
+                non_finite,
+            } => write!(
+                f,
+                "wrong result: rel. error {rel_err:.3e}, {unwritten} element(s) unwritten, \
+                 {non_finite} other non-finite"
+            ),
+            Outcome::CompileFailed(m) => write!(f, "compile failed: {m}"),
+            Outcome::LoadFailed(m) => write!(f, "load failed: {m}"),
+            Outcome::LaunchFailed(m) => write!(f, "launch failed: {m}"),
+            Outcome::Fault(m) => write!(f, "fault: {m}"),
+            Outcome::Timeout => write!(f, "timeout"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_round_trip_and_describe_themselves() {
+        let all = [
+            Outcome::Ok(Timing {
+                median_us: 10.5,
+                min_us: 10.0,
+                runs: 96,
+                tflops: 12.0,
+                rel_err: 1e-7,
+                resources: vec![],
+            }),
+            Outcome::WrongResult {
+                rel_err: 0.5,
+                unwritten: 3,
+                non_finite: 0,
+            },
+            Outcome::LoadFailed("ptxas: error".into()),
+            Outcome::Fault("CUDA_ERROR_ILLEGAL_ADDRESS".into()),
+            Outcome::Timeout,
+        ];
+        for o in &all {
+            let back: Outcome = serde_json::from_str(&serde_json::to_string(o).unwrap()).unwrap();
+            assert_eq!(&back, o);
+        }
+        assert_eq!(all[0].timing().map(|t| t.runs), Some(96));
+        assert!(all[1].timing().is_none());
+        assert!(all[1].to_string().contains("3 element(s) unwritten"));
+        assert!(all[3].lost_context() && all[4].lost_context() && !all[2].lost_context());
+        assert_eq!(all[4].kind(), "timeout");
+    }
+}

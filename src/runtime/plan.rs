@@ -1,0 +1,79 @@
+//! What the code generator hands the runtime: one module and the launches that run one convolution.
+//!
+//! The contract is deliberately narrow so that the runtime never needs to know how a kernel was
+//! tiled: every kernel takes exactly four `u64` device pointers — input, filter, output (each in
+//! its own layout) and a scratch workspace — and uses only *dynamic* shared memory. A plan is
+//! self-contained: running its launches in order on poisoned buffers must produce the whole
+//! written tensor (zero-initialisation kernels, split-K reductions and so on are launches too),
+//! because the runtime runs it repeatedly without resetting anything in between.
+
+use serde::{Deserialize, Serialize};
+
+/// One kernel launch of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// The kernel's symbol in the module.
+    pub name: String,
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block; above 48 KiB the runtime opts the kernel in first.
+    pub shared_bytes: u32,
+}
+
+impl Launch {
+    /// Threads per block, as the hardware limit counts them.
+    pub fn threads(&self) -> u64 {
+        self.block.iter().map(|&b| b as u64).product()
+    }
+}
+
+/// A compiled module (PTX text for NVIDIA) and the launches that run one convolution, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchPlan {
+    /// PTX text (NVIDIA).
+    pub module: String,
+    /// Launches in stream order.
+    pub launches: Vec<Launch>,
+    /// Scratch bytes the kernels share; the runtime poisons them before checking a candidate.
+    pub workspace_bytes: u64,
+}
+
+/// What the driver made of one kernel after loading: the facts a tuner reports or rejects on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelResources {
+    /// The kernel's symbol.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Local memory per thread in bytes: register spills and stack; > 0 usually means slow.
+    pub local_bytes: u32,
+    /// Static shared memory in bytes (the contract asks for dynamic only, so normally 0).
+    pub static_shared_bytes: u32,
+    /// The most threads a block of this kernel may have, given its register use.
+    pub max_threads_per_block: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_round_trips_through_json() {
+        let plan = LaunchPlan {
+            module: ".version 8.5\n".into(),
+            launches: vec![Launch {
+                name: "k0".into(),
+                grid: [4, 2, 1],
+                block: [128, 2, 1],
+                shared_bytes: 65536,
+            }],
+            workspace_bytes: 1 << 20,
+        };
+        let text = serde_json::to_string(&plan).unwrap();
+        let back: LaunchPlan = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, plan);
+        assert_eq!(plan.launches[0].threads(), 256);
+    }
+}
