@@ -284,8 +284,25 @@ impl ConvProblem {
             fil_layout,
             out_layout,
         };
+        // Checked before anything calls `out_size` or `tensor_elems`, whose arithmetic assumes
+        // the sizes fit 32-bit extents and 64-bit element counts.
+        for (dim, input, f) in [("H", s.h, s.y), ("W", s.w, s.x)] {
+            let d = if dim == "H" { 0 } else { 1 };
+            if input as u64 + 2 * s.pad[d] as u64 > i32::MAX as u64
+                || f as u64 * s.dilation[d] as u64 > i32::MAX as u64
+            {
+                return Err(ProblemError::TooLarge {
+                    what: "padded image or dilated filter",
+                    elems: input as u64 + 2 * s.pad[d] as u64,
+                });
+            }
+        }
         for t in Tensor::ALL {
-            let elems = p.tensor_elems(t);
+            let elems = p
+                .logical_dims(t)
+                .iter()
+                .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+                .unwrap_or(u64::MAX);
             if elems >= i32::MAX as u64 {
                 return Err(ProblemError::TooLarge {
                     what: t.name(),
@@ -479,5 +496,15 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(e, ProblemError::Zero { field: "-n" });
+        // Sizes whose products overflow 64 bits are an error, not a panic.
+        let huge = nchw(ConvSizes {
+            n: u32::MAX,
+            c: u32::MAX,
+            h: u32::MAX / 4,
+            w: u32::MAX / 4,
+            pad: [u32::MAX / 4, 1],
+            ..Default::default()
+        });
+        assert!(matches!(huge, Err(ProblemError::TooLarge { .. })));
     }
 }
