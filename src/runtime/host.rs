@@ -1,58 +1,32 @@
 //! Host-side numerics of a measurement: test data, decoding results, comparing, counting runs.
 //!
-//! Kept apart from the driver calls so every rule here (values are never zero, poison counts as
+//! Kept apart from the driver calls so every rule here (exact encoding, poison counts as
 //! unwritten, the error norm, how many runs cover a millisecond) is tested without a GPU.
 
 use crate::problem::DType;
 use half::{bf16, f16};
-use rand::Rng;
 
 /// The byte every written tensor and workspace is filled with before a candidate runs. 0xFF… is a
 /// NaN in f32, f16 and bf16 alike, so an element a kernel forgets to write cannot pass by luck.
 pub(crate) const POISON: u8 = 0xFF;
 
-/// A tensor as uploaded (bytes in the problem's dtype) and as the checks see it (exact f64
-/// values of those same bytes).
-#[derive(Debug, Clone)]
-pub(crate) struct HostTensor {
-    pub bytes: Vec<u8>,
-    pub values: Vec<f64>,
-}
-
-/// `elems` values uniform in [-1, 1], rounded to `dtype`, none of them zero: a zero input hides
-/// a kernel that skips part of the reduction.
-pub(crate) fn random_tensor(dtype: DType, elems: usize, rng: &mut impl Rng) -> HostTensor {
-    let mut bytes = Vec::with_capacity(elems * dtype.bytes() as usize);
-    let mut values = Vec::with_capacity(elems);
-    while values.len() < elems {
-        let v: f64 = rng.gen_range(-1.0..=1.0);
-        let (rounded, le) = round(dtype, v);
-        if rounded == 0.0 {
-            continue;
-        }
-        bytes.extend_from_slice(&le[..dtype.bytes() as usize]);
-        values.push(rounded);
-    }
-    HostTensor { bytes, values }
-}
-
-/// `v` rounded to `dtype` (nearest even), as an f64 and as little-endian bytes (padded to 4).
-fn round(dtype: DType, v: f64) -> (f64, [u8; 4]) {
+/// Little-endian `dtype` bytes of values already representable in `dtype` (as
+/// [`crate::reference::random_tensor`] makes them), so the device reads exactly what the f64 checks
+/// assume.
+pub(crate) fn encode(dtype: DType, values: &[f64]) -> Vec<u8> {
     match dtype {
-        DType::F32 => {
-            let x = v as f32;
-            (x as f64, x.to_le_bytes())
-        }
-        DType::F16 => {
-            let x = f16::from_f64(v);
-            let [a, b] = x.to_le_bytes();
-            (x.to_f64(), [a, b, 0, 0])
-        }
-        DType::BF16 => {
-            let x = bf16::from_f64(v);
-            let [a, b] = x.to_le_bytes();
-            (x.to_f64(), [a, b, 0, 0])
-        }
+        DType::F32 => values
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect(),
+        DType::F16 => values
+            .iter()
+            .flat_map(|&v| f16::from_f64(v).to_le_bytes())
+            .collect(),
+        DType::BF16 => values
+            .iter()
+            .flat_map(|&v| bf16::from_f64(v).to_le_bytes())
+            .collect(),
     }
 }
 
@@ -160,28 +134,38 @@ pub(crate) fn median_min(times: &[f64]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::{ConvProblem, ConvSizes, Direction, Layout, Tensor};
+    use crate::reference::random_tensor;
     use rand::{rngs::StdRng, SeedableRng};
 
+    fn values(dtype: DType, n: usize, seed: u64) -> Vec<f64> {
+        let p = ConvProblem::new(
+            ConvSizes {
+                n: n as u32,
+                ..Default::default()
+            },
+            Direction::Fwd,
+            dtype,
+            Layout::NGCHW,
+            Layout::GKCYX,
+            Layout::NGCHW,
+        )
+        .unwrap();
+        random_tensor(&p, Tensor::Input, &mut StdRng::seed_from_u64(seed))
+    }
+
     #[test]
-    fn random_tensors_are_nonzero_in_range_and_exact() {
+    fn encoding_is_exact_for_reference_data() {
         for dtype in [DType::F32, DType::F16, DType::BF16] {
-            let mut rng = StdRng::seed_from_u64(7);
-            let t = random_tensor(dtype, 5000, &mut rng);
-            assert_eq!(t.values.len(), 5000);
-            assert_eq!(t.bytes.len(), 5000 * dtype.bytes() as usize);
-            assert!(t
-                .values
-                .iter()
-                .all(|&v| v != 0.0 && (-1.0..=1.0).contains(&v)));
+            let v = values(dtype, 5000, 7);
+            let bytes = encode(dtype, &v);
+            assert_eq!(bytes.len(), 5000 * dtype.bytes() as usize);
             // The f64 view is exactly what the device will read.
-            assert_eq!(decode(dtype, &t.bytes), t.values);
-            // Not all equal, and both signs present.
-            assert!(t.values.iter().any(|&v| v > 0.5) && t.values.iter().any(|&v| v < -0.5));
+            assert_eq!(decode(dtype, &bytes), v);
+            assert!(v.iter().any(|&x| x > 0.5) && v.iter().any(|&x| x < -0.5));
         }
         // Same seed, same data: a restarted worker checks against the same reference.
-        let a = random_tensor(DType::BF16, 64, &mut StdRng::seed_from_u64(1));
-        let b = random_tensor(DType::BF16, 64, &mut StdRng::seed_from_u64(1));
-        assert_eq!(a.bytes, b.bytes);
+        assert_eq!(values(DType::BF16, 64, 1), values(DType::BF16, 64, 1));
     }
 
     #[test]
@@ -189,16 +173,15 @@ mod tests {
         for dtype in [DType::F32, DType::F16, DType::BF16] {
             let n = 10;
             let size = dtype.bytes() as usize;
-            let mut rng = StdRng::seed_from_u64(3);
-            let t = random_tensor(dtype, n, &mut rng);
-            let mut out = t.bytes.clone();
+            let v = values(dtype, n, 3);
+            let mut out = encode(dtype, &v);
             assert!(decode(dtype, &[POISON; 4][..size])[0].is_nan());
-            let exact = compare(dtype, &out, &t.values);
+            let exact = compare(dtype, &out, &v);
             assert_eq!(exact.rel_err, 0.0);
             assert!(exact.passes(0.0));
             // Leave two elements poisoned.
             out[..2 * size].fill(POISON);
-            let c = compare(dtype, &out, &t.values);
+            let c = compare(dtype, &out, &v);
             assert_eq!((c.unwritten, c.non_finite), (2, 0));
             assert!(c.rel_err.is_finite());
             assert!(!c.passes(1.0));

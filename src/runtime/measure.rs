@@ -13,10 +13,11 @@
 use super::cuda::{LoadedPlan, PlanError};
 use super::device::{cuda_device, init_driver, DeviceInfo};
 use super::error::{describe, is_sticky, RuntimeError};
-use super::host::{self, compare, random_tensor, POISON};
+use super::host::{self, compare, POISON};
 use super::outcome::{Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
 use crate::problem::{ConvProblem, Tensor};
+use crate::reference::random_tensor;
 use cudarc::driver::{
     result::{self, DriverError},
     sys::CUevent_flags,
@@ -118,11 +119,11 @@ impl Measurer {
             let elems = problem.tensor_elems(t) as usize;
             let mut buf = alloc(&self.stream, elems * dtype.bytes() as usize, t.name())?;
             if t != written {
-                let data = random_tensor(dtype, elems, &mut rng);
+                let values = random_tensor(problem, t, &mut rng);
                 self.stream
-                    .memcpy_htod(&data.bytes, &mut buf)
+                    .memcpy_htod(&host::encode(dtype, &values), &mut buf)
                     .map_err(|e| RuntimeError::driver("cuMemcpyHtoDAsync", t.name(), e))?;
-                host[i] = data.values;
+                host[i] = values;
             }
             tensors.push(buf);
         }

@@ -1,12 +1,42 @@
-//! runtime (in progress)
+//! The GPU side of tuning: find the device, check a candidate against a reference, time it.
+//!
+//! Layers, bottom up:
+//! - [`cuda_devices`] / [`DeviceInfo`] / [`Fingerprint`]: what is installed (a machine without
+//!   `libcuda.so.1` gets [`RuntimeError::NoDriver`], never a panic).
+//! - `cuda`: PTX modules loaded with the JIT log, kernel attributes, launches of a [`LaunchPlan`].
+//! - [`Measurer`]: in-process checking and timing against a reference plan.
+//! - [`Worker`]: the same in a child process, restarted when a kernel crashes or hangs it, so a
+//!   bad candidate costs one [`Outcome`] and never the run.
+//!
+//! ```no_run
+//! use convtune::runtime::{Outcome, Worker};
+//! # fn demo(problem: convtune::problem::ConvProblem,
+//! #         reference: convtune::runtime::LaunchPlan,
+//! #         candidates: Vec<convtune::runtime::LaunchPlan>) -> Result<(), convtune::runtime::RuntimeError> {
+//! let mut worker = Worker::spawn(0)?; // runs `convtune worker --device 0`
+//! worker.set_problem(&problem, &reference, 42)?;
+//! for plan in &candidates {
+//!     match worker.measure(plan)? {
+//!         Outcome::Ok(t) => println!("{:.1} us, {:.0} TFLOP/s", t.median_us, t.tflops),
+//!         failed => println!("rejected: {failed}"),
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
 mod cuda;
 mod device;
 mod error;
 mod fingerprint;
+#[cfg(feature = "hip")]
+pub mod hip;
 mod host;
 mod measure;
 mod outcome;
 mod plan;
+mod protocol;
+mod serve;
+mod worker;
 
 pub use device::{cuda_device, cuda_devices, driver_version, sm_arch, DeviceInfo};
 pub use error::RuntimeError;
@@ -14,3 +44,5 @@ pub use fingerprint::Fingerprint;
 pub use measure::Measurer;
 pub use outcome::{Outcome, Timing};
 pub use plan::{KernelResources, Launch, LaunchPlan};
+pub use serve::worker_main;
+pub use worker::{Worker, WorkerOptions};
