@@ -17,6 +17,13 @@ struct Cli {
 enum Command {
     /// Print the implicit GEMMs a problem lowers to.
     Lower(lower::LowerArgs),
+    /// The GPU side of tuning, run as a child process by the tuner (fault isolation).
+    #[command(hide = true)]
+    Worker {
+        /// Device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
 }
 
 /// A problem given on the command line.
@@ -51,6 +58,7 @@ pub fn run() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Lower(a)) => lower::run(a),
+        Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),
         None => {
             eprintln!("convtune: nothing to do (see --help)");
             return 2;
