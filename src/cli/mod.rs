@@ -1,9 +1,14 @@
 //! Argument parsing and dispatch; each subcommand lives in its own file.
 
 mod lower;
+mod space;
 
 use clap::{Parser, Subcommand};
+use anyhow::Context as _;
+use convtune::arch::Arch;
 use convtune::problem::ConvProblem;
+use convtune::space::SearchSpace;
+use std::path::PathBuf;
 
 /// Auto-tuner for implicit-GEMM convolution kernels.
 #[derive(Parser)]
@@ -17,6 +22,8 @@ struct Cli {
 enum Command {
     /// Print the implicit GEMMs a problem lowers to.
     Lower(lower::LowerArgs),
+    /// Count a problem's candidates on an arch: raw, legal, rejected per reason.
+    Space(space::SpaceArgs),
     /// The GPU side of tuning, run as a child process by the tuner (fault isolation).
     #[command(hide = true)]
     Worker {
@@ -43,6 +50,49 @@ impl ProblemArg {
     }
 }
 
+/// The target architecture and its search space.
+#[derive(clap::Args)]
+pub struct ArchArg {
+    /// Target: sm_80, sm_90, gfx908, gfx90a, gfx942. Defaults to the detected GPU.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Search-space file (TOML) instead of the built-in one for the arch family.
+    #[arg(long, value_name = "FILE")]
+    space: Option<PathBuf>,
+}
+
+impl ArchArg {
+    /// The arch named, else the one `detected` (from the GPU), else an error.
+    pub fn arch(&self, detected: Option<&str>) -> anyhow::Result<Arch> {
+        let name = match (&self.arch, detected) {
+            (Some(a), _) => a.as_str(),
+            (None, Some(d)) => d,
+            (None, None) => {
+                return Err(bad_input(anyhow::anyhow!(
+                    "no --arch given and no GPU detected to default to"
+                )))
+            }
+        };
+        Arch::from_name(name).map_err(bad_input)
+    }
+
+    /// The search space and where it came from.
+    pub fn space(&self, arch: &Arch) -> anyhow::Result<(SearchSpace, String)> {
+        match &self.space {
+            Some(path) => {
+                let s = SearchSpace::load(path)
+                    .with_context(|| format!("search space {}", path.display()))
+                    .map_err(bad_input)?;
+                Ok((s, path.display().to_string()))
+            }
+            None => Ok((
+                SearchSpace::default_for(arch),
+                format!("built-in {}", arch.vendor.name()),
+            )),
+        }
+    }
+}
+
 /// Marks an error as the user's input being wrong (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0:#}")]
@@ -58,6 +108,7 @@ pub fn run() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Lower(a)) => lower::run(a),
+        Some(Command::Space(a)) => space::run(a),
         Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),
         None => {
             eprintln!("convtune: nothing to do (see --help)");
