@@ -1,5 +1,10 @@
-//! The search space: tuning parameters, their values per arch family, and enumeration.
+//! The search space: tuning parameters, their values per arch family (`search-spaces/*.toml`),
+//! and enumeration of the legal candidates of a problem.
 
 mod config;
+mod enumerate;
+mod space_file;
 
 pub use config::{ConfigParseError, LdsLayout, PerfConfig, FIELDS};
+pub use enumerate::{enumerate_legal, enumerate_lowered, sample_legal, Enumeration};
+pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError};

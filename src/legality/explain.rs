@@ -1,0 +1,143 @@
+//! Every rule with its verdict, for `convtune space --explain`: why a config runs or not, with
+//! the numbers, so a user can see which knob to turn.
+
+use super::rules::{Checker, Rule};
+use crate::lowering::Dim;
+use crate::space::PerfConfig;
+
+impl Checker {
+    /// One line per rule, `ok` or `FAIL`, in evaluation order; a line per sub-GEMM's vector
+    /// facts first. Unlike [`Checker::check`], it does not stop at the first failure.
+    pub fn explain(&self, cfg: &PerfConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        let p = &self.problem;
+        out.push(format!(
+            "problem {} on {} ({} sub-GEMM{}, longest M={} N={} K={})",
+            p,
+            self.arch.name,
+            self.vectors.len(),
+            if self.vectors.len() == 1 { "" } else { "s" },
+            self.max_len[Dim::M as usize],
+            self.max_len[Dim::N as usize],
+            self.max_len[Dim::K as usize],
+        ));
+        for (g, ops) in self.vectors.iter().enumerate() {
+            for (name, v) in ['A', 'B', 'C'].iter().zip(ops) {
+                let along = match v.dim {
+                    Some(d) => format!("along {d}"),
+                    None => "along no GEMM dimension".to_string(),
+                };
+                out.push(format!(
+                    "  sub-GEMM {g} {name} ({}, contiguous {}): {along}, max width {} ({})",
+                    v.tensor, v.tensor_dim, v.max.width, v.max.limit
+                ));
+            }
+        }
+        let res = self.resources(cfg);
+        for rule in Rule::ALL {
+            let skipped = self.pruning.is_none()
+                && matches!(
+                    rule,
+                    Rule::Space | Rule::OversizedMN | Rule::OversizedK | Rule::Raster
+                );
+            let line = match self.rule(rule, cfg) {
+                Err(e) => format!("FAIL  {}: {e}", rule.name()),
+                Ok(()) if skipped => {
+                    format!(
+                        "skip  {}: applies only when enumerating a search space",
+                        rule.name()
+                    )
+                }
+                Ok(()) => format!("ok    {}: {}", rule.name(), self.ok_detail(rule, cfg, &res)),
+            };
+            out.push(line);
+        }
+        out
+    }
+
+    fn ok_detail(&self, rule: Rule, cfg: &PerfConfig, res: &super::Resources) -> String {
+        let arch = &self.arch;
+        match rule {
+            Rule::NonZero => "all fields ≥ 1".into(),
+            Rule::WarpTile => format!(
+                "{}x{} warps of {}x{} tile the {}x{} block",
+                cfg.block_m / cfg.warp_m,
+                cfg.block_n / cfg.warp_n,
+                cfg.warp_m,
+                cfg.warp_n,
+                cfg.block_m,
+                cfg.block_n
+            ),
+            Rule::Threads => format!(
+                "{} threads ≤ {} on {}",
+                res.threads, arch.max_threads_per_block, arch.name
+            ),
+            Rule::Space => match &self.pruning {
+                Some(pr) => format!(
+                    "{} threads ≤ {}, {} ≤ {} warps ≤ {}",
+                    res.threads, pr.max_threads, pr.min_warps, res.warps, pr.max_warps
+                ),
+                None => String::new(),
+            },
+            Rule::OversizedMN => format!(
+                "bm={} for M ≤ {}, bn={} for N ≤ {}",
+                cfg.block_m,
+                self.max_len[Dim::M as usize],
+                cfg.block_n,
+                self.max_len[Dim::N as usize]
+            ),
+            Rule::OversizedK => format!(
+                "bk={} for K ≤ {}",
+                cfg.block_k,
+                self.max_len[Dim::K as usize]
+            ),
+            Rule::MmaShape => format!(
+                "{}x{} warp tile, bk={} built from {}",
+                cfg.warp_m, cfg.warp_n, cfg.block_k, res.instr
+            ),
+            Rule::Registers => {
+                let (acc, frag, staging) = self.register_parts(cfg, &res.instr);
+                format!(
+                    "{} ≤ {} ({acc} accumulators + {frag} fragments + {staging} staging + addressing)",
+                    res.registers, arch.max_regs_per_thread
+                )
+            }
+            Rule::SharedMemory => {
+                let (bytes, padding) = self.lds_bytes(cfg);
+                format!(
+                    "{bytes} bytes (padding {padding}) ≤ {} per block; {} block(s) per {} by shared memory and registers",
+                    arch.smem_per_block,
+                    res.blocks_per_cu,
+                    if arch.vendor == crate::arch::Vendor::Nvidia { "SM" } else { "CU" }
+                )
+            }
+            Rule::SplitK => {
+                if cfg.split_k <= 1 {
+                    "no split".into()
+                } else {
+                    format!(
+                        "K = {:?} split {} ways, ≥ bk = {} each",
+                        self.k_lens, cfg.split_k, cfg.block_k
+                    )
+                }
+            }
+            Rule::Raster => format!(
+                "raster {} for {} block rows",
+                cfg.raster,
+                self.max_len[Dim::M as usize].div_ceil(cfg.block_m)
+            ),
+            Rule::VectorA | Rule::VectorB | Rule::VectorC => {
+                let i = match rule {
+                    Rule::VectorA => 0,
+                    Rule::VectorB => 1,
+                    _ => 2,
+                };
+                let width = [cfg.vec_a, cfg.vec_b, cfg.vec_c][i];
+                format!(
+                    "{width} ≤ {} (largest legal over the sub-GEMMs, {}-byte accesses)",
+                    res.max_vector[i], arch.max_vector_bytes
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,600 @@
+//! The rules, one at a time, over facts computed once per (lowering, arch): the enumerator
+//! evaluates each rule as soon as the loop that fixes its parameters is entered, `check` runs
+//! them all in the same order, so both attribute a rejection to the same rule.
+
+use super::rejection::Rejection;
+use super::width::{dim_letters, vector_dim, VectorWidth};
+use crate::arch::{Arch, MathInstr, MathKind, Vendor};
+use crate::lowering::{Dim, Lowering};
+use crate::problem::{ConvProblem, Direction};
+use crate::space::{LdsLayout, PerfConfig};
+
+/// Widest vector the width analysis considers, elements; the byte limit of the arch caps it
+/// further (16 elements is 16 bytes of the narrowest type we could ever add).
+const ANALYSIS_CAP: u32 = 16;
+/// Registers every kernel spends on addresses, loop counters and bounds (estimate).
+const OVERHEAD_REGS: u32 = 40;
+
+/// One rule. Rules run in the order of [`Rule::ALL`]; [`Rule::level`] says which parameters
+/// they read (see [`LEVEL_PARAMS`]), and a rule reads no parameter of a later level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// No zero field (a hand-built config).
+    NonZero,
+    /// Warp tile divides block tile.
+    WarpTile,
+    /// Threads per block within the arch limit.
+    Threads,
+    /// The search space's thread and warp limits (enumeration only).
+    Space,
+    /// bm, bn not larger than needed (enumeration only).
+    OversizedMN,
+    /// bk not larger than needed (enumeration only).
+    OversizedK,
+    /// Warp tile and bk a whole number of matrix instructions.
+    MmaShape,
+    /// Register estimate.
+    Registers,
+    /// Shared memory per block.
+    SharedMemory,
+    /// Split-K.
+    SplitK,
+    /// Rasterisation group useful (enumeration only).
+    Raster,
+    /// Vector width of A.
+    VectorA,
+    /// Vector width of B.
+    VectorB,
+    /// Vector width of C.
+    VectorC,
+}
+
+/// The parameters each level fixes, outermost loop first.
+pub const LEVEL_PARAMS: [&str; 8] = [
+    "bm, bn, wm, wn",
+    "bk",
+    "st, lds",
+    "sk",
+    "rs",
+    "va",
+    "vb",
+    "vc",
+];
+
+impl Rule {
+    /// All rules in evaluation order.
+    pub const ALL: [Rule; 14] = [
+        Rule::NonZero,
+        Rule::WarpTile,
+        Rule::Threads,
+        Rule::Space,
+        Rule::OversizedMN,
+        Rule::OversizedK,
+        Rule::MmaShape,
+        Rule::Registers,
+        Rule::SharedMemory,
+        Rule::SplitK,
+        Rule::Raster,
+        Rule::VectorA,
+        Rule::VectorB,
+        Rule::VectorC,
+    ];
+
+    /// Index into [`LEVEL_PARAMS`] of the innermost parameter the rule reads.
+    pub fn level(self) -> usize {
+        match self {
+            Rule::WarpTile | Rule::Threads | Rule::Space | Rule::OversizedMN => 0,
+            Rule::OversizedK | Rule::MmaShape | Rule::Registers => 1,
+            Rule::SharedMemory => 2,
+            Rule::SplitK => 3,
+            Rule::Raster => 4,
+            Rule::VectorA => 5,
+            Rule::VectorB => 6,
+            Rule::VectorC => 7,
+            // Reads every field, but only ever fails on hand-built configs.
+            Rule::NonZero => 0,
+        }
+    }
+
+    /// Short name for explanations.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::NonZero => "non-zero fields",
+            Rule::WarpTile => "warp tile divides block tile",
+            Rule::Threads => "threads per block",
+            Rule::Space => "search-space limits",
+            Rule::OversizedMN => "block tile M/N not oversized",
+            Rule::OversizedK => "block tile K not oversized",
+            Rule::MmaShape => "matrix instruction shape",
+            Rule::Registers => "register estimate",
+            Rule::SharedMemory => "shared memory",
+            Rule::SplitK => "split-k",
+            Rule::Raster => "raster group",
+            Rule::VectorA => "vector width A",
+            Rule::VectorB => "vector width B",
+            Rule::VectorC => "vector width C",
+        }
+    }
+}
+
+/// Limits a search space adds on top of legality: they cut candidates that could run but are
+/// not worth timing, so a tuned config is never rejected for them at lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pruning {
+    /// Most threads per block.
+    pub max_threads: u32,
+    /// Fewest warps per block.
+    pub min_warps: u32,
+    /// Most warps per block.
+    pub max_warps: u32,
+    /// Smallest bm, bn, bk, rs of the space: a tile is oversized only above
+    /// max(next power of two of the GEMM length, this).
+    pub smallest: [u32; 4],
+}
+
+/// How one operand of one sub-GEMM may be vectorized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperandVector {
+    /// The GEMM dimension it is vectorized along ([`super::vector_dim`]); `None` when none
+    /// walks its contiguous memory.
+    pub dim: Option<Dim>,
+    /// Tensor name.
+    pub tensor: &'static str,
+    /// The tensor's innermost dimension.
+    pub tensor_dim: char,
+    /// Largest legal width along `dim` (1 when `dim` is `None`).
+    pub max: VectorWidth,
+}
+
+/// What a legal config uses, for occupancy and for the code generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resources {
+    /// Warps (waves) per block.
+    pub warps: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// The instruction the warp tile is built from.
+    pub instr: MathInstr,
+    /// Shared memory per block, bytes.
+    pub lds_bytes: u32,
+    /// Estimated registers per thread.
+    pub registers: u32,
+    /// Blocks that fit on one SM (CU) by shared memory and registers.
+    pub blocks_per_cu: u32,
+    /// Largest legal vector width of A, B, C over all sub-GEMMs (byte limit included).
+    pub max_vector: [u32; 3],
+}
+
+/// The facts about one (lowering, arch) that every rule reads, computed once.
+#[derive(Debug, Clone)]
+pub struct Checker {
+    pub(super) problem: ConvProblem,
+    pub(super) arch: Arch,
+    pub(super) elem_bytes: u32,
+    /// Longest M, N, K over the sub-GEMMs, indexed by [`Dim`].
+    pub(super) max_len: [u32; 4],
+    pub(super) k_lens: Vec<u32>,
+    /// Per sub-GEMM, per operand (A, B, C).
+    pub(super) vectors: Vec<[OperandVector; 3]>,
+    pub(super) pruning: Option<Pruning>,
+}
+
+fn round_up_pow2(x: u32) -> u64 {
+    (x.max(1) as u64).next_power_of_two()
+}
+
+impl Checker {
+    /// Computes the per-problem facts (vector widths through the index maps, GEMM lengths).
+    pub fn new(lowering: &Lowering, arch: &Arch) -> Checker {
+        let p = lowering.problem;
+        let mut max_len = [0u32; 4];
+        let mut vectors = Vec::with_capacity(lowering.gemms.len());
+        for g in &lowering.gemms {
+            for d in Dim::ALL {
+                max_len[d as usize] = max_len[d as usize].max(g.len(d));
+            }
+            vectors.push(g.operands().map(|(op, dims)| {
+                let (dim, max) = vector_dim(&p, g, op, dims, ANALYSIS_CAP);
+                OperandVector {
+                    dim,
+                    tensor: op.tensor.name(),
+                    tensor_dim: dim_letters(op.tensor)[p.layout(op.tensor).innermost()],
+                    max,
+                }
+            }));
+        }
+        Checker {
+            problem: p,
+            arch: *arch,
+            elem_bytes: p.dtype().bytes(),
+            max_len,
+            k_lens: lowering.gemms.iter().map(|g| g.k_len()).collect(),
+            vectors,
+            pruning: None,
+        }
+    }
+
+    /// Adds a search space's pruning rules.
+    pub fn with_pruning(mut self, pruning: Pruning) -> Checker {
+        self.pruning = Some(pruning);
+        self
+    }
+
+    /// Per sub-GEMM, per operand (A, B, C): the vector facts.
+    pub fn vectors(&self) -> &[[OperandVector; 3]] {
+        &self.vectors
+    }
+
+    /// The arch checked against.
+    pub fn arch(&self) -> &Arch {
+        &self.arch
+    }
+
+    /// The matrix instruction that tiles the warp tile, if any.
+    pub fn instr(&self, cfg: &PerfConfig) -> Option<MathInstr> {
+        let (wm, wn, bk) = (cfg.warp_m, cfg.warp_n, cfg.block_k);
+        self.arch
+            .math(self.problem.dtype())
+            .iter()
+            .copied()
+            .find(|i| match i.kind {
+                MathKind::Fma => {
+                    wm % i.m == 0 && wn % i.n == 0 && (wm * wn) % self.arch.warp_size == 0
+                }
+                _ => wm % i.m == 0 && wn % i.n == 0 && bk % i.k == 0,
+            })
+    }
+
+    fn warps(cfg: &PerfConfig) -> u64 {
+        (cfg.block_m / cfg.warp_m.max(1)) as u64 * (cfg.block_n / cfg.warp_n.max(1)) as u64
+    }
+
+    /// (accumulators, fragments, staging) registers per thread.
+    pub(super) fn register_parts(&self, cfg: &PerfConfig, instr: &MathInstr) -> (u64, u64, u64) {
+        let warp = self.arch.warp_size as u64;
+        let eb = self.elem_bytes as u64;
+        let (wm, wn) = (cfg.warp_m as u64, cfg.warp_n as u64);
+        let acc = (wm * wn).div_ceil(warp);
+        let frag = match instr.kind {
+            // A thread owns a (warp/8) × 8 grid cell: one column of A and one row of B per k.
+            MathKind::Fma => wm.div_ceil(warp / 8) + wn.div_ceil(8),
+            // Double-buffered A and B fragments of one instruction depth.
+            _ => 2 * ((wm + wn) * instr.k as u64 * eb).div_ceil(4 * warp),
+        };
+        // AMD loads global → VGPR → LDS; NVIDIA sm_80+ copies asynchronously (cp.async).
+        let staging = match self.arch.vendor {
+            Vendor::Amd => {
+                let threads = (Self::warps(cfg) * warp).max(1);
+                ((cfg.block_m as u64 + cfg.block_n as u64) * cfg.block_k as u64 * eb)
+                    .div_ceil(4 * threads)
+            }
+            Vendor::Nvidia => 0,
+        };
+        (acc, frag, staging)
+    }
+
+    /// (total, padding) shared-memory bytes.
+    pub(super) fn lds_bytes(&self, cfg: &PerfConfig) -> (u64, u64) {
+        let rows = cfg.stages as u64 * (cfg.block_m as u64 + cfg.block_n as u64);
+        let tiles = rows * cfg.block_k as u64 * self.elem_bytes as u64;
+        let padding = match cfg.lds {
+            LdsLayout::Padded => rows * 16,
+            LdsLayout::Swizzled => 0,
+        };
+        (tiles + padding, padding)
+    }
+
+    fn sat(x: u64) -> u32 {
+        x.min(u32::MAX as u64) as u32
+    }
+
+    /// Evaluates one rule.
+    pub fn rule(&self, rule: Rule, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let arch = &self.arch;
+        match rule {
+            Rule::NonZero => {
+                let fields = [
+                    ("bm", cfg.block_m),
+                    ("bn", cfg.block_n),
+                    ("bk", cfg.block_k),
+                    ("wm", cfg.warp_m),
+                    ("wn", cfg.warp_n),
+                    ("st", cfg.stages),
+                    ("va", cfg.vec_a),
+                    ("vb", cfg.vec_b),
+                    ("vc", cfg.vec_c),
+                    ("sk", cfg.split_k),
+                    ("rs", cfg.raster),
+                ];
+                match fields.iter().find(|(_, v)| *v == 0) {
+                    Some((param, _)) => Err(Rejection::ZeroField { param }),
+                    None => Ok(()),
+                }
+            }
+            Rule::WarpTile => {
+                for (wp, w, bp, b) in [
+                    ("wm", cfg.warp_m, "bm", cfg.block_m),
+                    ("wn", cfg.warp_n, "bn", cfg.block_n),
+                ] {
+                    if w == 0 || b % w != 0 {
+                        return Err(Rejection::WarpTile {
+                            warp_param: wp,
+                            warp: w,
+                            block_param: bp,
+                            block: b,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            Rule::Threads => {
+                let warps = Self::warps(cfg);
+                let threads = warps * arch.warp_size as u64;
+                if threads > arch.max_threads_per_block as u64 {
+                    return Err(Rejection::Threads {
+                        warps: Self::sat(warps),
+                        warp_size: arch.warp_size,
+                        threads: Self::sat(threads),
+                        max: arch.max_threads_per_block,
+                        arch: arch.name,
+                    });
+                }
+                Ok(())
+            }
+            Rule::Space => {
+                let Some(pr) = &self.pruning else {
+                    return Ok(());
+                };
+                let warps = Self::sat(Self::warps(cfg));
+                let threads = Self::sat(warps as u64 * arch.warp_size as u64);
+                let space = |what, value, constraint, limit| {
+                    Err(Rejection::Space {
+                        what,
+                        value,
+                        constraint,
+                        limit,
+                    })
+                };
+                if threads > pr.max_threads {
+                    return space("threads", threads, "max_threads", pr.max_threads);
+                }
+                if warps < pr.min_warps {
+                    return space("warps", warps, "min_warps", pr.min_warps);
+                }
+                if warps > pr.max_warps {
+                    return space("warps", warps, "max_warps", pr.max_warps);
+                }
+                Ok(())
+            }
+            Rule::OversizedMN | Rule::OversizedK => {
+                let Some(pr) = &self.pruning else {
+                    return Ok(());
+                };
+                let checks: &[(&'static str, u32, Dim, u32)] = if rule == Rule::OversizedMN {
+                    &[
+                        ("bm", cfg.block_m, Dim::M, pr.smallest[0]),
+                        ("bn", cfg.block_n, Dim::N, pr.smallest[1]),
+                    ]
+                } else {
+                    &[("bk", cfg.block_k, Dim::K, pr.smallest[2])]
+                };
+                for &(param, block, dim, smallest) in checks {
+                    let len = self.max_len[dim as usize];
+                    let limit = round_up_pow2(len).max(smallest as u64);
+                    if block as u64 > limit {
+                        return Err(Rejection::Oversized {
+                            param,
+                            block,
+                            dim,
+                            len,
+                            limit: Self::sat(limit),
+                        });
+                    }
+                }
+                Ok(())
+            }
+            Rule::MmaShape => match self.instr(cfg) {
+                Some(_) => Ok(()),
+                None => Err(Rejection::MmaShape {
+                    warp_m: cfg.warp_m,
+                    warp_n: cfg.warp_n,
+                    block_k: cfg.block_k,
+                    dtype: self.problem.dtype().name(),
+                    arch: arch.name,
+                    shapes: self.shapes_text(),
+                }),
+            },
+            Rule::Registers => {
+                let Some(instr) = self.instr(cfg) else {
+                    return Ok(());
+                };
+                let (acc, frag, staging) = self.register_parts(cfg, &instr);
+                let total = acc + frag + staging + OVERHEAD_REGS as u64;
+                if total > arch.max_regs_per_thread as u64 {
+                    return Err(Rejection::Registers {
+                        estimate: Self::sat(total),
+                        max: arch.max_regs_per_thread,
+                        acc: Self::sat(acc),
+                        frag: Self::sat(frag),
+                        staging: Self::sat(staging),
+                        overhead: OVERHEAD_REGS,
+                    });
+                }
+                Ok(())
+            }
+            Rule::SharedMemory => {
+                let (bytes, padding) = self.lds_bytes(cfg);
+                if bytes > arch.smem_per_block as u64 {
+                    return Err(Rejection::SharedMemory {
+                        bytes: Self::sat(bytes),
+                        padding: Self::sat(padding),
+                        max: arch.smem_per_block,
+                    });
+                }
+                Ok(())
+            }
+            Rule::SplitK => {
+                if cfg.split_k <= 1 {
+                    return Ok(());
+                }
+                let direction = self.problem.direction();
+                if direction != Direction::BwdWeight {
+                    return Err(Rejection::SplitKDirection {
+                        split_k: cfg.split_k,
+                        direction: direction.name(),
+                    });
+                }
+                for (gemm, &k_len) in self.k_lens.iter().enumerate() {
+                    let per_split = k_len / cfg.split_k;
+                    if per_split < cfg.block_k {
+                        return Err(Rejection::SplitKTooShort {
+                            split_k: cfg.split_k,
+                            k_len,
+                            per_split,
+                            block_k: cfg.block_k,
+                            gemm: gemm as u32,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            Rule::Raster => {
+                let Some(pr) = &self.pruning else {
+                    return Ok(());
+                };
+                let grid_m = self.max_len[Dim::M as usize].div_ceil(cfg.block_m.max(1));
+                let limit = round_up_pow2(grid_m).max(pr.smallest[3] as u64);
+                if cfg.raster as u64 > limit {
+                    return Err(Rejection::Raster {
+                        raster: cfg.raster,
+                        grid_m,
+                    });
+                }
+                Ok(())
+            }
+            Rule::VectorA => self.vector(cfg, 0),
+            Rule::VectorB => self.vector(cfg, 1),
+            Rule::VectorC => self.vector(cfg, 2),
+        }
+    }
+
+    fn shapes_text(&self) -> String {
+        self.arch
+            .math(self.problem.dtype())
+            .iter()
+            .map(|i| match i.kind {
+                MathKind::Fma => format!(
+                    "{}: wm % {} = 0, wn % {} = 0, wm·wn % {} = 0",
+                    i.mnemonic, i.m, i.n, self.arch.warp_size
+                ),
+                _ => format!(
+                    "{}: wm % {} = 0, wn % {} = 0, bk % {} = 0",
+                    i.mnemonic, i.m, i.n, i.k
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join("; or ")
+    }
+
+    fn block_along(cfg: &PerfConfig, d: Dim) -> (&'static str, u32) {
+        match d {
+            Dim::M => ("bm", cfg.block_m),
+            Dim::N => ("bn", cfg.block_n),
+            Dim::K => ("bk", cfg.block_k),
+            Dim::G => ("g", 1),
+        }
+    }
+
+    /// Vector width of operand `i` (0 = A, 1 = B, 2 = C).
+    fn vector(&self, cfg: &PerfConfig, i: usize) -> Result<(), Rejection> {
+        let operand = ['A', 'B', 'C'][i];
+        let width = [cfg.vec_a, cfg.vec_b, cfg.vec_c][i];
+        if width <= 1 {
+            return Ok(());
+        }
+        let bytes = width as u64 * self.elem_bytes as u64;
+        if bytes > self.arch.max_vector_bytes as u64 {
+            return Err(Rejection::VectorBytes {
+                operand,
+                width,
+                bytes: Self::sat(bytes),
+                max: self.arch.max_vector_bytes,
+            });
+        }
+        for (gemm, ops) in self.vectors.iter().enumerate() {
+            let v = &ops[i];
+            let Some(dim) = v.dim else {
+                return Err(Rejection::VectorNotContiguous {
+                    operand,
+                    width,
+                    tensor: v.tensor,
+                    tensor_dim: v.tensor_dim,
+                    gemm: gemm as u32,
+                });
+            };
+            let (block_param, block) = Self::block_along(cfg, dim);
+            if block % width != 0 {
+                return Err(Rejection::VectorTile {
+                    operand,
+                    width,
+                    dim,
+                    block_param,
+                    block,
+                });
+            }
+            if v.max.width % width != 0 {
+                return Err(Rejection::VectorWidth {
+                    operand,
+                    width,
+                    max: v.max.width,
+                    why: v.max.limit.clone(),
+                    gemm: gemm as u32,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs every rule in order; the first failure is the answer.
+    pub fn check(&self, cfg: &PerfConfig) -> Result<Resources, Rejection> {
+        for rule in Rule::ALL {
+            self.rule(rule, cfg)?;
+        }
+        Ok(self.resources(cfg))
+    }
+
+    /// The resources of a config (meaningful once it passed the rules).
+    pub fn resources(&self, cfg: &PerfConfig) -> Resources {
+        let arch = &self.arch;
+        let warps = Self::warps(cfg);
+        let threads = warps * arch.warp_size as u64;
+        let instr = self
+            .instr(cfg)
+            .unwrap_or(arch.math(self.problem.dtype())[0]);
+        let (acc, frag, staging) = self.register_parts(cfg, &instr);
+        let registers = acc + frag + staging + OVERHEAD_REGS as u64;
+        let (lds, _) = self.lds_bytes(cfg);
+        let by_lds = (arch.smem_per_sm as u64)
+            .checked_div(lds)
+            .unwrap_or(u64::MAX);
+        let by_regs = arch.regs_per_sm as u64 / (registers * threads).max(1);
+        let byte_cap = arch.max_vector_bytes / self.elem_bytes;
+        let max_vector = std::array::from_fn(|i| {
+            self.vectors
+                .iter()
+                .map(|ops| ops[i].max.width)
+                .min()
+                .unwrap_or(1)
+                .min(byte_cap)
+        });
+        Resources {
+            warps: Self::sat(warps),
+            threads: Self::sat(threads),
+            instr,
+            lds_bytes: Self::sat(lds),
+            registers: Self::sat(registers),
+            blocks_per_cu: Self::sat(by_lds.min(by_regs)),
+            max_vector,
+        }
+    }
+}

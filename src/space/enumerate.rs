@@ -1,0 +1,271 @@
+//! The legal candidates of a problem: the raw product of a search space filtered by the
+//! legality rules and the space's pruning rules, with a count of rejections per rule.
+//!
+//! Loops nest in the order of [`crate::legality::LEVEL_PARAMS`]; each rule is evaluated as
+//! soon as the loops that fix its parameters are entered, and a failure rejects the whole
+//! subtree below at once (counted by multiplying the inner list lengths). Rules run in the same
+//! order as [`crate::legality::check`], so each rejected point is counted under the rule that
+//! `check` would report for it.
+
+use super::config::PerfConfig;
+use super::space_file::SearchSpace;
+use crate::arch::Arch;
+use crate::legality::{Checker, RejectReasonKind, Rule, LEVEL_PARAMS};
+use crate::lowering::{lower, Lowering};
+use crate::problem::ConvProblem;
+use rand::{rngs::StdRng, SeedableRng};
+use std::collections::BTreeMap;
+
+/// The outcome of enumerating a space for one problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enumeration {
+    /// Legal configs, in raw-product order ([`SearchSpace::iter_raw`]).
+    pub legal: Vec<PerfConfig>,
+    /// Size of the raw product.
+    pub raw: u64,
+    /// Rejected points per rule; the counts and `legal.len()` sum to `raw`.
+    pub rejected: BTreeMap<RejectReasonKind, u64>,
+}
+
+/// Which of the 12 enumeration-order indices (see [`SearchSpace::iter_raw`]) each level fixes.
+const LEVEL_INDICES: [&[usize]; 8] = [&[0, 1, 2, 3], &[4], &[5, 6], &[7], &[8], &[9], &[10], &[11]];
+
+/// Enumerates the legal configs of a problem.
+pub fn enumerate_legal(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Enumeration {
+    enumerate_lowered(&lower(problem), arch, space)
+}
+
+/// [`enumerate_legal`] for a problem already lowered.
+pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
+    let checker = Checker::new(lowering, arch).with_pruning(space.pruning());
+    let mut rules: [Vec<Rule>; 8] = Default::default();
+    for r in Rule::ALL {
+        rules[r.level()].push(r);
+    }
+    debug_assert_eq!(LEVEL_PARAMS.len(), LEVEL_INDICES.len());
+    let lens = space.lengths();
+    // below[l]: raw points under one choice of level l's parameters.
+    let mut below = [1u64; 8];
+    for l in (0..7).rev() {
+        below[l] = below[l + 1]
+            * LEVEL_INDICES[l + 1]
+                .iter()
+                .map(|&i| lens[i] as u64)
+                .product::<u64>();
+    }
+    let mut walk = Walk {
+        space,
+        checker: &checker,
+        rules: &rules,
+        lens,
+        below,
+        ix: [0; 12],
+        out: Enumeration {
+            legal: Vec::new(),
+            raw: space.raw_size(),
+            rejected: BTreeMap::new(),
+        },
+    };
+    if walk.out.raw > 0 {
+        walk.level(0);
+    }
+    walk.out
+}
+
+struct Walk<'a> {
+    space: &'a SearchSpace,
+    checker: &'a Checker,
+    rules: &'a [Vec<Rule>; 8],
+    lens: [usize; 12],
+    below: [u64; 8],
+    ix: [usize; 12],
+    out: Enumeration,
+}
+
+impl Walk<'_> {
+    fn level(&mut self, level: usize) {
+        let idx = LEVEL_INDICES[level];
+        for &i in idx {
+            self.ix[i] = 0;
+        }
+        'points: loop {
+            // Fields of later levels hold their first values; no rule of this level reads them.
+            let cfg = self.space.at(&self.ix);
+            let failed = self.rules[level]
+                .iter()
+                .find_map(|&r| self.checker.rule(r, &cfg).err());
+            match failed {
+                Some(rej) => *self.out.rejected.entry(rej.kind()).or_insert(0) += self.below[level],
+                None if level + 1 == LEVEL_INDICES.len() => self.out.legal.push(cfg),
+                None => self.level(level + 1),
+            }
+            // Next point of this level's sub-product (last index fastest).
+            for &i in idx.iter().rev() {
+                self.ix[i] += 1;
+                if self.ix[i] < self.lens[i] {
+                    continue 'points;
+                }
+                self.ix[i] = 0;
+            }
+            break;
+        }
+    }
+}
+
+/// Up to `n` distinct legal configs of a problem, chosen at random (reproducibly from `seed`)
+/// and returned in enumeration order: candidates for code-generation and runtime tests.
+pub fn sample_legal(
+    problem: &ConvProblem,
+    arch: &Arch,
+    space: &SearchSpace,
+    n: usize,
+    seed: u64,
+) -> Vec<PerfConfig> {
+    let legal = enumerate_legal(problem, arch, space).legal;
+    if legal.len() <= n {
+        return legal;
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut picked = rand::seq::index::sample(&mut rng, legal.len(), n).into_vec();
+    picked.sort_unstable();
+    picked.into_iter().map(|i| legal[i]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::legality::Rejection;
+
+    fn problem(line: &str) -> ConvProblem {
+        line.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    /// A smaller space so the brute-force comparison stays quick in debug builds.
+    fn small_space(arch: &Arch) -> SearchSpace {
+        let mut s = SearchSpace::default_for(arch);
+        s.block_m = vec![32, 64, 256];
+        s.block_n = vec![32, 128];
+        s.warp_m = vec![16, 32, 64];
+        s.warp_n = vec![16, 64];
+        s.stages = vec![1, 4];
+        s.split_k = vec![1, 4];
+        s.raster = vec![1, 8];
+        s
+    }
+
+    /// The enumeration equals filtering the raw product through the rules one point at a time,
+    /// and counts each rejection under the rule `check` reports first.
+    fn matches_brute_force(p: &ConvProblem, arch: &Arch) {
+        let space = small_space(arch);
+        let e = enumerate_legal(p, arch, &space);
+        let checker = Checker::new(&lower(p), arch).with_pruning(space.pruning());
+        let mut legal = Vec::new();
+        let mut rejected: BTreeMap<RejectReasonKind, u64> = BTreeMap::new();
+        for cfg in space.iter_raw() {
+            match checker.check(&cfg) {
+                Ok(_) => legal.push(cfg),
+                Err(r) => *rejected.entry(r.kind()).or_insert(0) += 1,
+            }
+        }
+        assert_eq!(e.raw, space.raw_size());
+        assert_eq!(e.legal, legal, "{p}");
+        assert_eq!(e.rejected, rejected, "{p}");
+        assert!(!e.legal.is_empty(), "{p} on {arch}: nothing legal");
+    }
+
+    #[test]
+    fn enumeration_matches_pointwise_check() {
+        matches_brute_force(
+            &problem(
+                "convbfp16 -n 16 -c 256 -H 1 -W 64 -k 256 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+            ),
+            &Arch::SM_90,
+        );
+        matches_brute_force(
+            &problem(
+                "convfp16 -n 8 -c 64 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+            ),
+            &Arch::GFX90A,
+        );
+        matches_brute_force(
+            &problem("conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -p 1 -q 1 -F 2"),
+            &Arch::SM_80,
+        );
+        matches_brute_force(
+            &problem("convbfp16 -n 4 -c 3 -H 32 -W 32 -k 64 -y 7 -x 7 -p 3 -q 3 -u 2 -v 2 -F 1 --layout NHWC"),
+            &Arch::GFX908,
+        );
+    }
+
+    #[test]
+    fn rule_order_follows_loop_levels() {
+        let levels: Vec<usize> = Rule::ALL.iter().map(|r| r.level()).collect();
+        assert!(levels.windows(2).all(|w| w[0] <= w[1]), "{levels:?}");
+    }
+
+    #[test]
+    fn full_space_counts_add_up_and_split_k_only_for_bwd_weight() {
+        let arch = Arch::SM_90;
+        let space = SearchSpace::default_for(&arch);
+        let p = problem(
+            "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+        );
+        let e = enumerate_legal(&p, &arch, &space);
+        assert_eq!(e.raw, 4_718_592);
+        assert_eq!(
+            e.legal.len() as u64 + e.rejected.values().sum::<u64>(),
+            e.raw
+        );
+        assert!(e.legal.iter().all(|c| c.split_k == 1));
+        assert!(e.rejected[&RejectReasonKind::SplitK] > 0);
+        // Every legal config really is legal without the space's pruning.
+        let l = lower(&p);
+        for cfg in e.legal.iter().step_by(997) {
+            crate::legality::check(&l, cfg, &arch).unwrap();
+        }
+        let w = problem(
+            "convbfp16 -n 16 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+        );
+        let e = enumerate_legal(&w, &arch, &space);
+        assert!(e.legal.iter().any(|c| c.split_k == 8));
+    }
+
+    #[test]
+    fn tiny_problem_keeps_the_smallest_tiles() {
+        // M = K = 3: every bm above the smallest in the space is oversized, but bm = 32 stays.
+        let arch = Arch::SM_90;
+        let space = SearchSpace::default_for(&arch);
+        let p = problem("conv -n 1 -c 3 -H 8 -W 8 -k 3 -y 1 -x 1 -F 1");
+        let e = enumerate_legal(&p, &arch, &space);
+        assert!(!e.legal.is_empty());
+        assert!(e.legal.iter().all(|c| c.block_m == 32 && c.block_k == 16));
+        assert!(
+            e.legal.iter().all(|c| c.raster == 1),
+            "one block row: raster is moot"
+        );
+        let big = e.legal[0];
+        let r = Checker::new(&lower(&p), &arch)
+            .with_pruning(space.pruning())
+            .check(&PerfConfig { block_m: 64, ..big });
+        assert!(
+            matches!(r, Err(Rejection::Oversized { param: "bm", .. })),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn sampling_is_reproducible_and_legal() {
+        let arch = Arch::GFX942;
+        let space = SearchSpace::default_for(&arch);
+        let p =
+            problem("convfp16 -n 4 -c 64 -H 16 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+        let a = sample_legal(&p, &arch, &space, 20, 7);
+        assert_eq!(a.len(), 20);
+        assert_eq!(a, sample_legal(&p, &arch, &space, 20, 7));
+        assert_ne!(a, sample_legal(&p, &arch, &space, 20, 8));
+        let l = lower(&p);
+        for c in &a {
+            crate::legality::check(&l, c, &arch).unwrap();
+        }
+    }
+}

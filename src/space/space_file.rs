@@ -1,0 +1,496 @@
+//! Search-space files: the values each tuning parameter takes and the space's own limits, as
+//! TOML that a user can copy and narrow (`--space FILE`). The defaults for each vendor are
+//! embedded in the binary from `search-spaces/`.
+
+use super::config::{LdsLayout, PerfConfig};
+use crate::arch::{Arch, Vendor};
+use crate::legality::Pruning;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+const NVIDIA_TOML: &str = include_str!("../../search-spaces/nvidia.toml");
+const AMD_TOML: &str = include_str!("../../search-spaces/amd.toml");
+
+/// The largest value any numeric parameter may take; keeps every product in the rules far from
+/// overflow and catches typos (`block_m = [1280000]`).
+const MAX_VALUE: u32 = 4096;
+
+/// A search-space file that cannot be used, with where the problem is.
+#[derive(Debug, thiserror::Error)]
+pub enum SpaceError {
+    /// Not readable.
+    #[error("cannot read search space {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or a key missing, unknown or of the wrong type.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Toml {
+        /// File name (or `<nvidia default>`).
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message (names the key).
+        message: String,
+    },
+    /// Well-formed but a value makes no sense.
+    #[error("{origin}:{line}: key '{key}': {why}")]
+    Invalid {
+        /// File name.
+        origin: String,
+        /// The key.
+        key: &'static str,
+        /// 1-based line of its value.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRepr {
+    name: String,
+    #[serde(default)]
+    vendor: Option<Spanned<String>>,
+    params: ParamsRepr,
+    #[serde(default)]
+    constraints: Option<Spanned<ConstraintsRepr>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParamsRepr {
+    block_m: Spanned<Vec<u32>>,
+    block_n: Spanned<Vec<u32>>,
+    block_k: Spanned<Vec<u32>>,
+    warp_m: Spanned<Vec<u32>>,
+    warp_n: Spanned<Vec<u32>>,
+    stages: Spanned<Vec<u32>>,
+    vec_a: Spanned<Vec<u32>>,
+    vec_b: Spanned<Vec<u32>>,
+    vec_c: Spanned<Vec<u32>>,
+    lds: Spanned<Vec<String>>,
+    split_k: Spanned<Vec<u32>>,
+    raster: Spanned<Vec<u32>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ConstraintsRepr {
+    max_threads: Option<u32>,
+    min_warps: Option<u32>,
+    max_warps: Option<u32>,
+}
+
+/// The space's own limits on top of legality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Constraints {
+    /// Most threads per block (the arch limit applies too).
+    pub max_threads: u32,
+    /// Fewest warps (waves) per block.
+    pub min_warps: u32,
+    /// Most warps (waves) per block.
+    pub max_warps: u32,
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Constraints {
+            max_threads: 1024,
+            min_warps: 1,
+            max_warps: 32,
+        }
+    }
+}
+
+/// The candidate values of every [`PerfConfig`] field, and the space's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchSpace {
+    /// Name, for reports.
+    pub name: String,
+    /// The vendor the space was written for, if it says.
+    pub vendor: Option<Vendor>,
+    /// Block tile rows.
+    pub block_m: Vec<u32>,
+    /// Block tile columns.
+    pub block_n: Vec<u32>,
+    /// K step.
+    pub block_k: Vec<u32>,
+    /// Warp tile rows.
+    pub warp_m: Vec<u32>,
+    /// Warp tile columns.
+    pub warp_n: Vec<u32>,
+    /// Pipeline stages.
+    pub stages: Vec<u32>,
+    /// A load widths.
+    pub vec_a: Vec<u32>,
+    /// B load widths.
+    pub vec_b: Vec<u32>,
+    /// C store widths.
+    pub vec_c: Vec<u32>,
+    /// Shared-memory layouts.
+    pub lds: Vec<LdsLayout>,
+    /// Split-K factors.
+    pub split_k: Vec<u32>,
+    /// Raster group sizes.
+    pub raster: Vec<u32>,
+    /// Limits.
+    pub constraints: Constraints,
+}
+
+/// 1-based (line, column) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl SearchSpace {
+    /// The embedded default space for an arch's vendor.
+    pub fn default_for(arch: &Arch) -> SearchSpace {
+        let (text, origin) = match arch.vendor {
+            Vendor::Nvidia => (NVIDIA_TOML, "<embedded search-spaces/nvidia.toml>"),
+            Vendor::Amd => (AMD_TOML, "<embedded search-spaces/amd.toml>"),
+        };
+        // The embedded files are checked by this module's tests; failing here is a build bug.
+        SearchSpace::from_toml(text, origin)
+            .unwrap_or_else(|e| panic!("embedded search space is invalid: {e}"))
+    }
+
+    /// Reads a space file (`--space FILE`).
+    pub fn load(path: &Path) -> Result<SearchSpace, SpaceError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        SearchSpace::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates a space; `origin` names the text in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<SearchSpace, SpaceError> {
+        let repr: FileRepr = toml::from_str(text).map_err(|e| {
+            let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
+            SpaceError::Toml {
+                origin: origin.to_string(),
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        let invalid =
+            |key: &'static str, span: std::ops::Range<usize>, why: String| SpaceError::Invalid {
+                origin: origin.to_string(),
+                key,
+                line: line_col(text, span.start).0,
+                why,
+            };
+        let vendor = match &repr.vendor {
+            None => None,
+            Some(v) => Some(match v.get_ref().as_str() {
+                "nvidia" => Vendor::Nvidia,
+                "amd" => Vendor::Amd,
+                other => {
+                    return Err(invalid(
+                        "vendor",
+                        v.span(),
+                        format!("'{other}' is not 'nvidia' or 'amd'"),
+                    ))
+                }
+            }),
+        };
+        let p = &repr.params;
+        let list = |key: &'static str, v: &Spanned<Vec<u32>>, pow2: bool| {
+            let values = v.get_ref();
+            let err = |why: String| Err(invalid(key, v.span(), why));
+            if values.is_empty() {
+                return err("the list is empty".into());
+            }
+            for (i, &x) in values.iter().enumerate() {
+                if x == 0 || x > MAX_VALUE {
+                    return err(format!("value {x} is outside 1..={MAX_VALUE}"));
+                }
+                if pow2 && !x.is_power_of_two() {
+                    return err(format!("value {x} is not a power of two"));
+                }
+                if values[..i].contains(&x) {
+                    return err(format!("value {x} is listed twice"));
+                }
+            }
+            Ok(values.clone())
+        };
+        let mut lds = Vec::new();
+        for name in p.lds.get_ref() {
+            let l = match name.as_str() {
+                "pad" => LdsLayout::Padded,
+                "swz" => LdsLayout::Swizzled,
+                other => {
+                    return Err(invalid(
+                        "lds",
+                        p.lds.span(),
+                        format!("'{other}' is not 'pad' or 'swz'"),
+                    ))
+                }
+            };
+            if lds.contains(&l) {
+                return Err(invalid(
+                    "lds",
+                    p.lds.span(),
+                    format!("'{name}' is listed twice"),
+                ));
+            }
+            lds.push(l);
+        }
+        if lds.is_empty() {
+            return Err(invalid("lds", p.lds.span(), "the list is empty".into()));
+        }
+        let mut constraints = Constraints::default();
+        if let Some(c) = &repr.constraints {
+            let span = c.span();
+            let c = c.get_ref();
+            constraints.max_threads = c.max_threads.unwrap_or(constraints.max_threads);
+            constraints.min_warps = c.min_warps.unwrap_or(constraints.min_warps);
+            constraints.max_warps = c.max_warps.unwrap_or(constraints.max_warps);
+            if constraints.max_threads == 0 {
+                return Err(invalid("max_threads", span, "must be at least 1".into()));
+            }
+            if constraints.min_warps > constraints.max_warps {
+                return Err(invalid(
+                    "min_warps",
+                    span,
+                    format!(
+                        "min_warps {} is above max_warps {}",
+                        constraints.min_warps, constraints.max_warps
+                    ),
+                ));
+            }
+        }
+        Ok(SearchSpace {
+            name: repr.name.clone(),
+            vendor,
+            block_m: list("block_m", &p.block_m, false)?,
+            block_n: list("block_n", &p.block_n, false)?,
+            block_k: list("block_k", &p.block_k, false)?,
+            warp_m: list("warp_m", &p.warp_m, false)?,
+            warp_n: list("warp_n", &p.warp_n, false)?,
+            stages: list("stages", &p.stages, false)?,
+            vec_a: list("vec_a", &p.vec_a, true)?,
+            vec_b: list("vec_b", &p.vec_b, true)?,
+            vec_c: list("vec_c", &p.vec_c, true)?,
+            lds,
+            split_k: list("split_k", &p.split_k, false)?,
+            raster: list("raster", &p.raster, false)?,
+            constraints,
+        })
+    }
+
+    /// Candidates before legality: the product of the list lengths.
+    pub fn raw_size(&self) -> u64 {
+        self.lengths().iter().map(|&l| l as u64).product()
+    }
+
+    /// List lengths in enumeration order (see [`RawIter`]).
+    pub(super) fn lengths(&self) -> [usize; 12] {
+        [
+            self.block_m.len(),
+            self.block_n.len(),
+            self.warp_m.len(),
+            self.warp_n.len(),
+            self.block_k.len(),
+            self.stages.len(),
+            self.lds.len(),
+            self.split_k.len(),
+            self.raster.len(),
+            self.vec_a.len(),
+            self.vec_b.len(),
+            self.vec_c.len(),
+        ]
+    }
+
+    /// The config at list indices `ix` (enumeration order).
+    pub(super) fn at(&self, ix: &[usize; 12]) -> PerfConfig {
+        PerfConfig {
+            block_m: self.block_m[ix[0]],
+            block_n: self.block_n[ix[1]],
+            warp_m: self.warp_m[ix[2]],
+            warp_n: self.warp_n[ix[3]],
+            block_k: self.block_k[ix[4]],
+            stages: self.stages[ix[5]],
+            lds: self.lds[ix[6]],
+            split_k: self.split_k[ix[7]],
+            raster: self.raster[ix[8]],
+            vec_a: self.vec_a[ix[9]],
+            vec_b: self.vec_b[ix[10]],
+            vec_c: self.vec_c[ix[11]],
+        }
+    }
+
+    /// Every point of the raw product, in the order [`super::enumerate_legal`] lists legal ones.
+    pub fn iter_raw(&self) -> RawIter<'_> {
+        RawIter {
+            space: self,
+            ix: [0; 12],
+            done: self.raw_size() == 0,
+        }
+    }
+
+    /// Whether every field of `cfg` is one of this space's values.
+    pub fn contains(&self, cfg: &PerfConfig) -> bool {
+        self.block_m.contains(&cfg.block_m)
+            && self.block_n.contains(&cfg.block_n)
+            && self.block_k.contains(&cfg.block_k)
+            && self.warp_m.contains(&cfg.warp_m)
+            && self.warp_n.contains(&cfg.warp_n)
+            && self.stages.contains(&cfg.stages)
+            && self.vec_a.contains(&cfg.vec_a)
+            && self.vec_b.contains(&cfg.vec_b)
+            && self.vec_c.contains(&cfg.vec_c)
+            && self.lds.contains(&cfg.lds)
+            && self.split_k.contains(&cfg.split_k)
+            && self.raster.contains(&cfg.raster)
+    }
+
+    /// The pruning rules this space adds to legality.
+    pub fn pruning(&self) -> Pruning {
+        let min = |v: &[u32]| v.iter().copied().min().unwrap_or(1);
+        Pruning {
+            max_threads: self.constraints.max_threads,
+            min_warps: self.constraints.min_warps,
+            max_warps: self.constraints.max_warps,
+            smallest: [
+                min(&self.block_m),
+                min(&self.block_n),
+                min(&self.block_k),
+                min(&self.raster),
+            ],
+        }
+    }
+}
+
+/// Iterates the raw product with the last field (`vc`) fastest; loop order
+/// bm, bn, wm, wn, bk, st, lds, sk, rs, va, vb, vc.
+pub struct RawIter<'a> {
+    space: &'a SearchSpace,
+    ix: [usize; 12],
+    done: bool,
+}
+
+impl Iterator for RawIter<'_> {
+    type Item = PerfConfig;
+    fn next(&mut self) -> Option<PerfConfig> {
+        if self.done {
+            return None;
+        }
+        let cfg = self.space.at(&self.ix);
+        let lens = self.space.lengths();
+        let mut i = 12;
+        loop {
+            if i == 0 {
+                self.done = true;
+                break;
+            }
+            i -= 1;
+            self.ix[i] += 1;
+            if self.ix[i] < lens[i] {
+                break;
+            }
+            self.ix[i] = 0;
+        }
+        Some(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_spaces_load_and_have_the_expected_size() {
+        for arch in Arch::ALL {
+            let s = SearchSpace::default_for(&arch);
+            assert_eq!(s.vendor, Some(arch.vendor));
+            assert_eq!(s.raw_size(), 4 * 4 * 3 * 4 * 4 * 4 * 4 * 4 * 4 * 2 * 4 * 3);
+            assert_eq!(s.iter_raw().take(3).count(), 3);
+        }
+    }
+
+    #[test]
+    fn raw_iterator_covers_the_product_once() {
+        let mut s = SearchSpace::default_for(&Arch::SM_90);
+        s.block_m = vec![32, 64];
+        s.warp_n = vec![16];
+        s.vec_b = vec![1, 2, 4];
+        let all: Vec<_> = s.iter_raw().collect();
+        assert_eq!(all.len() as u64, s.raw_size());
+        let set: std::collections::BTreeSet<_> = all.iter().collect();
+        assert_eq!(set.len(), all.len());
+        assert!(all.iter().all(|c| s.contains(c)));
+        assert_eq!(all[0].vec_c, 1);
+        assert_eq!(all[1].vec_c, 2, "vc varies fastest");
+    }
+
+    fn err(text: &str) -> String {
+        SearchSpace::from_toml(text, "t.toml")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn errors_name_the_key_and_line() {
+        let good = NVIDIA_TOML;
+        let line_of = |needle: &str| good.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
+        // Wrong type.
+        let t = good.replace("block_k = [16, 32, 64]", "block_k = [16, \"x\", 64]");
+        let e = err(&t);
+        assert!(
+            e.starts_with(&format!("t.toml:{}:", line_of("block_k"))),
+            "{e}"
+        );
+        // Unknown key.
+        let t = good.replace("raster = [1, 4, 8]", "rastr = [1, 4, 8]");
+        let e = err(&t);
+        assert!(
+            e.contains("rastr") && e.starts_with(&format!("t.toml:{}:", line_of("raster"))),
+            "{e}"
+        );
+        // Missing key: named.
+        let t = good.replace("split_k = [1, 2, 4, 8]", "");
+        assert!(err(&t).contains("split_k"), "{}", err(&t));
+        // Bad values, with line.
+        let t = good.replace("vec_b = [1, 2, 4, 8]", "vec_b = [1, 3]");
+        assert_eq!(
+            err(&t),
+            format!(
+                "t.toml:{}: key 'vec_b': value 3 is not a power of two",
+                line_of("vec_b")
+            )
+        );
+        let t = good.replace("block_m = [32, 64, 128, 256]", "block_m = []");
+        assert!(err(&t).contains("key 'block_m': the list is empty"));
+        let t = good.replace("lds = [\"pad\", \"swz\"]", "lds = [\"pad\", \"xor\"]");
+        assert!(err(&t).contains("key 'lds': 'xor' is not 'pad' or 'swz'"));
+        let t = good.replace("min_warps = 1", "min_warps = 9");
+        assert!(
+            err(&t).contains("min_warps 9 is above max_warps 8"),
+            "{}",
+            err(&t)
+        );
+        // Not TOML at all.
+        assert!(err("block_m = [").starts_with("t.toml:1:"));
+    }
+
+    #[test]
+    fn load_reports_missing_file() {
+        let e = SearchSpace::load(Path::new("/nonexistent/space.toml")).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("cannot read search space /nonexistent/space.toml"));
+    }
+}
