@@ -96,6 +96,18 @@ pub(crate) fn compare(dtype: DType, out: &[u8], reference: &[f64]) -> Comparison
     }
 }
 
+/// ‖got − want‖₂ / ‖want‖₂ (absolute if ‖want‖ is 0); NaN if any element is NaN.
+pub(crate) fn rel_err(got: &[f64], want: &[f64]) -> f64 {
+    let (diff2, want2) = got.iter().zip(want).fold((0.0, 0.0), |(d, w), (&g, &r)| {
+        (d + (g - r) * (g - r), w + r * r)
+    });
+    if want2 > 0.0 {
+        (diff2 / want2).sqrt()
+    } else {
+        diff2.sqrt()
+    }
+}
+
 /// Warm-up runs before timing.
 pub(crate) const WARMUP_RUNS: u32 = 3;
 /// Fewest timed runs: a median of fewer is noise.
@@ -202,6 +214,9 @@ mod tests {
         let c = compare(DType::F32, &out, &reference);
         assert_eq!((c.unwritten, c.non_finite), (0, 1));
         assert!(!c.passes(1.0));
+        assert!((rel_err(&[3.0, 4.5], &reference) - 0.1).abs() < 1e-12);
+        assert_eq!(rel_err(&[0.5], &[0.0]), 0.5);
+        assert!(rel_err(&[f64::NAN], &[1.0]).is_nan());
     }
 
     #[test]

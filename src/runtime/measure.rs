@@ -8,7 +8,9 @@
 //! around each run and the L2 cache flushed between runs, outside the events.
 //!
 //! A kernel that faults leaves the context unusable; the measurer then refuses further work with
-//! [`RuntimeError::ContextLost`]. Run it inside a [`Worker`](super::Worker) to survive that.
+//! [`RuntimeError::ContextLost`]. The context is the device's primary context, so the damage is
+//! process-wide (a new `Measurer` in the same process fails too, as seen on the H200): run it
+//! inside a [`Worker`](super::Worker) to survive faults.
 
 use super::cuda::{LoadedPlan, PlanError};
 use super::device::{cuda_device, init_driver, DeviceInfo};
@@ -26,6 +28,10 @@ use cudarc::driver::{
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
 
+/// Problems up to this many FLOPs have their reference output checked against the CPU's f64
+/// direct convolution in `set_problem` (about a second of CPU time at most).
+const CPU_CHECK_MAX_FLOPS: f64 = 5e7;
+
 /// The tensors and reference of the problem being tuned.
 struct ProblemState {
     problem: ConvProblem,
@@ -35,8 +41,6 @@ struct ProblemState {
     host: [Vec<f64>; 3],
     /// Grown on demand to the largest workspace a plan asked for.
     workspace: Option<CudaSlice<u8>>,
-    /// Median time of the reference plan, µs.
-    reference_us: f64,
 }
 
 /// What went wrong in a run, before it becomes an [`Outcome`] or an error.
@@ -100,8 +104,9 @@ impl Measurer {
     }
 
     /// Prepares a problem: allocates its tensors, fills the read ones with seeded random values and
-    /// runs `reference` to get the output every candidate is compared with. Returns the reference
-    /// plan's median time in µs (a scale for time limits).
+    /// runs `reference` to get the output every candidate is compared with (checked against the
+    /// CPU's f64 direct convolution when the problem is small). Returns the reference plan's median
+    /// time in µs (a scale for time limits).
     pub fn set_problem(
         &mut self,
         problem: &ConvProblem,
@@ -136,7 +141,6 @@ impl Measurer {
             tensors,
             host,
             workspace: None,
-            reference_us: 0.0,
         });
         let reference_failed = |reason: String| RuntimeError::Reference {
             problem: problem.key(),
@@ -155,16 +159,35 @@ impl Measurer {
                 c.unwritten, c.non_finite
             )));
         }
-        let reference_us = match self.time(&loaded, problem) {
-            Ok(t) => t.median_us,
-            Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
-            Err(RunError::Runtime(e)) => return Err(e),
-        };
         if let Some(s) = self.state.as_mut() {
             s.host[written as usize] = values;
-            s.reference_us = reference_us;
         }
-        Ok(reference_us)
+        if problem.flops() <= CPU_CHECK_MAX_FLOPS {
+            if let Some(err) = self
+                .reference_cpu_error()
+                .filter(|&e| e.is_nan() || e > dtype.tolerance())
+            {
+                return Err(reference_failed(format!(
+                    "its output differs from the CPU direct convolution by {err:.3e} (relative)"
+                )));
+            }
+        }
+        match self.time(&loaded, problem) {
+            Ok(t) => Ok(t.median_us),
+            Err(RunError::Candidate(o)) => Err(reference_failed(o.to_string())),
+            Err(RunError::Runtime(e)) => Err(e),
+        }
+    }
+
+    /// ‖ref − cpu‖ / ‖cpu‖ of the current reference output against
+    /// [`direct_conv`](crate::reference::direct_conv) in f64. `set_problem` checks this itself for
+    /// problems small enough for the CPU; a test may call it on larger ones.
+    pub fn reference_cpu_error(&self) -> Option<f64> {
+        let s = self.state.as_ref()?;
+        let reference = self.host_tensor(s.problem.direction().written())?;
+        let [input, filter, output] = &s.host;
+        let cpu = crate::reference::direct_conv(&s.problem, input, filter, output);
+        Some(host::rel_err(reference, &cpu))
     }
 
     /// f64 values of a tensor of the current problem: what was uploaded for a read tensor, the

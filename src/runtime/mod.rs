@@ -28,6 +28,8 @@ mod cuda;
 mod device;
 mod error;
 mod fingerprint;
+#[cfg(test)]
+mod gpu_tests;
 #[cfg(feature = "hip")]
 pub mod hip;
 mod host;

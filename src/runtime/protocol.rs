@@ -1,7 +1,7 @@
 //! The worker's wire format: one JSON object a line, requests on stdin, responses on stdout.
 //!
-//! Responses carry a fixed prefix so the parent can tell them from anything else a library in the
-//! worker prints to stdout (a driver warning must not break the protocol); unprefixed lines are
+//! Responses carry a fixed tag so the parent can tell them from anything else a library in the
+//! worker prints to stdout (a driver warning must not break the protocol); untagged lines are
 //! kept as diagnostics.
 
 use super::device::DeviceInfo;
@@ -55,9 +55,11 @@ pub(crate) fn encode_response(r: &Response) -> String {
     format!("{TAG}{json}")
 }
 
-/// A response from a stdout line; `None` for a line that is not one (noise from a library).
+/// A response from a stdout line; `None` for a line that is not one (noise from a library). The
+/// prefix may come mid-line, after output that some library left without a newline.
 pub(crate) fn decode_response(line: &str) -> Option<Result<Response, String>> {
-    let json = line.trim_end().strip_prefix(TAG)?;
+    let at = line.find(TAG)?;
+    let json = line[at + TAG.len()..].trim_end();
     Some(serde_json::from_str(json).map_err(|e| format!("malformed response from worker: {e}")))
 }
 
@@ -79,6 +81,12 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(decode_response("NVIDIA: some driver notice").is_none());
+        // A response glued to unterminated output still counts.
+        let glued = format!("test worker_process ... {line}");
+        assert!(matches!(
+            decode_response(&glued),
+            Some(Ok(Response::Measured { .. }))
+        ));
         assert!(matches!(
             decode_response(&format!("{TAG}{{oops")),
             Some(Err(_))
