@@ -142,6 +142,22 @@ impl Measurer {
             host,
             workspace: None,
         });
+        let result = self.run_reference(problem, reference);
+        if result.is_err() {
+            self.state = None; // never measure against a reference that failed its checks
+        }
+        result
+    }
+
+    /// Runs the reference plan on the freshly filled tensors, checks its output (fully written,
+    /// finite, and equal to the CPU's for small problems), keeps it, and times it.
+    fn run_reference(
+        &mut self,
+        problem: &ConvProblem,
+        reference: &LaunchPlan,
+    ) -> Result<f64, RuntimeError> {
+        let dtype = problem.dtype();
+        let written = problem.direction().written();
         let reference_failed = |reason: String| RuntimeError::Reference {
             problem: problem.key(),
             reason,
