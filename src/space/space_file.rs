@@ -61,7 +61,7 @@ struct FileRepr {
     vendor: Option<Spanned<String>>,
     params: ParamsRepr,
     #[serde(default)]
-    constraints: Option<Spanned<ConstraintsRepr>>,
+    constraints: ConstraintsRepr,
 }
 
 #[derive(Deserialize)]
@@ -84,9 +84,9 @@ struct ParamsRepr {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct ConstraintsRepr {
-    max_threads: Option<u32>,
-    min_warps: Option<u32>,
-    max_warps: Option<u32>,
+    max_threads: Option<Spanned<u32>>,
+    min_warps: Option<Spanned<u32>>,
+    max_warps: Option<Spanned<u32>>,
 }
 
 /// The space's own limits on top of legality.
@@ -251,26 +251,40 @@ impl SearchSpace {
         if lds.is_empty() {
             return Err(invalid("lds", p.lds.span(), "the list is empty".into()));
         }
-        let mut constraints = Constraints::default();
-        if let Some(c) = &repr.constraints {
-            let span = c.span();
-            let c = c.get_ref();
-            constraints.max_threads = c.max_threads.unwrap_or(constraints.max_threads);
-            constraints.min_warps = c.min_warps.unwrap_or(constraints.min_warps);
-            constraints.max_warps = c.max_warps.unwrap_or(constraints.max_warps);
-            if constraints.max_threads == 0 {
-                return Err(invalid("max_threads", span, "must be at least 1".into()));
+        let c = &repr.constraints;
+        let defaults = Constraints::default();
+        let value =
+            |v: &Option<Spanned<u32>>, default: u32| v.as_ref().map_or(default, |v| *v.get_ref());
+        let constraints = Constraints {
+            max_threads: value(&c.max_threads, defaults.max_threads),
+            min_warps: value(&c.min_warps, defaults.min_warps),
+            max_warps: value(&c.max_warps, defaults.max_warps),
+        };
+        for (key, v) in [
+            ("max_threads", &c.max_threads),
+            ("min_warps", &c.min_warps),
+            ("max_warps", &c.max_warps),
+        ] {
+            if let Some(v) = v {
+                if *v.get_ref() == 0 {
+                    return Err(invalid(key, v.span(), "must be at least 1".into()));
+                }
             }
-            if constraints.min_warps > constraints.max_warps {
-                return Err(invalid(
-                    "min_warps",
-                    span,
-                    format!(
-                        "min_warps {} is above max_warps {}",
-                        constraints.min_warps, constraints.max_warps
-                    ),
-                ));
-            }
+        }
+        if constraints.min_warps > constraints.max_warps {
+            let (key, span) = match (&c.min_warps, &c.max_warps) {
+                (Some(v), _) => ("min_warps", v.span()),
+                (None, Some(v)) => ("max_warps", v.span()),
+                (None, None) => ("min_warps", 0..0),
+            };
+            return Err(invalid(
+                key,
+                span,
+                format!(
+                    "min_warps {} is above max_warps {}",
+                    constraints.min_warps, constraints.max_warps
+                ),
+            ));
         }
         Ok(SearchSpace {
             name: repr.name.clone(),
@@ -484,6 +498,21 @@ mod tests {
         );
         // Not TOML at all.
         assert!(err("block_m = [").starts_with("t.toml:1:"));
+    }
+
+    #[test]
+    fn load_reads_a_narrowed_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("narrow.toml");
+        let text = AMD_TOML.replace("block_m = [32, 64, 128, 256]", "block_m = [128]");
+        std::fs::write(&path, text).unwrap();
+        let s = SearchSpace::load(&path).unwrap();
+        assert_eq!(s.block_m, [128]);
+        assert_eq!(
+            s.raw_size() * 4,
+            SearchSpace::default_for(&Arch::GFX90A).raw_size()
+        );
+        assert_eq!(s.constraints.max_warps, 4);
     }
 
     #[test]
