@@ -1,7 +1,10 @@
 //! Argument parsing and dispatch; each subcommand lives in its own file.
 
+mod db;
 mod lower;
+mod selfcheck;
 mod space;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use anyhow::Context as _;
@@ -16,12 +19,21 @@ use std::path::PathBuf;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    tune: tune::TuneArgs,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Print the implicit GEMMs a problem lowers to.
     Lower(lower::LowerArgs),
+    /// The config a compiler would use for a problem, and where it came from.
+    Lookup(db::LookupArgs),
+    /// Tuned database tools: merge, diff, check, stale, export.
+    #[command(subcommand)]
+    Db(db::DbCommand),
+    /// Verify every generated kernel of a sweep on this machine's GPU, and fault isolation.
+    Selfcheck(selfcheck::SelfcheckArgs),
     /// Count a problem's candidates on an arch: raw, legal, rejected per reason.
     Space(space::SpaceArgs),
     /// The GPU side of tuning, run as a child process by the tuner (fault isolation).
@@ -109,9 +121,13 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Some(Command::Lower(a)) => lower::run(a),
         Some(Command::Space(a)) => space::run(a),
+        Some(Command::Selfcheck(a)) => selfcheck::run(a),
+        Some(Command::Lookup(a)) => db::lookup(a),
+        Some(Command::Db(c)) => db::run(c),
         Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),
+        None if cli.tune.wants_tuning() => tune::run(cli.tune),
         None => {
-            eprintln!("convtune: nothing to do (see --help)");
+            eprintln!("convtune: nothing to do: give --problem or --problems (see --help)");
             return 2;
         }
     };

@@ -5,7 +5,10 @@
 //! is a worker process; tests use a fake), and it records through callbacks so that the caller
 //! decides where results go (a journal for resuming, the database for winners).
 
+mod plan;
 mod progress;
+
+pub use plan::{compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError};
 
 use crate::runtime::{LaunchPlan, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
@@ -19,6 +22,11 @@ use std::time::{Duration, Instant};
 pub trait Evaluate {
     /// Verifies and times the plan; a failure is an outcome, never a panic.
     fn measure(&mut self, plan: &LaunchPlan) -> Outcome;
+    /// Set when the device itself is gone (no worker can start): the run stops, since every
+    /// further candidate would fail for the same reason.
+    fn fatal(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Limits and display of one tuning run.
@@ -188,7 +196,7 @@ where
                     }
                 }
             }
-            if in_flight == 0 {
+            if in_flight == 0 || eval.fatal().is_some() {
                 break;
             }
             let Ok(batch) = compiled.recv() else { break };

@@ -82,6 +82,7 @@ fn run(cands: &[PerfConfig], budget: Option<usize>, rec: &mut Mem) -> (TuneRepor
     let l = lower(&p);
     let ctx = SearchContext {
         lowering: &l,
+        arch: &crate::arch::Arch::SM_90,
         candidates: cands,
     };
     let mut fake = Fake { calls: 0 };

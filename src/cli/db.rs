@@ -1,0 +1,162 @@
+//! `convtune db …` and `convtune lookup`: read, merge, check and export tuned databases.
+
+use super::{bad_input, ArchArg, ProblemArg};
+use anyhow::{anyhow, Context as _};
+use clap::Subcommand;
+use convtune::db::{self, TunedDb};
+use convtune::lookup::{find_config, LegalityCheck};
+use convtune::runtime::cuda_devices;
+use std::path::{Path, PathBuf};
+
+/// `convtune db` subcommands.
+#[derive(Subcommand)]
+pub enum DbCommand {
+    /// Join two databases of one arch: the faster measurement wins; conflicts are listed.
+    Merge {
+        /// First database.
+        a: PathBuf,
+        /// Second database.
+        b: PathBuf,
+        /// Output file (may be one of the inputs).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// What changed from A to B.
+    Diff {
+        /// Old.
+        a: PathBuf,
+        /// New.
+        b: PathBuf,
+    },
+    /// Schema, duplicate keys, and every config still parsing and legal for its problem today.
+    Check {
+        /// Database file.
+        file: PathBuf,
+    },
+    /// Entries tuned on another GPU/driver or by another convtune version than this one.
+    Stale {
+        /// Database file.
+        file: PathBuf,
+        /// GPU ordinal whose fingerprint is current.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// Write the database as JSON or a C header, for compilers not written in Rust.
+    Export {
+        /// Database file.
+        file: PathBuf,
+        /// `json` or `c`.
+        #[arg(long, default_value = "json")]
+        format: String,
+    },
+}
+
+fn load(path: &Path) -> anyhow::Result<TunedDb> {
+    TunedDb::load(path).map_err(bad_input)
+}
+
+/// Runs a `db` subcommand.
+pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
+    match cmd {
+        DbCommand::Merge { a, b, output } => {
+            let (da, dbb) = (load(&a)?, load(&b)?);
+            let (merged, conflicts) = db::merge(&da, &dbb).map_err(bad_input)?;
+            for c in &conflicts {
+                println!("conflict: {c}");
+            }
+            merged.save(&output)?;
+            println!(
+                "{} entries written to {} ({} conflict(s))",
+                merged.len(),
+                output.display(),
+                conflicts.len()
+            );
+        }
+        DbCommand::Diff { a, b } => {
+            let lines = db::diff(&load(&a)?, &load(&b)?);
+            for l in &lines {
+                println!("{l}");
+            }
+            if lines.is_empty() {
+                println!("no differences");
+            }
+        }
+        DbCommand::Check { file } => {
+            let d = load(&file)?;
+            let issues = db::check(&d, d.arch(), &LegalityCheck);
+            for i in &issues {
+                println!("{}: {i}", file.display());
+            }
+            if !issues.is_empty() {
+                return Err(bad_input(anyhow!(
+                    "{}: {} issue(s) in {} entries",
+                    file.display(),
+                    issues.len(),
+                    d.len()
+                )));
+            }
+            println!("{}: {} entries, all valid", file.display(), d.len());
+        }
+        DbCommand::Stale { file, device } => {
+            let d = load(&file)?;
+            let dev = cuda_devices()
+                .ok()
+                .and_then(|v| v.into_iter().nth(device))
+                .ok_or_else(|| bad_input(anyhow!("no GPU {device} to compare fingerprints with")))?;
+            let f = dev.fingerprint();
+            let fp = db::Fingerprint {
+                gpu: f.gpu,
+                compute_units: f.compute_units,
+                driver: f.driver,
+                clock_mhz: f.clock_mhz,
+            };
+            let stale = db::stale(&d, &fp, env!("CARGO_PKG_VERSION"));
+            for e in &stale {
+                println!("{}  ({}; convtune {})", e.problem, e.fingerprint, e.convtune_version);
+            }
+            println!("{} of {} entries stale", stale.len(), d.len());
+        }
+        DbCommand::Export { file, format } => {
+            let d = load(&file)?;
+            match format.as_str() {
+                "json" => println!("{}", db::export_json(&d)),
+                "c" => println!("{}", db::export_c_header(&d)),
+                f => return Err(bad_input(anyhow!("--format '{f}': expected json or c"))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Arguments of `convtune lookup`.
+#[derive(clap::Args)]
+pub struct LookupArgs {
+    #[command(flatten)]
+    problem: ProblemArg,
+    #[command(flatten)]
+    arch: ArchArg,
+    /// User database (default: $CONVTUNE_DB, else $XDG_DATA_HOME/convtune/<arch>.toml).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+}
+
+/// Prints the config a compiler would use for a problem, and where it came from.
+pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
+    let p = args.problem.parse().map_err(bad_input)?;
+    let arch = args.arch.arch(None)?;
+    let path = db::user_db_path(args.db.as_deref(), arch.name);
+    let user = if path.exists() {
+        Some(
+            TunedDb::load(&path)
+                .with_context(|| format!("user database {}", path.display()))
+                .map_err(bad_input)?,
+        )
+    } else {
+        None
+    };
+    let found = find_config(&p, &arch, user.as_ref(), None)?;
+    println!("{}", found.config);
+    println!("source: {}", found.source);
+    println!("why: {}", found.reason);
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! `convtune selfcheck`: every generated kernel of a sweep verified on this machine's GPU.
+
+use super::bad_input;
+use anyhow::anyhow;
+use convtune::arch::Arch;
+use convtune::runtime::{cuda_devices, Worker};
+use convtune::selfcheck;
+
+/// Arguments of `convtune selfcheck`.
+#[derive(clap::Args)]
+pub struct SelfcheckArgs {
+    /// GPU ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Sampled legal configs per sweep problem.
+    #[arg(long, default_value_t = 4)]
+    configs: usize,
+    /// Seed for sampling configs and for the random inputs.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
+/// Runs the sweep and the fault-isolation check; fails when anything did not verify.
+pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
+    let devices = cuda_devices().map_err(|e| bad_input(anyhow!("no usable GPU: {e}")))?;
+    let dev = devices
+        .get(args.device)
+        .ok_or_else(|| bad_input(anyhow!("--device {}: no such GPU", args.device)))?;
+    let arch = Arch::from_name(&dev.fingerprint().arch).map_err(bad_input)?;
+    eprintln!("selfcheck on {}", dev.fingerprint());
+    let mut worker = Worker::spawn(args.device)?;
+    let problems = selfcheck::sweep_problems();
+    let mut summary = selfcheck::run(&mut worker, &arch, &problems, args.configs, args.seed, |l| {
+        eprintln!("  {l}")
+    })?;
+    summary.fault_isolated = Some(selfcheck::fault_isolation(&mut worker, &arch, args.seed)?);
+    println!("{summary}");
+    if summary.ok() {
+        Ok(())
+    } else {
+        Err(anyhow!("selfcheck failed"))
+    }
+}

@@ -1,0 +1,106 @@
+//! What a compiler calls: the config to build a problem's kernels with, and where it came from.
+//!
+//! Order: the tuned database (user layer over the system layer compiled into the binary; exact
+//! key, then the nearest tuned problem), then a heuristic (the cost model's best legal
+//! candidate). Legality is re-checked for the problem at hand at every step, so a cached config
+//! that would be illegal here is never returned.
+//!
+//! ```no_run
+//! use convtune::{arch::Arch, lookup::find_config, problem::ConvProblem};
+//! let p: ConvProblem = "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2".parse().unwrap();
+//! let arch = Arch::from_name("sm_90").unwrap();
+//! let found = find_config(&p, &arch, None, None).unwrap();
+//! println!("{} ({})", found.config, found.source);
+//! ```
+
+use crate::arch::Arch;
+use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedDb};
+use crate::legality;
+use crate::lowering::lower;
+use crate::problem::ConvProblem;
+use crate::search::{self, SearchContext};
+use crate::space::{enumerate_lowered, PerfConfig, SearchSpace};
+
+/// Re-checks a stored config against today's legality rules for the problem at hand.
+pub struct LegalityCheck;
+
+impl ConfigCheck for LegalityCheck {
+    fn check(&self, problem: &ConvProblem, arch: &str, config: &str) -> Result<(), String> {
+        let cfg: PerfConfig = config.parse().map_err(|e| format!("{e}"))?;
+        let arch = Arch::from_name(arch).map_err(|e| e.to_string())?;
+        legality::check(&lower(problem), &cfg, &arch)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A config and the reason it was chosen.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The config to compile with.
+    pub config: PerfConfig,
+    /// Exact, nearest, or heuristic.
+    pub source: Source,
+    /// A sentence on how it was found (which database, what was skipped).
+    pub reason: String,
+}
+
+/// Errors of a lookup: only a broken system database or a problem with no legal config at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// The compiled-in database does not parse (a build from a corrupt `tuned-db/`).
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// Not even the heuristic found a legal config.
+    #[error("no legal config exists for {problem} on {arch} in the default search space")]
+    NoLegalConfig {
+        /// The problem key.
+        problem: String,
+        /// The arch.
+        arch: String,
+    },
+}
+
+/// Finds the config for a problem: database layers, then the heuristic.
+pub fn find_config(
+    problem: &ConvProblem,
+    arch: &Arch,
+    user: Option<&TunedDb>,
+    fingerprint: Option<&Fingerprint>,
+) -> Result<Found, LookupError> {
+    let layers = Layered {
+        system: db::system(arch.name)?,
+        user,
+    };
+    let hit = layers.lookup(problem, arch.name, fingerprint, &LegalityCheck);
+    if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
+        return Ok(Found {
+            config: cfg,
+            source: hit.source,
+            reason: hit.reason,
+        });
+    }
+    let config = heuristic(problem, arch).ok_or_else(|| LookupError::NoLegalConfig {
+        problem: problem.key(),
+        arch: arch.name.to_string(),
+    })?;
+    Ok(Found {
+        config,
+        source: Source::Heuristic,
+        reason: format!("{}; using the cost model's best legal config", hit.reason),
+    })
+}
+
+/// The cost model's first pick among the legal configs of the default space.
+pub fn heuristic(problem: &ConvProblem, arch: &Arch) -> Option<PerfConfig> {
+    let l = lower(problem);
+    let e = enumerate_lowered(&l, arch, &SearchSpace::default_for(arch));
+    let ctx = SearchContext {
+        lowering: &l,
+        arch,
+        candidates: &e.legal,
+    };
+    let mut strategy = search::by_name("guided", 0).or_else(|| search::by_name("exhaustive", 0))?;
+    let first = strategy.next_batch(&ctx, &[], 1);
+    first.first().map(|&i| e.legal[i])
+}

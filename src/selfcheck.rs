@@ -1,0 +1,204 @@
+//! The GPU self-check: every generated kernel of a sweep against the reference kernel, the
+//! reference kernel against the CPU f64 convolution, and fault isolation — what a user runs
+//! after a hardware, driver or compiler change, and what `scripts/gpu-tests.sh` runs on the H200.
+
+use crate::arch::Arch;
+use crate::codegen;
+use crate::lowering::lower;
+use crate::problem::{ConvProblem, DType, Direction, Layout};
+use crate::runtime::{Outcome, RuntimeError, Worker};
+use crate::space::{sample_legal, SearchSpace};
+use crate::tune::{compile_plan, reference_plan, target_for};
+use std::fmt;
+
+/// The problems of the sweep: every direction, dtype and layout over odd sizes, padding (also
+/// larger than the filter), stride larger than the filter, dilation, groups, and both seeds'
+/// shapes at reduced size.
+pub fn sweep_problems() -> Vec<ConvProblem> {
+    let shapes = [
+        // Seed 000: 1x1 and 3x3 with pad 1 (padding ≥ filter), odd and even images.
+        "-n 2 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -p 1 -q 1",
+        "-n 2 -c 32 -H 15 -W 15 -k 32 -y 3 -x 3 -p 1 -q 1",
+        // Seed 003's spatial shape, stride and filter at reduced batch and channels.
+        "-n 2 -c 64 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2",
+        // Odd sizes, stride > filter, padding > filter, dilation.
+        "-n 3 -c 24 -H 13 -W 11 -k 40 -y 2 -x 1 -p 3 -q 2 -u 3 -v 2",
+        "-n 2 -c 16 -H 17 -W 9 -k 24 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2",
+        // Groups.
+        "-n 2 -c 32 -H 9 -W 9 -k 64 -y 3 -x 3 -p 1 -q 1 -g 4",
+    ];
+    let mut out = Vec::new();
+    for (i, shape) in shapes.iter().enumerate() {
+        for dir in [1, 2, 4] {
+            for (j, dtype) in ["conv", "convfp16", "convbfp16"].iter().enumerate() {
+                // Alternate layouts so every (dtype, layout) pair appears.
+                let layout = if (i + j + dir) % 2 == 0 { "NHWC" } else { "NCHW" };
+                let line = format!("{dtype} {shape} -F {dir} --layout {layout}");
+                if let Ok(p) = line.parse() {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What the self-check found.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Problems checked.
+    pub problems: usize,
+    /// Candidate kernels (plans) measured.
+    pub kernels: usize,
+    /// Candidates that verified.
+    pub passed: usize,
+    /// One line per candidate that did not verify (wrong result, fault, launch failure…).
+    pub failures: Vec<String>,
+    /// Problems whose reference kernel disagreed with the CPU (or could not be set up).
+    pub reference_failures: Vec<String>,
+    /// Whether a deliberately faulting kernel was recorded as a fault and the next candidate
+    /// still measured.
+    pub fault_isolated: Option<bool>,
+}
+
+impl Summary {
+    /// Nothing failed.
+    pub fn ok(&self) -> bool {
+        self.failures.is_empty()
+            && self.reference_failures.is_empty()
+            && self.fault_isolated != Some(false)
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for l in self.reference_failures.iter().chain(&self.failures) {
+            writeln!(f, "FAIL {l}")?;
+        }
+        write!(
+            f,
+            "selfcheck: {} problems, {} kernels, {} verified, {} failed, {} reference failures, fault isolation {}",
+            self.problems,
+            self.kernels,
+            self.passed,
+            self.failures.len(),
+            self.reference_failures.len(),
+            match self.fault_isolated {
+                Some(true) => "ok",
+                Some(false) => "FAILED",
+                None => "not run",
+            }
+        )
+    }
+}
+
+/// Runs the sweep on a device: `configs` sampled legal configs per problem.
+pub fn run(
+    worker: &mut Worker,
+    arch: &Arch,
+    problems: &[ConvProblem],
+    configs: usize,
+    seed: u64,
+    mut log: impl FnMut(&str),
+) -> Result<Summary, RuntimeError> {
+    let space = SearchSpace::default_for(arch);
+    let mut s = Summary::default();
+    for p in problems {
+        s.problems += 1;
+        let reference = match reference_plan(p, arch) {
+            Ok(r) => r,
+            Err(e) => {
+                s.reference_failures.push(format!("{p}: reference kernel: {e}"));
+                continue;
+            }
+        };
+        if let Err(e) = worker.set_problem(p, &reference, seed) {
+            s.reference_failures.push(format!("{p}: {e}"));
+            continue;
+        }
+        let l = lower(p);
+        for cfg in sample_legal(p, arch, &space, configs, seed) {
+            s.kernels += 1;
+            let outcome = match compile_plan(&l, &cfg, arch, false) {
+                Ok(plan) => worker.measure(&plan)?,
+                Err(e) => Outcome::CompileFailed(e.to_string()),
+            };
+            match outcome {
+                Outcome::Ok(_) => s.passed += 1,
+                other => {
+                    let line = format!("{p} {cfg}: {other}");
+                    log(&line);
+                    s.failures.push(line);
+                }
+            }
+        }
+        log(&format!(
+            "{}: {} kernels so far, {} failed",
+            p.key(),
+            s.kernels,
+            s.failures.len()
+        ));
+    }
+    Ok(s)
+}
+
+/// Proves fault isolation: a kernel that writes far out of bounds is recorded as a fault, and
+/// the next (good) candidate still verifies.
+pub fn fault_isolation(worker: &mut Worker, arch: &Arch, seed: u64) -> Result<bool, RuntimeError> {
+    let p: ConvProblem = "conv -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -F 1"
+        .parse()
+        .expect("static problem");
+    let l = lower(&p);
+    let cfg = sample_legal(&p, arch, &SearchSpace::default_for(arch), 1, seed)[0];
+    let (Ok(reference), Ok(good), Ok(bad)) = (
+        reference_plan(&p, arch),
+        compile_plan(&l, &cfg, arch, false),
+        compile_plan(&l, &cfg, arch, true),
+    ) else {
+        return Ok(false);
+    };
+    worker.set_problem(&p, &reference, seed)?;
+    let faulted = matches!(worker.measure(&bad)?, Outcome::Fault(_) | Outcome::LaunchFailed(_));
+    let recovered = matches!(worker.measure(&good)?, Outcome::Ok(_));
+    Ok(faulted && recovered)
+}
+
+/// Compiles the sweep for a target without a GPU (CI): every kernel passes LLVM's verifier and
+/// emits; returns (kernels compiled, failures).
+pub fn compile_sweep(arch: &Arch, configs: usize, seed: u64) -> (usize, Vec<String>) {
+    let space = SearchSpace::default_for(arch);
+    let target = target_for(arch);
+    let mut n = 0;
+    let mut failures = Vec::new();
+    for p in sweep_problems() {
+        let l = lower(&p);
+        for cfg in sample_legal(&p, arch, &space, configs, seed) {
+            n += 1;
+            if let Err(e) = codegen::compile_conv(&l, &cfg, target) {
+                failures.push(format!("{p} {cfg}: {e}"));
+            }
+        }
+    }
+    (n, failures)
+}
+
+/// Every sweep problem is a valid problem of the kind it claims (guards the sweep itself).
+pub fn sweep_covers_everything() -> bool {
+    let ps = sweep_problems();
+    let dirs = [Direction::Fwd, Direction::BwdData, Direction::BwdWeight];
+    let dtypes = [DType::F32, DType::F16, DType::BF16];
+    dirs.iter().all(|d| ps.iter().any(|p| p.direction() == *d))
+        && dtypes.iter().all(|t| ps.iter().any(|p| p.dtype() == *t))
+        && [Layout::NGCHW, Layout::NHWGC]
+            .iter()
+            .all(|l| ps.iter().any(|p| p.layout(crate::problem::Tensor::Input) == *l))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sweep_has_every_direction_dtype_and_layout() {
+        assert!(super::sweep_covers_everything());
+        assert!(super::sweep_problems().len() >= 50);
+    }
+}

@@ -1,0 +1,124 @@
+//! From a candidate to something the runtime can launch: codegen for the arch, then the
+//! launch list the worker runs.
+
+use super::TuneOptions;
+use crate::arch::{Arch, Vendor};
+use crate::codegen::{self, CodegenError, Compiled, Target};
+use crate::lowering::Lowering;
+use crate::problem::ConvProblem;
+use crate::runtime::{Launch, LaunchPlan};
+use crate::search::{SearchContext, Strategy};
+use crate::space::PerfConfig;
+use rayon::prelude::*;
+
+/// The code generator's target for an arch.
+pub fn target_for(arch: &Arch) -> Target {
+    match arch.vendor {
+        Vendor::Nvidia => Target::Nvptx {
+            sm: arch.name.trim_start_matches("sm_").parse().unwrap_or(90),
+        },
+        Vendor::Amd => Target::Amdgpu { gfx: arch.name },
+    }
+}
+
+/// Why a candidate has no launch plan.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// Code generation failed.
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+    /// The module is not PTX; only the CUDA runtime launches plans today.
+    #[error("{0} modules cannot be launched here: the GPU runtime runs PTX (NVIDIA) only")]
+    NotPtx(&'static str),
+}
+
+fn to_plan(c: Compiled, arch: &Arch) -> Result<LaunchPlan, PlanError> {
+    let module = c.ptx.ok_or(PlanError::NotPtx(arch.name))?;
+    Ok(LaunchPlan {
+        module,
+        launches: c
+            .kernels
+            .into_iter()
+            .map(|k| Launch {
+                name: k.name,
+                grid: k.grid,
+                block: k.block,
+                shared_bytes: k.shared_bytes,
+            })
+            .collect(),
+        workspace_bytes: c.workspace_bytes,
+    })
+}
+
+/// Compiles a candidate into a launch plan; `faulty` builds the test-only faulting variant.
+pub fn compile_plan(
+    l: &Lowering,
+    cfg: &PerfConfig,
+    arch: &Arch,
+    faulty: bool,
+) -> Result<LaunchPlan, PlanError> {
+    let target = target_for(arch);
+    let c = if faulty {
+        codegen::compile_faulting(l, cfg, target)?
+    } else {
+        codegen::compile_conv(l, cfg, target)?
+    };
+    to_plan(c, arch)
+}
+
+/// The direct-convolution reference kernel's plan.
+pub fn reference_plan(p: &ConvProblem, arch: &Arch) -> Result<LaunchPlan, PlanError> {
+    to_plan(codegen::compile_reference(p, target_for(arch))?, arch)
+}
+
+/// Compiles the candidates a strategy picks (up to the budget) without running anything: the
+/// dry run.
+pub fn compile_only(
+    ctx: &SearchContext<'_>,
+    strategy: &mut dyn Strategy,
+    arch: &Arch,
+    opts: &TuneOptions,
+) -> Vec<(PerfConfig, Result<Compiled, String>)> {
+    let total = opts.budget.unwrap_or(usize::MAX).min(ctx.candidates.len());
+    let target = target_for(arch);
+    let mut picked = Vec::new();
+    while picked.len() < total {
+        let batch = strategy.next_batch(ctx, &[], (total - picked.len()).min(opts.batch.max(1)));
+        if batch.is_empty() {
+            break;
+        }
+        picked.extend(batch);
+    }
+    let bar = indicatif::ProgressBar::new(picked.len() as u64);
+    if !opts.progress {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let out = picked
+        .par_iter()
+        .map(|&i| {
+            let cfg = ctx.candidates[i];
+            let r = codegen::compile_conv(ctx.lowering, &cfg, target).map_err(|e| e.to_string());
+            bar.inc(1);
+            (cfg, r)
+        })
+        .collect();
+    bar.finish_and_clear();
+    out
+}
+
+/// One line on the resources of the compiled candidates (AMD: registers, LDS, spills).
+pub fn resource_summary(compiled: &[(PerfConfig, Result<Compiled, String>)]) -> Option<String> {
+    let reports: Vec<String> = compiled
+        .iter()
+        .filter_map(|(_, c)| c.as_ref().ok())
+        .filter(|c| c.resources.is_some())
+        .map(codegen::resource_report)
+        .collect();
+    let first = reports.first()?;
+    Some(format!(
+        "resources of {} code objects; first: {}",
+        reports.len(),
+        first.lines().collect::<Vec<_>>().join("; ")
+    ))
+}
+
