@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One measured pass on a GPU machine, everything side by side in one run:
+#   1. the GPU self-check (scripts/gpu-tests.sh),
+#   2. tuning a suite into a fresh database (with a kill-and-resume check on the first problem),
+#   3. cuDNN on the same problems through PyTorch (scripts/compare-cudnn.py), and the bf16 matmul rate.
+# Usage: scripts/h200-pass.sh SUITE BUDGET [SELFCHECK_CONFIGS]
+# Results go to $OUT (or ./out): logs, the database, the journal, the report, packed as results.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+suite=${1:-scripts/suites/seeds.txt}
+budget=${2:-100}
+configs=${3:-3}
+OUT=${OUT:-out}
+R=$OUT/run
+mkdir -p "$R"
+BIN=${BIN:-target/release/convtune}
+[ -f "$(dirname "$BIN")/libffi.so.8" ] && export LD_LIBRARY_PATH="$(dirname "$BIN")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+date -u +%FT%TZ | tee "$R/date.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$R/gpu.txt"
+
+if [ "$configs" -gt 0 ]; then
+  echo "== selfcheck"
+  BIN=$BIN CONFIGS=$configs LOG=$R/selfcheck.log timeout 240 scripts/gpu-tests.sh | tail -4
+fi
+
+echo "== kill-and-resume on the first problem"
+first=$(grep -v '^#' "$suite" | grep -v '^\s*$' | head -1)
+timeout -s KILL 8 "$BIN" --problem "$first" --budget 40 --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet >/dev/null 2>&1
+echo "killed after $(wc -l < "$R/resume.jsonl") journal records"
+"$BIN" --problem "$first" --budget 40 --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet 2>&1 | tee "$R/resume.log" | head -3
+"$BIN" --problem "$first" --budget 40 --db "$R/fresh.toml" --journal "$R/fresh.jsonl" --quiet > "$R/fresh.log" 2>&1
+python3 - "$R" <<'PY'
+import json, sys
+r = sys.argv[1]
+def cfgs(p): return sorted({json.loads(l)["config"] for l in open(p) if l.strip()})
+a, b = cfgs(f"{r}/resume.jsonl"), cfgs(f"{r}/fresh.jsonl")
+print(f"resumed run evaluated {len(a)} configs, uninterrupted run {len(b)}; same set: {a == b}")
+PY
+
+echo "== tune $suite (budget $budget per problem)"
+"$BIN" --problems "$suite" --budget "$budget" --db "$R/tuned.toml" --journal "$R/journal.jsonl" \
+  --report "$R/report.json" --quiet 2>&1 | tee "$R/tune.log" | grep -v "^  " 
+
+echo "== cuDNN"
+timeout 200 python3 scripts/compare-cudnn.py "$suite" --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
+tar czf "$OUT/results.tgz" -C "$OUT" run
+cp "$R/compare.txt" "$R/tune.log" "$OUT/" 2>/dev/null
