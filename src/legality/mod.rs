@@ -8,7 +8,9 @@
 //!
 //! ```
 //! use convtune::{arch::Arch, legality, lowering::lower, problem::ConvProblem};
-//! let p: ConvProblem = "conv -n 2 -c 8 -H 16 -W 16 -k 8 -y 1 -x 1 -u 2 -v 2 -F 1".parse().unwrap();
+//! let p: ConvProblem = "conv -n 2 -c 8 -H 16 -W 16 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 1"
+//!     .parse()
+//!     .unwrap();
 //! let cfg = "v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=4,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
 //! let e = legality::check(&lower(&p), &cfg, &Arch::SM_90).unwrap_err();
 //! assert_eq!(

@@ -201,7 +201,9 @@ pub enum Rejection {
         max: u32,
     },
     /// A vector along a dimension that is not contiguous in memory.
-    #[error("vector width of {operand} is {width} but at most 1 is legal: no GEMM dimension walks the contiguous dimension {tensor_dim} of {tensor} with unit step (sub-GEMM {gemm})")]
+    #[error(
+        "vector width of {operand} is {width} but at most 1 is legal: {why} (sub-GEMM {gemm})"
+    )]
     VectorNotContiguous {
         /// `A`, `B` or `C`.
         operand: char,
@@ -211,6 +213,8 @@ pub enum Rejection {
         tensor: &'static str,
         /// Its innermost dimension.
         tensor_dim: char,
+        /// What breaks contiguity, in words.
+        why: String,
         /// Sub-GEMM id.
         gemm: u32,
     },

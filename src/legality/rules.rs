@@ -529,6 +529,7 @@ impl Checker {
                     width,
                     tensor: v.tensor,
                     tensor_dim: v.tensor_dim,
+                    why: v.max.limit.clone(),
                     gemm: gemm as u32,
                 });
             };

@@ -45,15 +45,17 @@ fn sound(p: &ConvProblem, g: &Gemm, op: &Operand, dims: [Dim; 2], dim: Dim) -> (
 
 /// Seed 000's six problems (fp32 NCHW backward data, batch 32, 32 channels, pad 1): expected
 /// widths of A (filter), B (output gradient), C (input gradient) along their vector dimensions.
+/// A is 1 because `contiguity` vectorizes the filter along K = (k, ydot, xdot), whose last
+/// axis walks x (the filter is contiguous along M = c only through the 1x1 taps).
 #[test]
 fn seed_000_problems_have_sound_widths() {
     let cases = [
-        (14, 1, [16, 1, 4]),
+        (14, 1, [1, 1, 4]),
         (14, 3, [1, 1, 4]),
-        (15, 1, [16, 1, 1]),
-        (16, 1, [16, 1, 16]),
-        (18, 1, [16, 1, 4]),
-        (20, 1, [16, 1, 16]),
+        (15, 1, [1, 1, 1]),
+        (16, 1, [1, 1, 16]),
+        (18, 1, [1, 1, 4]),
+        (20, 1, [1, 1, 16]),
     ];
     for (hw, f, expect) in cases {
         let p = problem(&format!(
@@ -118,8 +120,11 @@ fn nhwc_forward_with_three_channels_loads_the_input_one_by_one() {
 }
 
 #[test]
-fn brief_example_message() {
-    let p = problem("convfp16 -n 2 -c 16 -H 16 -W 16 -k 16 -y 1 -x 1 -u 2 -v 2 -F 1");
+fn strided_input_message() {
+    // Dilation 2 on x and stride 2 on wo: neither GEMM dimension walks w with unit step.
+    let p = problem(
+        "convfp16 -n 2 -c 16 -H 16 -W 16 -k 16 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 1",
+    );
     let c = cfg("v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=8,vc=1,lds=pad,sk=1,rs=1");
     let e = check(&lower(&p), &c, &Arch::SM_90).unwrap_err();
     assert_eq!(
@@ -280,7 +285,9 @@ fn each_resource_rule_rejects_with_numbers() {
 
 #[test]
 fn explain_lists_every_rule() {
-    let p = problem("convfp16 -n 2 -c 16 -H 16 -W 16 -k 16 -y 1 -x 1 -u 2 -v 2 -F 1");
+    let p = problem(
+        "convfp16 -n 2 -c 16 -H 16 -W 16 -k 16 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 1",
+    );
     let c = cfg("v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=8,vc=1,lds=pad,sk=1,rs=1");
     let lines = explain(&lower(&p), &c, &Arch::SM_90);
     let verdicts: Vec<&String> = lines
@@ -297,9 +304,9 @@ fn explain_lists_every_rule() {
     assert!(lines
         .iter()
         .any(|l| l.starts_with("ok    matrix instruction shape") && l.contains("m16n8k16")));
-    assert!(lines
-        .iter()
-        .any(|l| l.contains("sub-GEMM 0 B (input, contiguous w): along N, max width 1")));
+    assert!(lines.iter().any(|l| l.contains(
+        "sub-GEMM 0 B (input, contiguous w): along no GEMM dimension, max width 1 (stride 2"
+    )));
 }
 
 fn arb_problem() -> impl Strategy<Value = ConvProblem> {

@@ -240,11 +240,10 @@ pub fn max_vector_width(
 
 /// The GEMM dimension an operand is vectorized along, and its largest legal width there.
 ///
-/// Of the operand's two dimensions, the one with the wider legal vector; on a tie, the one whose
-/// innermost (non-unit) axis moves the tensor's innermost dimension at all, then the one
-/// [`Operand::contiguity`] names. `None` when neither walks the contiguous dimension (width 1).
-/// Unlike `contiguity`, this skips axes of length 1 (a 1x1 filter's `y`, `x`), which would
-/// otherwise pin an NCHW input's vector to the channel axis.
+/// The dimension is the one [`Operand::contiguity`] names, because that is the one the code
+/// generator vectorizes; `None` when it names none (width 1), with the reason taken from the
+/// analysis of the dimension whose innermost non-unit axis does move the contiguous tensor
+/// dimension (e.g. "stride 2 on the contiguous dimension w of input").
 pub fn vector_dim(
     p: &ConvProblem,
     gemm: &Gemm,
@@ -252,7 +251,9 @@ pub fn vector_dim(
     dims: [Dim; 2],
     cap: u32,
 ) -> (Option<Dim>, VectorWidth) {
-    let named = op.contiguity(p, gemm, dims).dim;
+    if let Some(d) = op.contiguity(p, gemm, dims).dim {
+        return (Some(d), max_vector_width(p, gemm, op, d, cap));
+    }
     let inner = p.layout(op.tensor).innermost();
     let walks = |d: Dim| {
         let axes = &gemm.dims[d as usize].axes;
@@ -261,26 +262,15 @@ pub fn vector_dim(
             .find(|&pos| axes[pos].len > 1)
             .is_some_and(|pos| coef(op, inner, AxisRef { dim: d, pos }) != 0)
     };
-    let best = dims
-        .into_iter()
-        .map(|d| (d, max_vector_width(p, gemm, op, d, cap), walks(d)))
-        .max_by_key(|(d, w, walks)| (w.width, *walks, Some(*d) == named))
-        .expect("two dimensions");
-    let (d, w, walks) = best;
-    if w.width == 1 && !walks {
-        let letter = dim_letters(op.tensor)[inner];
-        return (
-            None,
-            VectorWidth {
-                width: 1,
-                limit: format!(
-                    "no GEMM dimension walks the contiguous dimension {letter} of {}",
-                    op.tensor.name()
-                ),
-            },
-        );
-    }
-    (Some(d), w)
+    let limit = match dims.into_iter().find(|&d| walks(d)) {
+        Some(d) => max_vector_width(p, gemm, op, d, cap).limit,
+        None => format!(
+            "no GEMM dimension walks the contiguous dimension {} of {}",
+            dim_letters(op.tensor)[inner],
+            op.tensor.name()
+        ),
+    };
+    (None, VectorWidth { width: 1, limit })
 }
 
 #[cfg(test)]
