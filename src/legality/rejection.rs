@@ -158,6 +158,12 @@ pub enum Rejection {
         /// Per-block limit.
         max: u32,
     },
+    /// A swizzled layout needs whole, power-of-two counts of 16-byte chunks per row.
+    #[error("lds=swz needs shared-memory rows (bk × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
+    SwizzleRow {
+        /// Bytes per row of a tile.
+        row_bytes: u32,
+    },
     /// Split-K in a direction without a long reduction.
     #[error("split_k = {split_k} applies only to bwd-weight, not {direction}")]
     SplitKDirection {
@@ -262,7 +268,7 @@ impl Rejection {
             Rejection::Oversized { .. } => K::Oversized,
             Rejection::MmaShape { .. } => K::MmaShape,
             Rejection::Registers { .. } => K::Registers,
-            Rejection::SharedMemory { .. } => K::SharedMemory,
+            Rejection::SharedMemory { .. } | Rejection::SwizzleRow { .. } => K::SharedMemory,
             Rejection::SplitKDirection { .. } | Rejection::SplitKTooShort { .. } => K::SplitK,
             Rejection::Raster { .. } => K::Raster,
             Rejection::VectorBytes { operand, .. }

@@ -423,6 +423,15 @@ impl Checker {
                 Ok(())
             }
             Rule::SharedMemory => {
+                if cfg.lds == LdsLayout::Swizzled {
+                    // The XOR swizzle permutes 16-byte chunks within a row.
+                    let row_bytes = cfg.block_k as u64 * self.elem_bytes as u64;
+                    if row_bytes % 16 != 0 || !(row_bytes / 16).is_power_of_two() {
+                        return Err(Rejection::SwizzleRow {
+                            row_bytes: Self::sat(row_bytes),
+                        });
+                    }
+                }
                 let (bytes, padding) = self.lds_bytes(cfg);
                 if bytes > arch.smem_per_block as u64 {
                     return Err(Rejection::SharedMemory {

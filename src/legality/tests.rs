@@ -225,6 +225,28 @@ fn each_resource_rule_rejects_with_numbers() {
         ),
         "{e}"
     );
+    let f32 = lower(&p.with_dtype(DType::F32));
+    let odd = PerfConfig {
+        block_k: 12,
+        vec_a: 4,
+        vec_b: 4,
+        vec_c: 4,
+        ..base
+    };
+    let e = check(&f32, &odd, &Arch::SM_90).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "lds=swz needs shared-memory rows (bk × elem = 48 bytes) of a power-of-two number of 16-byte chunks"
+    );
+    check(
+        &f32,
+        &PerfConfig {
+            lds: LdsLayout::Padded,
+            ..odd
+        },
+        &Arch::SM_90,
+    )
+    .unwrap();
     let e = reject(PerfConfig { split_k: 2, ..base }, &Arch::SM_90);
     assert_eq!(
         e.to_string(),
@@ -236,6 +258,7 @@ fn each_resource_rule_rejects_with_numbers() {
     let f = lower(&p.with_dtype(DType::F32));
     let narrow = PerfConfig {
         block_k: 2,
+        lds: LdsLayout::Padded,
         vec_a: 4,
         vec_b: 4,
         vec_c: 4,
