@@ -426,7 +426,7 @@ impl Checker {
                 if cfg.lds == LdsLayout::Swizzled {
                     // The XOR swizzle permutes 16-byte chunks within a row.
                     let row_bytes = cfg.block_k as u64 * self.elem_bytes as u64;
-                    if row_bytes % 16 != 0 || !(row_bytes / 16).is_power_of_two() {
+                    if !row_bytes.is_multiple_of(16) || !(row_bytes / 16).is_power_of_two() {
                         return Err(Rejection::SwizzleRow {
                             row_bytes: Self::sat(row_bytes),
                         });
