@@ -196,14 +196,25 @@ impl Operand {
 
     /// Which GEMM dimension (of `dims_of_operand`) walks this tensor's contiguous memory.
     pub fn contiguity(&self, p: &ConvProblem, gemm: &Gemm, dims_of_operand: [Dim; 2]) -> Contiguity {
-        let layout = p.layout(self.tensor);
-        let inner = layout.innermost();
+        // The innermost tensor dimension longer than 1: dimensions of length 1 (a 1x1 filter's
+        // y and x) have no extent, so the next one out is unit-stride in memory.
+        let extents = p.logical_dims(self.tensor);
+        let order = p.layout(self.tensor).order();
+        let inner = order
+            .iter()
+            .rev()
+            .map(|&d| d as usize)
+            .find(|&d| extents[d] > 1)
+            .unwrap_or(order[4] as usize);
         let letters = match self.tensor {
             Tensor::Filter => ['g', 'k', 'c', 'y', 'x'],
             _ => ['n', 'g', 'c', 'h', 'w'],
         };
         let dim = dims_of_operand.into_iter().find(|&d| {
-            let last = gemm.dims[d as usize].axes.len() - 1;
+            // Axes of length 1 never move: a unit step along the dimension moves the innermost
+            // axis that is longer than 1.
+            let axes = &gemm.dims[d as usize].axes;
+            let last = axes.iter().rposition(|a| a.len > 1).unwrap_or(axes.len() - 1);
             self.coords[inner]
                 .terms
                 .iter()
