@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch; each subcommand lives in its own file.
 
+mod compile;
 mod db;
 mod lower;
 mod selfcheck;
@@ -27,6 +28,8 @@ struct Cli {
 enum Command {
     /// Print the implicit GEMMs a problem lowers to.
     Lower(lower::LowerArgs),
+    /// Compile one candidate to PTX or an AMDGPU code object and print its resource use.
+    Compile(compile::CompileArgs),
     /// The config a compiler would use for a problem, and where it came from.
     Lookup(db::LookupArgs),
     /// Tuned database tools: merge, diff, check, stale, export.
@@ -123,6 +126,7 @@ pub fn run() -> i32 {
         Some(Command::Space(a)) => space::run(a),
         Some(Command::Selfcheck(a)) => selfcheck::run(a),
         Some(Command::Lookup(a)) => db::lookup(a),
+        Some(Command::Compile(a)) => compile::run(a),
         Some(Command::Db(c)) => db::run(c),
         Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),
         None if cli.tune.wants_tuning() => tune::run(cli.tune),
