@@ -1,1 +1,181 @@
-//! codegen (in progress)
+//! LLVM kernels for the lowered GEMMs: PTX for NVIDIA, code objects for AMD, and the same
+//! kernels JIT-compiled for the host so they can be run and checked without a GPU.
+//!
+//! A candidate (one [`PerfConfig`] for one [`Lowering`]) becomes one module holding every launch
+//! in order: a zero-init kernel when the written tensor is not fully covered by the GEMMs or
+//! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16.
+//! Every kernel takes the same four arguments `(input, filter, output, workspace)`, the
+//! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`] (null
+//! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
+//!
+//! ```no_run
+//! use convtune::codegen::{compile_conv, Target};
+//! use convtune::lowering::lower;
+//! use convtune::space::PerfConfig;
+//! let p = "convbfp16 -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC".parse().unwrap();
+//! let cfg: PerfConfig = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
+//! let c = compile_conv(&lower(&p), &cfg, Target::Nvptx { sm: 90 }).unwrap();
+//! assert!(c.ptx.unwrap().contains("mma.sync"));
+//! ```
+//!
+//! Layers: `builder` (short verbs over inkwell), `target` (the `TargetSpec` trait; NVPTX,
+//! AMDGPU and the host emulator implement it), `plan` (every compile-time decision), `index`,
+//! `loader`, `math`, `gemm`, `simple` (the kernel logic, written once), `machine` (LLVM passes
+//! and emission), [`emu`] (running the same kernels on the CPU).
+
+mod amd_meta;
+mod amdgpu;
+mod builder;
+mod compile;
+pub mod emu;
+mod error;
+mod gemm;
+mod index;
+mod loader;
+mod machine;
+mod math;
+mod nvptx;
+mod plan;
+mod report;
+mod simple;
+mod target;
+
+pub use amd_meta::{AmdKernelResources, AmdResources};
+pub use error::CodegenError;
+pub use report::resource_report;
+pub use target::Target;
+
+use crate::lowering::Lowering;
+use crate::problem::ConvProblem;
+use crate::space::PerfConfig;
+use compile::{guarded, Job};
+use inkwell::context::Context;
+use target::TargetSpec;
+
+/// One launch: what the runtime needs to run a kernel of a [`Compiled`] module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// Symbol name in the module.
+    pub name: String,
+    /// Grid in blocks.
+    pub grid: [u32; 3],
+    /// Block in threads.
+    pub block: [u32; 3],
+    /// Dynamic shared memory to pass at launch, bytes.
+    pub shared_bytes: u32,
+}
+
+/// All launches of one candidate (or of the reference), compiled for one target.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// What it was compiled for.
+    pub target: Target,
+    /// PTX text (NVIDIA), JIT-loaded by the driver.
+    pub ptx: Option<String>,
+    /// Linked code object (AMD), loadable by `hipModuleLoadData`.
+    pub code_object: Option<Vec<u8>>,
+    /// Launches, in the order they must run.
+    pub kernels: Vec<Kernel>,
+    /// Bytes of the scratch buffer passed as the fourth argument (0: pass null).
+    pub workspace_bytes: u64,
+    /// Register and memory use per kernel, from the code object's metadata (AMD only).
+    pub resources: Option<AmdResources>,
+}
+
+/// The launches of a candidate without compiling anything: grids, blocks, shared memory and
+/// workspace, or why the config cannot be generated. Cheap; legality and schedulers use it.
+pub fn launches(
+    lowering: &Lowering,
+    cfg: &PerfConfig,
+    target: Target,
+) -> Result<(Vec<Kernel>, u64), CodegenError> {
+    let l = compile::plan(
+        Job::Conv {
+            lowering,
+            cfg,
+            fault: false,
+        },
+        target,
+    )?;
+    Ok((
+        l.kernels.into_iter().map(|(k, _)| k).collect(),
+        l.workspace_bytes,
+    ))
+}
+
+/// Compiles every launch of one candidate. Safe to call from many threads at once (each call
+/// has its own LLVM context).
+pub fn compile_conv(
+    lowering: &Lowering,
+    cfg: &PerfConfig,
+    target: Target,
+) -> Result<Compiled, CodegenError> {
+    compile_job(
+        Job::Conv {
+            lowering,
+            cfg,
+            fault: false,
+        },
+        target,
+    )
+}
+
+/// Like [`compile_conv`], but the GEMM kernels also store to an address ~1 TiB past the written
+/// tensor: a kernel that is certain to fault, for testing that the runtime isolates faults.
+pub fn compile_faulting(
+    lowering: &Lowering,
+    cfg: &PerfConfig,
+    target: Target,
+) -> Result<Compiled, CodegenError> {
+    compile_job(
+        Job::Conv {
+            lowering,
+            cfg,
+            fault: true,
+        },
+        target,
+    )
+}
+
+/// The direct convolution, one thread per written element with f32 accumulation: the GPU-side
+/// oracle that candidates are verified against (it is itself checked against the CPU reference).
+pub fn compile_reference(problem: &ConvProblem, target: Target) -> Result<Compiled, CodegenError> {
+    compile_job(Job::Reference(problem), target)
+}
+
+fn spec_for(target: Target) -> Box<dyn TargetSpec> {
+    match target {
+        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm }),
+        Target::Amdgpu { gfx } => Box::new(amdgpu::Amdgpu { gfx }),
+    }
+}
+
+fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
+    let launches = compile::plan(job, target)?;
+    let spec = spec_for(target);
+    guarded(|| {
+        let tm = machine::machine(spec.as_ref())?;
+        let ctx = Context::create();
+        let module = machine::new_module(&ctx, spec.as_ref(), &tm, "convtune")?;
+        compile::emit(&ctx, &module, spec.as_ref(), &launches);
+        machine::optimize(&module, &tm)?;
+        let kernels = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
+        let mut out = Compiled {
+            target,
+            ptx: None,
+            code_object: None,
+            kernels,
+            workspace_bytes: launches.workspace_bytes,
+            resources: None,
+        };
+        match target {
+            Target::Nvptx { .. } => out.ptx = Some(machine::emit_ptx(&module, &tm)?),
+            Target::Amdgpu { .. } => {
+                let co = machine::emit_code_object(&module, &tm)?;
+                out.resources = Some(amd_meta::read(&co)?);
+                out.code_object = Some(co);
+            }
+        }
+        Ok(out)
+    })
+}

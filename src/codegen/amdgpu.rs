@@ -1,0 +1,263 @@
+//! AMDGPU: `amdgcn-amd-amdhsa`, kernels in calling convention 91 (`amdgpu_kernel`), wave64,
+//! MFMA for f16/bf16. The barrier and the float atomic need sync scopes and metadata that the
+//! LLVM C API cannot build, so they live in the prelude IR.
+
+use super::builder::{ok, Kb};
+use super::nvptx::half_to_f32_generic;
+use super::target::{dynamic_shared, Target, TargetSpec};
+use crate::problem::DType;
+use inkwell::{
+    context::Context,
+    values::{FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
+    AddressSpace,
+};
+
+/// An AMD CDNA GPU.
+pub(crate) struct Amdgpu {
+    /// LLVM processor name.
+    pub gfx: &'static str,
+}
+
+impl TargetSpec for Amdgpu {
+    fn target(&self) -> Target {
+        Target::Amdgpu { gfx: self.gfx }
+    }
+    fn triple(&self) -> String {
+        "amdgcn-amd-amdhsa".into()
+    }
+    fn cpu(&self) -> String {
+        self.gfx.into()
+    }
+    fn features(&self) -> String {
+        String::new()
+    }
+    fn global_as(&self) -> AddressSpace {
+        AddressSpace::from(1u16)
+    }
+    fn shared_as(&self) -> AddressSpace {
+        AddressSpace::from(3u16)
+    }
+    fn declare_kernel<'ctx>(&self, _ctx: &'ctx Context, f: FunctionValue<'ctx>) {
+        f.set_call_conventions(91);
+    }
+    fn set_block_size(&self, kb: &Kb, threads: u32) {
+        // Without it the backend assumes 1024 threads and caps registers accordingly.
+        let v = format!("{threads},{threads}");
+        let attr = kb
+            .ctx
+            .create_string_attribute("amdgpu-flat-work-group-size", &v);
+        kb.func
+            .add_attribute(inkwell::attributes::AttributeLoc::Function, attr);
+    }
+    fn thread_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> IntValue<'ctx> {
+        kb.intrinsic("llvm.amdgcn.workitem.id.x", &[], &[])
+            .into_int_value()
+    }
+    fn block_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
+        let name = ["x", "y", "z"][dim as usize];
+        kb.intrinsic(&format!("llvm.amdgcn.workgroup.id.{name}"), &[], &[])
+            .into_int_value()
+    }
+    fn barrier(&self, kb: &Kb) {
+        kb.call(kb.prelude_fn("convtune_barrier"), &[]);
+    }
+    fn shared_base<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> PointerValue<'ctx> {
+        dynamic_shared(kb, self.shared_as())
+    }
+    fn prelude_ir(&self) -> String {
+        // Workgroup-scope fences around s_barrier make LDS writes before the barrier visible
+        // after it (what HIP's __syncthreads does). The fadd is agent-scope on memory that is
+        // never fine-grained (hipMalloc), so it becomes a hardware float atomic, not a CAS loop.
+        r#"
+declare void @llvm.amdgcn.s.barrier() convergent nounwind willreturn
+define internal void @convtune_barrier() alwaysinline convergent nounwind {
+  fence syncscope("workgroup") release
+  call void @llvm.amdgcn.s.barrier()
+  fence syncscope("workgroup") acquire
+  ret void
+}
+define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) alwaysinline nounwind {
+  %old = atomicrmw fadd ptr addrspace(1) %p, float %v syncscope("agent") monotonic, align 4, !amdgpu.no.fine.grained.memory !0, !amdgpu.ignore.denormal.mode !0
+  ret void
+}
+!0 = !{}
+"#
+        .into()
+    }
+    fn half_to_f32<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        v: IntValue<'ctx>,
+        dt: DType,
+    ) -> FloatValue<'ctx> {
+        half_to_f32_generic(kb, v, dt)
+    }
+    fn f32_to_half<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        v: FloatValue<'ctx>,
+        dt: DType,
+    ) -> IntValue<'ctx> {
+        match dt {
+            DType::BF16 => f32_to_bf16_bits(kb, v),
+            _ => {
+                let h = ok(kb.raw().build_float_trunc(v, kb.ctx.f16_type(), ""));
+                kb.bitcast(h.into(), kb.ctx.i16_type().into())
+                    .into_int_value()
+            }
+        }
+    }
+    fn ldmatrix_x4<'ctx>(
+        &self,
+        _kb: &Kb<'_, 'ctx>,
+        _ptr: PointerValue<'ctx>,
+    ) -> [IntValue<'ctx>; 4] {
+        panic!("ldmatrix requested on AMDGPU: the matrix unit is chosen from the target")
+    }
+    fn mma_16816<'ctx>(
+        &self,
+        _kb: &Kb<'_, 'ctx>,
+        _dt: DType,
+        _a: [IntValue<'ctx>; 4],
+        _b: [IntValue<'ctx>; 2],
+        _c: [FloatValue<'ctx>; 4],
+    ) -> [FloatValue<'ctx>; 4] {
+        panic!("mma.sync requested on AMDGPU: the matrix unit is chosen from the target")
+    }
+    fn mfma_32<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        dt: DType,
+        k: u32,
+        a: VectorValue<'ctx>,
+        b: VectorValue<'ctx>,
+        c: VectorValue<'ctx>,
+    ) -> VectorValue<'ctx> {
+        let (name, a, b) = match (dt, k) {
+            (DType::BF16, 8) => ("llvm.amdgcn.mfma.f32.32x32x8bf16.1k", a.into(), b.into()),
+            (DType::BF16, _) => ("llvm.amdgcn.mfma.f32.32x32x4bf16", a.into(), b.into()),
+            _ => {
+                let h4 = kb.ctx.f16_type().vec_type(4).into();
+                (
+                    "llvm.amdgcn.mfma.f32.32x32x8f16",
+                    kb.bitcast(a.into(), h4),
+                    kb.bitcast(b.into(), h4),
+                )
+            }
+        };
+        let z = kb.c(0).into();
+        kb.intrinsic(name, &[], &[a, b, c.into(), z, z, z])
+            .into_vector_value()
+    }
+    fn cp_async<'ctx>(
+        &self,
+        _kb: &Kb<'_, 'ctx>,
+        _dst: PointerValue<'ctx>,
+        _src: PointerValue<'ctx>,
+        _bytes: u32,
+        _src_bytes: IntValue<'ctx>,
+    ) {
+        panic!("cp.async requested on AMDGPU: the pipeline is chosen from the target")
+    }
+    fn cp_async_commit(&self, _kb: &Kb) {
+        panic!("cp.async requested on AMDGPU")
+    }
+    fn cp_async_wait(&self, _kb: &Kb, _n: u32) {
+        panic!("cp.async requested on AMDGPU")
+    }
+}
+
+/// f32 → bf16 bits, round to nearest even, NaN kept quiet, with integer operations only (CDNA
+/// before gfx950 has no conversion instruction).
+pub(crate) fn f32_to_bf16_bits<'ctx>(kb: &Kb<'_, 'ctx>, v: FloatValue<'ctx>) -> IntValue<'ctx> {
+    let b = kb.raw();
+    let bits = kb.bitcast(v.into(), kb.i32t().into()).into_int_value();
+    let hi = ok(b.build_right_shift(bits, kb.c(16), false, ""));
+    let lsb = ok(b.build_and(hi, kb.c(1), ""));
+    let rounded = kb.add(kb.add(bits, kb.c(0x7fff)), lsb);
+    let rounded = ok(b.build_right_shift(rounded, kb.c(16), false, ""));
+    let quiet = ok(b.build_or(hi, kb.c(0x40), ""));
+    let mag = ok(b.build_and(bits, kb.c(0x7fff_ffff), ""));
+    let is_nan = ok(b.build_int_compare(inkwell::IntPredicate::UGT, mag, kb.c(0x7f80_0000), ""));
+    let r = kb.seli(is_nan, quiet, rounded);
+    ok(b.build_int_truncate(r, kb.ctx.i16_type(), ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::{emu::spec::HostEmu, machine};
+    use inkwell::OptimizationLevel;
+
+    /// The integer bf16 rounding (what AMD kernels use to store bf16) against the `half` crate,
+    /// JIT-compiled for the host: specials, ties, subnormals and random bit patterns.
+    #[test]
+    fn bf16_rounding_matches_half() {
+        let mut inputs: Vec<u32> = vec![
+            0,
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0x7f80_0001,
+            0xffff_ffff,
+            0x7f7f_ffff,
+            0x0000_0001,
+            0x0000_8000,
+            0x0001_8000,
+            0x3f80_8000,
+            0x3f81_8000,
+            0x3f80_8001,
+        ];
+        let mut x = 0x1234_5678u32;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            inputs.push(x);
+        }
+        let spec = HostEmu {
+            like: Target::Amdgpu { gfx: "gfx90a" },
+        };
+        let tm = machine::machine(&spec).unwrap();
+        let ctx = Context::create();
+        let m = machine::new_module(&ctx, &spec, &tm, "bf16").unwrap();
+        let kb = Kb::kernel(&ctx, &m, &spec, "round", [true, true, false, true]);
+        let n = kb.c(inputs.len() as i64);
+        kb.for_range(kb.c(0), n, |kb, i| {
+            let f32t = kb.f32t().into();
+            let v = kb
+                .get(kb.gep(f32t, kb.param(0), i), f32t)
+                .into_float_value();
+            let h = f32_to_bf16_bits(kb, v);
+            kb.set(kb.gep(kb.ctx.i16_type().into(), kb.param(2), i), h.into());
+        });
+        kb.finish();
+        machine::optimize(&m, &tm).unwrap();
+        let ee = m
+            .create_jit_execution_engine(OptimizationLevel::Default)
+            .unwrap();
+        let addr = ee.get_function_address("round").unwrap();
+        type F = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
+        // SAFETY: `round` was emitted above with this signature; it reads `inputs.len()` f32
+        // from argument 0 and writes as many u16 to argument 2.
+        let f = unsafe { std::mem::transmute::<usize, F>(addr) };
+        let mut src: Vec<f32> = inputs.iter().map(|&b| f32::from_bits(b)).collect();
+        let mut dst = vec![0u16; inputs.len()];
+        let null = std::ptr::null_mut();
+        // SAFETY: buffers sized as the kernel expects; the context argument is unused.
+        unsafe {
+            f(
+                src.as_mut_ptr() as *mut u8,
+                null,
+                dst.as_mut_ptr() as *mut u8,
+                null,
+                null,
+            )
+        };
+        for (&b, &got) in inputs.iter().zip(&dst) {
+            let want = half::bf16::from_f32(f32::from_bits(b)).to_bits();
+            assert_eq!(got, want, "f32 bits {b:#010x}");
+        }
+    }
+}

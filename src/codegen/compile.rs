@@ -1,0 +1,203 @@
+//! From a lowering (or a problem, for the reference) to the list of launches, and from that
+//! list to one LLVM module for a target spec. Shared by the GPU backends and the emulator, so
+//! the emulator runs exactly the kernels the GPU gets.
+
+use super::builder::Kb;
+use super::gemm::emit_gemm;
+use super::plan::GemmPlan;
+use super::simple::{self, blocks, fill_width, THREADS};
+use super::target::{Target, TargetSpec};
+use super::{CodegenError, Kernel};
+use crate::lowering::Lowering;
+use crate::problem::{ConvProblem, DType, Tensor};
+use crate::space::PerfConfig;
+use inkwell::context::Context;
+use inkwell::module::Module;
+
+/// What to compile.
+#[derive(Clone, Copy)]
+pub(crate) enum Job<'l> {
+    /// All kernels of one candidate; `fault` adds an out-of-bounds store (test switch).
+    Conv {
+        /// The lowering.
+        lowering: &'l Lowering,
+        /// The candidate.
+        cfg: &'l PerfConfig,
+        /// Fault-isolation test switch.
+        fault: bool,
+    },
+    /// The direct-convolution reference.
+    Reference(&'l ConvProblem),
+}
+
+/// What one kernel does.
+pub(crate) enum Body<'l> {
+    /// Zero `elems` elements of `dt` at argument `param`.
+    Zero { param: u32, dt: DType, elems: u64 },
+    /// One GEMM.
+    Gemm(Box<GemmPlan<'l>>),
+    /// Workspace (f32) → written tensor.
+    Finish {
+        written: Tensor,
+        dt: DType,
+        elems: u64,
+    },
+    /// Direct convolution.
+    Reference(&'l ConvProblem),
+}
+
+/// The launches of a job, planned without LLVM.
+pub(crate) struct Launches<'l> {
+    /// Kernels in launch order with what each does.
+    pub kernels: Vec<(Kernel, Body<'l>)>,
+    /// Scratch bytes the kernels need (argument 3).
+    pub workspace_bytes: u64,
+    /// Whether the GEMM kernels get the out-of-bounds store.
+    pub fault: bool,
+}
+
+fn kernel(
+    name: String,
+    grid: [u64; 3],
+    threads: u32,
+    shared_bytes: u32,
+) -> Result<Kernel, CodegenError> {
+    // CUDA and HIP both take 2^31 − 1 blocks along x and 65535 along y and z.
+    if grid[0] == 0 || grid[0] > i32::MAX as u64 || grid[1] > 65535 || grid[2] > 65535 {
+        return Err(CodegenError::Launch { kernel: name, grid });
+    }
+    Ok(Kernel {
+        name,
+        grid: grid.map(|g| g as u32),
+        block: [threads, 1, 1],
+        shared_bytes,
+    })
+}
+
+/// Plans every launch of `job` on `target`.
+pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, CodegenError> {
+    target.check()?;
+    let mut kernels = Vec::new();
+    match job {
+        Job::Reference(p) => {
+            let elems = p.tensor_elems(p.direction().written());
+            let k = kernel(
+                "convtune_reference".into(),
+                [blocks(elems, 1), 1, 1],
+                THREADS,
+                0,
+            )?;
+            kernels.push((k, Body::Reference(p)));
+            Ok(Launches {
+                kernels,
+                workspace_bytes: 0,
+                fault: false,
+            })
+        }
+        Job::Conv {
+            lowering,
+            cfg,
+            fault,
+        } => {
+            let p = &lowering.problem;
+            let written = p.direction().written();
+            let elems = p.tensor_elems(written);
+            let dt = p.dtype();
+            let plans = lowering
+                .gemms
+                .iter()
+                .map(|g| GemmPlan::new(p, g, cfg, target))
+                .collect::<Result<Vec<_>, _>>()?;
+            let split = cfg.split_k > 1 && !plans.is_empty();
+            let to_workspace = split && dt != DType::F32;
+            let workspace_bytes = if to_workspace { elems * 4 } else { 0 };
+            if lowering.zero_init || split {
+                let (param, zdt) = if to_workspace {
+                    (3, DType::F32)
+                } else {
+                    (written as u32, dt)
+                };
+                let per = fill_width(elems, zdt.bytes());
+                let k = kernel(
+                    "convtune_zero".into(),
+                    [blocks(elems, per), 1, 1],
+                    THREADS,
+                    0,
+                )?;
+                kernels.push((
+                    k,
+                    Body::Zero {
+                        param,
+                        dt: zdt,
+                        elems,
+                    },
+                ));
+            }
+            for plan in plans {
+                let name = format!("convtune_gemm{}", plan.gemm.id);
+                let k = kernel(name, plan.grid(), plan.threads, plan.smem.bytes)?;
+                kernels.push((k, Body::Gemm(Box::new(plan))));
+            }
+            if to_workspace {
+                let k = kernel(
+                    "convtune_splitk_finish".into(),
+                    [blocks(elems, 1), 1, 1],
+                    THREADS,
+                    0,
+                )?;
+                kernels.push((k, Body::Finish { written, dt, elems }));
+            }
+            Ok(Launches {
+                kernels,
+                workspace_bytes,
+                fault,
+            })
+        }
+    }
+}
+
+/// Emits every kernel of `launches` into `module`.
+pub(crate) fn emit<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    spec: &dyn TargetSpec,
+    launches: &Launches,
+) {
+    for (k, body) in &launches.kernels {
+        // Arguments the kernel writes may not be marked read-only.
+        let mut readonly = [true; 4];
+        match body {
+            Body::Zero { param, .. } => readonly[*param as usize] = false,
+            Body::Gemm(plan) => {
+                readonly[plan.gemm.c.tensor as usize] = false;
+                readonly[3] = plan.atomic != Some(true);
+            }
+            Body::Finish { written, .. } => readonly[*written as usize] = false,
+            Body::Reference(p) => readonly[p.direction().written() as usize] = false,
+        }
+        let kb = Kb::kernel(ctx, module, spec, &k.name, readonly);
+        match body {
+            Body::Zero { param, dt, elems } => simple::emit_zero(&kb, *param, *dt, *elems),
+            Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
+            Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
+            Body::Reference(p) => simple::emit_reference(&kb, p),
+        }
+        kb.finish();
+    }
+}
+
+/// Runs `f`, turning a panic (a code-generator bug: see [`super::builder`]) into an error so a
+/// tuning run records the candidate as failed and goes on.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, CodegenError>) -> Result<T, CodegenError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic without a message".into());
+            Err(CodegenError::Internal(msg))
+        }
+    }
+}

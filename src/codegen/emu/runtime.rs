@@ -1,0 +1,478 @@
+//! The emulator runtime: what the host kernels call instead of GPU instructions.
+//!
+//! A block runs as one OS thread per GPU thread. `__syncthreads` is a real barrier; warp-level
+//! instructions (`ldmatrix`, `mma.sync`, MFMA) meet at a per-warp barrier, exchange operands and
+//! compute each lane's result from the documented fragment layouts (the same tables as in
+//! `math.rs`, implemented independently here from the ISA documents). `cp.async` copies are
+//! queued and performed at the latest moment the ISA allows (the `wait_group` that covers them),
+//! so a kernel that reads shared memory too early sees stale data. Every memory access is
+//! checked against the buffers and shared memory, with its alignment; a bad one is recorded and
+//! redirected to scratch memory so the run finishes and reports it.
+
+use std::cell::RefCell;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// How long a barrier waits before declaring a deadlock (threads that never arrive).
+const DEADLOCK: Duration = Duration::from_secs(60);
+
+/// Keeps at most this many violation messages per run (the count is kept in full).
+const MAX_MESSAGES: usize = 20;
+
+/// A reusable barrier that aborts the process on deadlock instead of hanging the test run: a
+/// kernel whose threads disagree on barrier counts would hang a GPU too.
+pub(crate) struct Barrier {
+    n: usize,
+    state: Mutex<(usize, u64)>,
+    cv: Condvar,
+}
+
+impl Barrier {
+    pub fn new(n: usize) -> Self {
+        Barrier {
+            n,
+            state: Mutex::new((0, 0)),
+            cv: Condvar::new(),
+        }
+    }
+    pub fn wait(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = g.1;
+        g.0 += 1;
+        if g.0 == self.n {
+            g.0 = 0;
+            g.1 += 1;
+            self.cv.notify_all();
+            return;
+        }
+        loop {
+            let (ng, to) = self
+                .cv
+                .wait_timeout(g, DEADLOCK)
+                .unwrap_or_else(|e| e.into_inner());
+            g = ng;
+            if g.1 != generation {
+                return;
+            }
+            if to.timed_out() {
+                eprintln!(
+                    "emulated kernel deadlocked at a barrier ({} of {} threads arrived)",
+                    g.0, self.n
+                );
+                std::process::abort();
+            }
+        }
+    }
+}
+
+/// Operand exchange of one warp.
+pub(crate) struct Warp {
+    barrier: Barrier,
+    slots: Mutex<Vec<[u64; 24]>>,
+}
+
+/// Violations of one emulation run.
+#[derive(Default)]
+pub(crate) struct Violations {
+    pub count: usize,
+    pub messages: Vec<String>,
+}
+
+/// What all threads of one block share.
+pub(crate) struct Block<'r> {
+    pub threads: u32,
+    pub warp: u32,
+    pub bid: [u32; 3],
+    pub smem: *mut u8,
+    pub smem_len: usize,
+    /// Kernel arguments: (address, length in bytes); length 0 for null.
+    pub buffers: [(usize, usize); 4],
+    pub barrier: Barrier,
+    pub warps: Vec<Warp>,
+    pub violations: &'r Mutex<Violations>,
+}
+
+// SAFETY: the raw pointers are the block's shared memory and the run's buffers, which outlive
+// the block's threads; concurrent access through them is what the emulated kernel does, and
+// what a GPU allows (data races there are kernel bugs the comparison exposes).
+unsafe impl Sync for Block<'_> {}
+
+impl<'r> Block<'r> {
+    pub fn new(
+        threads: u32,
+        warp: u32,
+        bid: [u32; 3],
+        smem: &mut [u128],
+        buffers: [(usize, usize); 4],
+        violations: &'r Mutex<Violations>,
+    ) -> Self {
+        let warps = threads.div_ceil(warp);
+        Block {
+            threads,
+            warp,
+            bid,
+            smem: smem.as_mut_ptr() as *mut u8,
+            smem_len: smem.len() * 16,
+            buffers,
+            barrier: Barrier::new(threads as usize),
+            warps: (0..warps)
+                .map(|_| Warp {
+                    barrier: Barrier::new(warp.min(threads) as usize),
+                    slots: Mutex::new(vec![[0; 24]; warp as usize]),
+                })
+                .collect(),
+            violations,
+        }
+    }
+
+    fn record(&self, msg: String) {
+        let mut v = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+        v.count += 1;
+        if v.messages.len() < MAX_MESSAGES {
+            v.messages.push(msg);
+        }
+    }
+
+    fn in_smem(&self, p: usize, bytes: usize) -> bool {
+        let s = self.smem as usize;
+        p >= s && p + bytes <= s + self.smem_len
+    }
+
+    fn in_buffer(&self, p: usize, bytes: usize) -> bool {
+        self.buffers
+            .iter()
+            .any(|&(b, len)| len > 0 && p >= b && p + bytes <= b + len)
+    }
+}
+
+/// One queued `cp.async`.
+struct Copy {
+    dst: usize,
+    src: usize,
+    bytes: usize,
+    src_bytes: usize,
+}
+
+/// One emulated GPU thread.
+pub(crate) struct Thread<'b, 'r> {
+    pub tid: u32,
+    pub block: &'b Block<'r>,
+    scratch: RefCell<[u128; 4]>,
+    groups: RefCell<Vec<Vec<Copy>>>,
+    open: RefCell<Vec<Copy>>,
+}
+
+impl<'b, 'r> Thread<'b, 'r> {
+    pub fn new(tid: u32, block: &'b Block<'r>) -> Self {
+        Thread {
+            tid,
+            block,
+            scratch: RefCell::new([0; 4]),
+            groups: RefCell::new(Vec::new()),
+            open: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn record(&self, what: &str) {
+        let b = self.block;
+        b.record(format!("block {:?} thread {}: {what}", b.bid, self.tid));
+    }
+
+    /// Checks the thread ended with no copies in flight.
+    pub fn finish(&self) {
+        if !self.groups.borrow().is_empty() || !self.open.borrow().is_empty() {
+            self.record("cp.async copies still pending at kernel exit");
+        }
+    }
+
+    fn warp(&self) -> (&Warp, usize) {
+        let w = self.block.warp;
+        (
+            &self.block.warps[(self.tid / w) as usize],
+            (self.tid % w) as usize,
+        )
+    }
+
+    /// Deposits this lane's words, waits for the warp, runs `f` on all lanes' words, waits again
+    /// (so no lane overwrites its slot while another still reads it).
+    fn exchange<T>(&self, words: &[u64], f: impl FnOnce(&[[u64; 24]], usize) -> T) -> T {
+        let (warp, lane) = self.warp();
+        {
+            let mut s = warp.slots.lock().unwrap_or_else(|e| e.into_inner());
+            s[lane][..words.len()].copy_from_slice(words);
+        }
+        warp.barrier.wait();
+        let r = {
+            let s = warp.slots.lock().unwrap_or_else(|e| e.into_inner());
+            f(&s, lane)
+        };
+        warp.barrier.wait();
+        r
+    }
+}
+
+/// Recovers the thread from the context argument.
+///
+/// # Safety
+/// `ctx` is the `&Thread` the emulator passed to the kernel, alive for the call.
+unsafe fn thread<'a>(ctx: *const u8) -> &'a Thread<'a, 'a> {
+    // SAFETY: see the function contract.
+    unsafe { &*(ctx as *const Thread) }
+}
+
+fn half_to_f32(bits: u16, code: u32) -> f32 {
+    if code == 1 {
+        half::bf16::from_bits(bits).to_f32()
+    } else {
+        half::f16::from_bits(bits).to_f32()
+    }
+}
+
+pub(crate) extern "C" fn emu_tid(ctx: *const u8) -> u32 {
+    // SAFETY: called by emulated kernels with their context.
+    unsafe { thread(ctx) }.tid
+}
+
+pub(crate) extern "C" fn emu_bid(ctx: *const u8, dim: u32) -> u32 {
+    // SAFETY: as above.
+    unsafe { thread(ctx) }.block.bid[dim as usize % 3]
+}
+
+pub(crate) extern "C" fn emu_smem(ctx: *const u8) -> *mut u8 {
+    // SAFETY: as above.
+    unsafe { thread(ctx) }.block.smem
+}
+
+pub(crate) extern "C" fn emu_barrier(ctx: *const u8) {
+    // SAFETY: as above.
+    unsafe { thread(ctx) }.block.barrier.wait();
+}
+
+pub(crate) extern "C" fn emu_guard(
+    ctx: *const u8,
+    ptr: *mut u8,
+    bytes: u32,
+    align: u32,
+    flags: u32,
+) -> *mut u8 {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let (shared, store) = (flags & 1 != 0, flags & 2 != 0);
+    let p = ptr as usize;
+    let inside = if shared {
+        t.block.in_smem(p, bytes as usize)
+    } else {
+        t.block.in_buffer(p, bytes as usize)
+    };
+    let aligned = align <= 1 || p.is_multiple_of(align as usize);
+    if inside && aligned {
+        return ptr;
+    }
+    let what = if store { "store" } else { "load" };
+    let space = if shared { "shared" } else { "global" };
+    let why = if inside {
+        format!("misaligned (align {align})")
+    } else {
+        "out of bounds".to_string()
+    };
+    t.record(&format!("{space} {what} of {bytes} bytes at {p:#x}: {why}"));
+    t.scratch.as_ptr() as *mut u8
+}
+
+pub(crate) extern "C" fn emu_half_to_f32(bits: u32, code: u32) -> f32 {
+    half_to_f32(bits as u16, code)
+}
+
+pub(crate) extern "C" fn emu_f32_to_half(v: f32, code: u32) -> u32 {
+    if code == 1 {
+        half::bf16::from_f32(v).to_bits() as u32
+    } else {
+        half::f16::from_f32(v).to_bits() as u32
+    }
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x4.b16`: lanes 8q..8q+7 address the rows of matrix q; lane l
+/// gets, in register q, row l/4 of matrix q, 16-bit elements 2·(l%4) and 2·(l%4)+1.
+pub(crate) extern "C" fn emu_ldmatrix_x4(ctx: *const u8, ptr: *const u8, out: *mut u32) {
+    // SAFETY: as above; `out` points to 4 u32 of the caller.
+    let t = unsafe { thread(ctx) };
+    let regs = t.exchange(&[ptr as u64], |s, lane| {
+        let mut regs = [0u32; 4];
+        for (q, r) in regs.iter_mut().enumerate() {
+            let row = s[8 * q + lane / 4][0] as usize;
+            if !t.block.in_smem(row, 16) || !row.is_multiple_of(16) {
+                t.record(&format!("ldmatrix row address {row:#x} (matrix {q}) outside shared memory or not 16-byte aligned"));
+                continue;
+            }
+            // SAFETY: checked inside shared memory above.
+            *r = unsafe { std::ptr::read_unaligned((row + 4 * (lane % 4)) as *const u32) };
+        }
+        regs
+    });
+    // SAFETY: `out` has 4 elements (emitted by the host spec).
+    unsafe { std::ptr::copy_nonoverlapping(regs.as_ptr(), out, 4) };
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32` (PTX ISA fragment tables):
+/// A: a_r holds row g + 8·(r%2), columns 2t + 8·(r/2) (+0 low half, +1 high half);
+/// B: b_r holds column g, rows 2t + 8·r (+0, +1); C/D: c_r at row g + 8·(r/2), column 2t + r%2;
+/// with g = lane/4, t = lane%4.
+pub(crate) extern "C" fn emu_mma16816(
+    ctx: *const u8,
+    code: u32,
+    a: *const u32,
+    b: *const u32,
+    c: *mut f32,
+) {
+    // SAFETY: as above; a has 4, b 2, c 4 elements.
+    let t = unsafe { thread(ctx) };
+    let (a, b, cin) = unsafe {
+        (
+            std::slice::from_raw_parts(a, 4),
+            std::slice::from_raw_parts(b, 2),
+            std::slice::from_raw_parts(c, 4),
+        )
+    };
+    let words: Vec<u64> = a.iter().chain(b).map(|&x| x as u64).collect();
+    let d = t.exchange(&words, |s, lane| {
+        let mut am = [[0f32; 16]; 16];
+        let mut bm = [[0f32; 8]; 16];
+        for (l, w) in s.iter().enumerate().take(32) {
+            let (g, tq) = (l / 4, l % 4);
+            for r in 0..4 {
+                for h in 0..2 {
+                    let v = half_to_f32((w[r] >> (16 * h)) as u16, code);
+                    am[g + 8 * (r % 2)][2 * tq + 8 * (r / 2) + h] = v;
+                }
+            }
+            for r in 0..2 {
+                for h in 0..2 {
+                    bm[2 * tq + 8 * r + h][g] = half_to_f32((w[4 + r] >> (16 * h)) as u16, code);
+                }
+            }
+        }
+        let (g, tq) = (lane / 4, lane % 4);
+        std::array::from_fn::<f32, 4, _>(|r| {
+            let (row, col) = (g + 8 * (r / 2), 2 * tq + r % 2);
+            (0..16).fold(cin[r], |acc, k| acc + am[row][k] * bm[k][col])
+        })
+    });
+    // SAFETY: c has 4 elements.
+    unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), c, 4) };
+}
+
+/// `v_mfma_f32_32x32x{k}{f16,bf16}` (wave64, one block): with kpl = k/2, lane l holds
+/// A[l%32][kpl·(l/32) + i] and B[kpl·(l/32) + i][l%32] for i < kpl; D element r of lane l is
+/// at row 8·(r/4) + 4·(l/32) + r%4, column l%32.
+pub(crate) extern "C" fn emu_mfma32(
+    ctx: *const u8,
+    code: u32,
+    k: u32,
+    a: *const u16,
+    b: *const u16,
+    c: *mut f32,
+) {
+    // SAFETY: as above; a and b have k/2 elements, c 16.
+    let t = unsafe { thread(ctx) };
+    let kpl = (k / 2) as usize;
+    let (a, b, cin) = unsafe {
+        (
+            std::slice::from_raw_parts(a, kpl),
+            std::slice::from_raw_parts(b, kpl),
+            std::slice::from_raw_parts(c, 16),
+        )
+    };
+    let words: Vec<u64> = a.iter().chain(b).map(|&x| x as u64).collect();
+    let d = t.exchange(&words, |s, lane| {
+        let k = 2 * kpl;
+        let mut am = vec![[0f32; 8]; 32];
+        let mut bm = vec![[0f32; 32]; 8];
+        for (l, w) in s.iter().enumerate().take(64) {
+            for i in 0..kpl {
+                am[l % 32][kpl * (l / 32) + i] = half_to_f32(w[i] as u16, code);
+                bm[kpl * (l / 32) + i][l % 32] = half_to_f32(w[kpl + i] as u16, code);
+            }
+        }
+        std::array::from_fn::<f32, 16, _>(|r| {
+            let (row, col) = (8 * (r / 4) + 4 * (lane / 32) + r % 4, lane % 32);
+            (0..k).fold(cin[r], |acc, kk| acc + am[row][kk] * bm[kk][col])
+        })
+    });
+    // SAFETY: c has 16 elements.
+    unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), c, 16) };
+}
+
+pub(crate) extern "C" fn emu_cp_async(
+    ctx: *const u8,
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u32,
+    src_bytes: u32,
+) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let (d, s, n) = (dst as usize, src as usize, bytes as usize);
+    if !matches!(bytes, 4 | 8 | 16) || src_bytes > bytes {
+        t.record(&format!("cp.async of {bytes} bytes reading {src_bytes}"));
+        return;
+    }
+    if !t.block.in_smem(d, n) || d % n != 0 {
+        t.record(&format!(
+            "cp.async destination {d:#x} outside shared memory or misaligned"
+        ));
+        return;
+    }
+    if src_bytes > 0 && (!t.block.in_buffer(s, src_bytes as usize) || s % n != 0) {
+        t.record(&format!(
+            "cp.async source {s:#x} out of bounds or misaligned"
+        ));
+        return;
+    }
+    t.open.borrow_mut().push(Copy {
+        dst: d,
+        src: s,
+        bytes: n,
+        src_bytes: src_bytes as usize,
+    });
+}
+
+pub(crate) extern "C" fn emu_cp_commit(ctx: *const u8) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let group = std::mem::take(&mut *t.open.borrow_mut());
+    t.groups.borrow_mut().push(group);
+}
+
+pub(crate) extern "C" fn emu_cp_wait(ctx: *const u8, n: u32) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let mut groups = t.groups.borrow_mut();
+    while groups.len() > n as usize {
+        for c in groups.remove(0) {
+            // SAFETY: both ranges were checked when the copy was queued.
+            unsafe {
+                std::ptr::copy_nonoverlapping(c.src as *const u8, c.dst as *mut u8, c.src_bytes);
+                std::ptr::write_bytes((c.dst + c.src_bytes) as *mut u8, 0, c.bytes - c.src_bytes);
+            }
+        }
+    }
+}
+
+/// The runtime functions, by the names the host spec declares.
+pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        ("emu_tid", emu_tid as *const () as usize),
+        ("emu_bid", emu_bid as *const () as usize),
+        ("emu_smem", emu_smem as *const () as usize),
+        ("emu_barrier", emu_barrier as *const () as usize),
+        ("emu_guard", emu_guard as *const () as usize),
+        ("emu_half_to_f32", emu_half_to_f32 as *const () as usize),
+        ("emu_f32_to_half", emu_f32_to_half as *const () as usize),
+        ("emu_ldmatrix_x4", emu_ldmatrix_x4 as *const () as usize),
+        ("emu_mma16816", emu_mma16816 as *const () as usize),
+        ("emu_mfma32", emu_mfma32 as *const () as usize),
+        ("emu_cp_async", emu_cp_async as *const () as usize),
+        ("emu_cp_commit", emu_cp_commit as *const () as usize),
+        ("emu_cp_wait", emu_cp_wait as *const () as usize),
+    ]
+}

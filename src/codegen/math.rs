@@ -1,0 +1,342 @@
+//! The warp tile: accumulators, one K tile of multiply-adds from shared memory, and where each
+//! accumulator sits in the block tile (for the epilogue). Three ways to compute it: scalar FMA,
+//! NVIDIA `mma.sync` m16n8k16 fed by `ldmatrix`, AMD MFMA 32×32.
+//!
+//! Fragment layouts (PTX ISA "Matrix Fragments for mma.m16n8k16"; AMD matrix instruction
+//! calculator for `v_mfma_f32_32x32x8`), with `l` the lane:
+//! - mma A (16×16, row): register r holds row `l/4 + 8·(r%2)`, columns `2·(l%4) + 8·(r/2)` +0,+1.
+//! - mma B (16×8, col): register r holds column `l/4`, rows `2·(l%4) + 8·r` +0,+1.
+//! - mma C (16×8): element r at row `l/4 + 8·(r/2)`, column `2·(l%4) + r%2`.
+//! - `ldmatrix.x4`: lanes 8q..8q+7 give the row addresses of matrix q; lane l receives, from each
+//!   matrix q, row `l/4`, elements `2·(l%4)` +0,+1 in register q.
+//! - MFMA A (32×k): lane l holds row `l%32`, k `kpl·(l/32)` + 0..kpl (kpl = k/2); B likewise
+//!   with column `l%32`; C element r at row `8·(r/4) + 4·(l/32) + r%4`, column `l%32`.
+
+use super::builder::{Kb, Mem};
+use super::loader::{smem_align, smem_elem};
+use super::plan::{GemmPlan, Math};
+use super::target::MatrixUnit;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
+
+/// Where the accumulators sit in the block tile: `items[i] = (row, col)` indexes `rows` and
+/// `cols`, which are block-local and lane dependent.
+pub(crate) struct AccLayout<'ctx> {
+    /// Distinct rows this thread owns.
+    pub rows: Vec<IntValue<'ctx>>,
+    /// Distinct columns this thread owns.
+    pub cols: Vec<IntValue<'ctx>>,
+    /// (row index, column index) of each accumulator value.
+    pub items: Vec<(usize, usize)>,
+}
+
+/// One thread's share of the warp tile.
+pub(crate) struct WarpMath<'p, 'ctx> {
+    plan: &'p GemmPlan<'p>,
+    lane: IntValue<'ctx>,
+    /// Warp tile origin in the block tile.
+    m0: IntValue<'ctx>,
+    n0: IntValue<'ctx>,
+    acc_ty: BasicTypeEnum<'ctx>,
+    acc: Vec<PointerValue<'ctx>>,
+}
+
+impl<'p, 'ctx> WarpMath<'p, 'ctx> {
+    /// Zeroed accumulators of thread `tid`.
+    pub fn new(kb: &Kb<'_, 'ctx>, plan: &'p GemmPlan<'p>, tid: IntValue<'ctx>) -> Self {
+        let c = &plan.cfg;
+        let warp = kb.udivc(tid, plan.warp);
+        let lane = kb.uremc(tid, plan.warp);
+        let warps_n = c.block_n / c.warp_n;
+        let m0 = kb.mulc(kb.udivc(warp, warps_n), c.warp_m as i64);
+        let n0 = kb.mulc(kb.uremc(warp, warps_n), c.warp_n as i64);
+        let (acc_ty, count): (BasicTypeEnum, u32) = match plan.math {
+            Math::Fma {
+                lanes_m, lanes_n, ..
+            } => (
+                kb.f32t().into(),
+                (c.warp_m / lanes_m) * (c.warp_n / lanes_n),
+            ),
+            Math::Matrix(MatrixUnit::Mma16816) => {
+                (kb.f32t().into(), (c.warp_m / 16) * (c.warp_n / 8) * 4)
+            }
+            Math::Matrix(MatrixUnit::Mfma32 { .. }) => (
+                kb.f32t().vec_type(16).into(),
+                (c.warp_m / 32) * (c.warp_n / 32),
+            ),
+        };
+        let acc = (0..count).map(|_| kb.var(kb.zero(acc_ty))).collect();
+        WarpMath {
+            plan,
+            lane,
+            m0,
+            n0,
+            acc_ty,
+            acc,
+        }
+    }
+
+    /// Multiplies one K tile: A and B from the shared-memory stage bases given.
+    pub fn step(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>) {
+        match self.plan.math {
+            Math::Fma {
+                lanes_m,
+                lanes_n,
+                kvec,
+            } => self.step_fma(kb, a, b, lanes_m, lanes_n, kvec),
+            Math::Matrix(MatrixUnit::Mma16816) => self.step_mma(kb, a, b),
+            Math::Matrix(MatrixUnit::Mfma32 { k }) => self.step_mfma(kb, a, b, k),
+        }
+    }
+
+    fn load_acc(&self, kb: &Kb<'_, 'ctx>) -> Vec<inkwell::values::BasicValueEnum<'ctx>> {
+        self.acc.iter().map(|&v| kb.get(v, self.acc_ty)).collect()
+    }
+
+    fn store_acc(&self, kb: &Kb<'_, 'ctx>, vals: &[inkwell::values::BasicValueEnum<'ctx>]) {
+        for (&var, &v) in self.acc.iter().zip(vals) {
+            kb.set(var, v);
+        }
+    }
+
+    /// `kvec` elements of row `row`, from column `col`, as f32.
+    fn read_row(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        base: PointerValue<'ctx>,
+        row: IntValue<'ctx>,
+        col: u32,
+        kvec: u32,
+    ) -> Vec<FloatValue<'ctx>> {
+        let s = &self.plan.smem;
+        let dt = self.plan.dt;
+        let at = kb.gep(
+            kb.elem_ty(dt),
+            base,
+            smem_elem(kb, s, row, kb.c(col as i64)),
+        );
+        let align = smem_align(s, dt, kvec * dt.bytes());
+        let v = kb.load(Mem::Shared, kb.vec_ty(dt, kvec), at, align);
+        kb.scatter(v).into_iter().map(|x| kb.widen(x, dt)).collect()
+    }
+
+    fn step_fma(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        a: PointerValue<'ctx>,
+        b: PointerValue<'ctx>,
+        lanes_m: u32,
+        lanes_n: u32,
+        kvec: u32,
+    ) {
+        let c = &self.plan.cfg;
+        let (tm, tn) = (c.warp_m / lanes_m, c.warp_n / lanes_n);
+        let lm = kb.udivc(self.lane, lanes_n);
+        let ln = kb.uremc(self.lane, lanes_n);
+        let rows: Vec<_> = (0..tm)
+            .map(|i| kb.addc(kb.add(self.m0, lm), (i * lanes_m) as i64))
+            .collect();
+        let cols: Vec<_> = (0..tn)
+            .map(|j| kb.addc(kb.add(self.n0, ln), (j * lanes_n) as i64))
+            .collect();
+        let mut acc: Vec<FloatValue> = self
+            .load_acc(kb)
+            .into_iter()
+            .map(|v| v.into_float_value())
+            .collect();
+        for kk in (0..c.block_k).step_by(kvec as usize) {
+            let av: Vec<_> = rows
+                .iter()
+                .map(|&r| self.read_row(kb, a, r, kk, kvec))
+                .collect();
+            let bv: Vec<_> = cols
+                .iter()
+                .map(|&r| self.read_row(kb, b, r, kk, kvec))
+                .collect();
+            for e in 0..kvec as usize {
+                for i in 0..tm as usize {
+                    for j in 0..tn as usize {
+                        let x = &mut acc[i * tn as usize + j];
+                        *x = kb.fma(av[i][e], bv[j][e], *x);
+                    }
+                }
+            }
+        }
+        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+    }
+
+    fn step_mma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>) {
+        let c = &self.plan.cfg;
+        let s = &self.plan.smem;
+        let dt = self.plan.dt;
+        let (fm, fnn) = (c.warp_m / 16, c.warp_n / 8);
+        let l = self.lane;
+        // ldmatrix row addresses (module doc): A rows l%16, k +8·(l/16); B rows l%8 + 8·(l/16),
+        // k +8·((l/8)%2).
+        let a_row = kb.add(self.m0, kb.uremc(l, 16));
+        let a_col = kb.mulc(kb.udivc(l, 16), 8);
+        let b_row = kb.add(self.n0, kb.add(kb.uremc(l, 8), kb.mulc(kb.udivc(l, 16), 8)));
+        let b_col = kb.mulc(kb.uremc(kb.udivc(l, 8), 2), 8);
+        let mut acc: Vec<FloatValue> = self
+            .load_acc(kb)
+            .into_iter()
+            .map(|v| v.into_float_value())
+            .collect();
+        let ld = |base, row, col| {
+            let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, s, row, col));
+            let at = kb.spec.guard(kb, Mem::Shared, at, 16, 16, false);
+            kb.spec.ldmatrix_x4(kb, at)
+        };
+        for kk in (0..c.block_k).step_by(16) {
+            let af: Vec<[IntValue; 4]> = (0..fm)
+                .map(|i| {
+                    ld(
+                        a,
+                        kb.addc(a_row, (16 * i) as i64),
+                        kb.addc(a_col, kk as i64),
+                    )
+                })
+                .collect();
+            let bf: Vec<[IntValue; 4]> = (0..fnn / 2)
+                .map(|j| {
+                    ld(
+                        b,
+                        kb.addc(b_row, (16 * j) as i64),
+                        kb.addc(b_col, kk as i64),
+                    )
+                })
+                .collect();
+            for (i, a) in af.iter().enumerate() {
+                for j in 0..fnn as usize {
+                    let q = &bf[j / 2];
+                    let bj = [q[2 * (j % 2)], q[2 * (j % 2) + 1]];
+                    let at = (i * fnn as usize + j) * 4;
+                    let cin: [FloatValue; 4] = std::array::from_fn(|r| acc[at + r]);
+                    let d = kb.spec.mma_16816(kb, dt, *a, bj, cin);
+                    acc[at..at + 4].copy_from_slice(&d);
+                }
+            }
+        }
+        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+    }
+
+    fn step_mfma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, k: u32) {
+        let c = &self.plan.cfg;
+        let s = &self.plan.smem;
+        let dt = self.plan.dt;
+        let kpl = k / 2;
+        let (fm, fnn) = (c.warp_m / 32, c.warp_n / 32);
+        let row = kb.uremc(self.lane, 32);
+        let col = kb.mulc(kb.udivc(self.lane, 32), kpl as i64);
+        let ty = kb.ctx.i16_type().vec_type(kpl);
+        let align = smem_align(s, dt, kpl * 2);
+        let ld = |base, r0: IntValue<'ctx>, kk: u32| -> VectorValue<'ctx> {
+            let at = kb.gep(
+                kb.elem_ty(dt),
+                base,
+                smem_elem(kb, s, kb.add(r0, row), kb.addc(col, kk as i64)),
+            );
+            kb.load(Mem::Shared, ty.into(), at, align)
+                .into_vector_value()
+        };
+        let mut acc: Vec<VectorValue> = self
+            .load_acc(kb)
+            .into_iter()
+            .map(|v| v.into_vector_value())
+            .collect();
+        for kk in (0..c.block_k).step_by(k as usize) {
+            let af: Vec<_> = (0..fm)
+                .map(|i| ld(a, kb.addc(self.m0, (32 * i) as i64), kk))
+                .collect();
+            let bf: Vec<_> = (0..fnn)
+                .map(|j| ld(b, kb.addc(self.n0, (32 * j) as i64), kk))
+                .collect();
+            for i in 0..fm as usize {
+                for j in 0..fnn as usize {
+                    let x = &mut acc[i * fnn as usize + j];
+                    *x = kb.spec.mfma_32(kb, dt, k, af[i], bf[j], *x);
+                }
+            }
+        }
+        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+    }
+
+    /// The accumulator values as f32, in the order of [`Self::layout`]'s items.
+    pub fn values(&self, kb: &Kb<'_, 'ctx>) -> Vec<FloatValue<'ctx>> {
+        let vals = self.load_acc(kb);
+        match self.plan.math {
+            Math::Matrix(MatrixUnit::Mfma32 { .. }) => vals
+                .into_iter()
+                .flat_map(|v| kb.scatter(v))
+                .map(|x| x.into_float_value())
+                .collect(),
+            _ => vals.into_iter().map(|v| v.into_float_value()).collect(),
+        }
+    }
+
+    /// Where each accumulator value sits in the block tile.
+    pub fn layout(&self, kb: &Kb<'_, 'ctx>) -> AccLayout<'ctx> {
+        let c = &self.plan.cfg;
+        let l = self.lane;
+        let mut items = Vec::new();
+        let (rows, cols) = match self.plan.math {
+            Math::Fma {
+                lanes_m, lanes_n, ..
+            } => {
+                let (tm, tn) = (c.warp_m / lanes_m, c.warp_n / lanes_n);
+                let lm = kb.add(self.m0, kb.udivc(l, lanes_n));
+                let ln = kb.add(self.n0, kb.uremc(l, lanes_n));
+                for i in 0..tm as usize {
+                    for j in 0..tn as usize {
+                        items.push((i, j));
+                    }
+                }
+                (
+                    (0..tm).map(|i| kb.addc(lm, (i * lanes_m) as i64)).collect(),
+                    (0..tn).map(|j| kb.addc(ln, (j * lanes_n) as i64)).collect(),
+                )
+            }
+            Math::Matrix(MatrixUnit::Mma16816) => {
+                let (fm, fnn) = (c.warp_m / 16, c.warp_n / 8);
+                let r0 = kb.add(self.m0, kb.udivc(l, 4));
+                let c0 = kb.add(self.n0, kb.mulc(kb.uremc(l, 4), 2));
+                // rows[2i + h] = r0 + 16i + 8h; cols[2j + e] = c0 + 8j + e.
+                for i in 0..fm as usize {
+                    for j in 0..fnn as usize {
+                        for r in 0..4 {
+                            items.push((2 * i + r / 2, 2 * j + r % 2));
+                        }
+                    }
+                }
+                (
+                    (0..2 * fm)
+                        .map(|x| kb.addc(r0, (16 * (x / 2) + 8 * (x % 2)) as i64))
+                        .collect(),
+                    (0..2 * fnn)
+                        .map(|x| kb.addc(c0, (8 * (x / 2) + x % 2) as i64))
+                        .collect(),
+                )
+            }
+            Math::Matrix(MatrixUnit::Mfma32 { .. }) => {
+                let (fm, fnn) = (c.warp_m / 32, c.warp_n / 32);
+                let r0 = kb.add(self.m0, kb.mulc(kb.udivc(l, 32), 4));
+                let c0 = kb.add(self.n0, kb.uremc(l, 32));
+                // rows[16i + r] = r0 + 32i + 8·(r/4) + r%4; cols[j] = c0 + 32j.
+                for i in 0..fm as usize {
+                    for j in 0..fnn as usize {
+                        for r in 0..16 {
+                            items.push((16 * i + r, j));
+                        }
+                    }
+                }
+                (
+                    (0..16 * fm)
+                        .map(|x| kb.addc(r0, (32 * (x / 16) + 8 * ((x % 16) / 4) + x % 4) as i64))
+                        .collect(),
+                    (0..fnn).map(|j| kb.addc(c0, (32 * j) as i64)).collect(),
+                )
+            }
+        };
+        AccLayout { rows, cols, items }
+    }
+}

@@ -1,0 +1,340 @@
+//! `GemmPlan`: every compile-time decision of one GEMM kernel, made from the lowering, the
+//! perf config and the target, before any IR is emitted. Checking the config here (with a
+//! reason that names the field) keeps the emitters free of error paths, and lets callers ask
+//! for launch shapes and shared-memory sizes without compiling.
+
+use super::target::{MatrixUnit, Target};
+use super::CodegenError;
+use crate::lowering::{Dim, Gemm};
+use crate::problem::{ConvProblem, DType};
+use crate::space::{LdsLayout, PerfConfig};
+
+/// Bytes in one shared-memory chunk: the unit of padding and swizzling, and of `ldmatrix` rows.
+pub(crate) const CHUNK: u32 = 16;
+
+/// How the warp tile is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Math {
+    /// Scalar FMA: the warp's lanes form `lanes_m × lanes_n`, each owning a strided micro-tile.
+    Fma {
+        /// Lanes along M.
+        lanes_m: u32,
+        /// Lanes along N.
+        lanes_n: u32,
+        /// Elements of K read from shared memory per vector load.
+        kvec: u32,
+    },
+    /// A matrix instruction.
+    Matrix(MatrixUnit),
+}
+
+/// How one operand's tile moves from global to shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TileLoad {
+    /// The operand's non-K GEMM dimension (M for A, N for B).
+    pub row_dim: Dim,
+    /// Tile rows (block_m or block_n).
+    pub rows: u32,
+    /// Vector width in elements.
+    pub vec: u32,
+    /// Whether vectors run along K (else along the rows).
+    pub along_k: bool,
+    /// Vectors per tile.
+    pub vectors: u32,
+    /// Vectors per thread, rounded up.
+    pub slots: u32,
+    /// Whether the last slot is missing for some threads.
+    pub partial: bool,
+    /// Whether the copy bypasses registers (`cp.async`).
+    pub async_copy: bool,
+}
+
+/// Shared-memory layout of the A and B tiles: rows of `block_k` elements, K contiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Smem {
+    /// Elements from one row to the next.
+    pub row_stride: u32,
+    /// Chunks per row when swizzled (a power of two), else `None`.
+    pub swizzle: Option<u32>,
+    /// Elements per 16-byte chunk.
+    pub chunk_elems: u32,
+    /// Elements of one stage of A.
+    pub a_stage: u32,
+    /// Elements of one stage of B.
+    pub b_stage: u32,
+    /// Pipeline buffers.
+    pub stages: u32,
+    /// Total bytes (what the launcher passes as dynamic shared memory).
+    pub bytes: u32,
+}
+
+impl Smem {
+    /// Rows that share one swizzle phase: the XOR pattern repeats every `8 / chunks` rows so
+    /// that 8 consecutive rows (one `ldmatrix` phase) hit 8 distinct 16-byte bank groups.
+    pub fn swizzle_row_div(&self) -> u32 {
+        match self.swizzle {
+            Some(chunks) => (8 / chunks).max(1),
+            None => 1,
+        }
+    }
+}
+
+/// Every constant of one GEMM kernel.
+#[derive(Debug, Clone)]
+pub(crate) struct GemmPlan<'l> {
+    /// The GEMM.
+    pub gemm: &'l Gemm,
+    /// Its problem.
+    pub problem: &'l ConvProblem,
+    /// The config.
+    pub cfg: PerfConfig,
+    /// Element type.
+    pub dt: DType,
+    /// Threads per block.
+    pub threads: u32,
+    /// Warp size.
+    pub warp: u32,
+    /// Warp-tile computation.
+    pub math: Math,
+    /// A tile loads.
+    pub a: TileLoad,
+    /// B tile loads.
+    pub b: TileLoad,
+    /// Shared memory.
+    pub smem: Smem,
+    /// Block tiles along M.
+    pub tiles_m: u32,
+    /// Block tiles along N.
+    pub tiles_n: u32,
+    /// K tiles of the whole reduction.
+    pub k_tiles: u32,
+    /// K tiles per split-K slice.
+    pub k_tiles_per_split: u32,
+    /// Whether M, N, K are not multiples of the tile (edge checks needed).
+    pub edge: [bool; 3],
+    /// Where C goes: `None` = plain stores; `Some(true)` = atomics into the f32 workspace;
+    /// `Some(false)` = atomics into the f32 output itself.
+    pub atomic: Option<bool>,
+}
+
+impl<'l> GemmPlan<'l> {
+    /// Plans `gemm` of `p` with `cfg` on `target`, or says which field does not fit.
+    pub fn new(
+        p: &'l ConvProblem,
+        gemm: &'l Gemm,
+        cfg: &PerfConfig,
+        target: Target,
+    ) -> Result<Self, CodegenError> {
+        let fail = |reason: String| CodegenError::Config {
+            config: cfg.to_string(),
+            gemm: gemm.id,
+            reason,
+        };
+        let c = cfg;
+        let dt = p.dtype();
+        let bytes = dt.bytes();
+        for (name, v) in [
+            ("bm", c.block_m),
+            ("bn", c.block_n),
+            ("bk", c.block_k),
+            ("wm", c.warp_m),
+            ("wn", c.warp_n),
+            ("st", c.stages),
+            ("va", c.vec_a),
+            ("vb", c.vec_b),
+            ("vc", c.vec_c),
+            ("sk", c.split_k),
+            ("rs", c.raster),
+        ] {
+            if v == 0 {
+                return Err(fail(format!("{name} must be positive")));
+            }
+        }
+        if !c.block_m.is_multiple_of(c.warp_m) || !c.block_n.is_multiple_of(c.warp_n) {
+            return Err(fail("the warp tile must divide the block tile".into()));
+        }
+        let warp = target.warp_size();
+        let threads = c.warps() * warp;
+        if threads > 1024 {
+            return Err(fail(format!("{threads} threads per block (at most 1024)")));
+        }
+        let math = match target.matrix_unit(dt) {
+            Some(MatrixUnit::Mma16816) => {
+                if !c.warp_m.is_multiple_of(16)
+                    || !c.warp_n.is_multiple_of(16)
+                    || !c.block_k.is_multiple_of(16)
+                {
+                    return Err(fail(
+                        "mma.sync m16n8k16 needs wm, wn and bk multiples of 16".into(),
+                    ));
+                }
+                Math::Matrix(MatrixUnit::Mma16816)
+            }
+            Some(MatrixUnit::Mfma32 { k }) => {
+                if !c.warp_m.is_multiple_of(32)
+                    || !c.warp_n.is_multiple_of(32)
+                    || !c.block_k.is_multiple_of(k)
+                {
+                    return Err(fail(format!(
+                        "MFMA 32x32x{k} needs wm, wn multiples of 32 and bk of {k}"
+                    )));
+                }
+                Math::Matrix(MatrixUnit::Mfma32 { k })
+            }
+            None => fma_math(c, warp, bytes).ok_or_else(|| {
+                fail(format!(
+                    "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
+                    c.warp_m, c.warp_n
+                ))
+            })?,
+        };
+        let chunk_elems = CHUNK / bytes;
+        let row_bytes = c.block_k * bytes;
+        let (row_stride, swizzle) = match c.lds {
+            LdsLayout::Padded => (c.block_k + chunk_elems, None),
+            LdsLayout::Swizzled => {
+                let chunks = row_bytes / CHUNK;
+                if !row_bytes.is_multiple_of(CHUNK) || !chunks.is_power_of_two() {
+                    return Err(fail(format!(
+                        "lds=swz needs block_k rows of a power-of-two number of 16-byte chunks (got {row_bytes} bytes)"
+                    )));
+                }
+                (c.block_k, Some(chunks))
+            }
+        };
+        let a_stage = c.block_m * row_stride;
+        let b_stage = c.block_n * row_stride;
+        let smem_bytes = c.stages as u64 * (a_stage + b_stage) as u64 * bytes as u64;
+        if smem_bytes > u32::MAX as u64 / 2 {
+            return Err(fail(format!("{smem_bytes} bytes of shared memory")));
+        }
+        let smem = Smem {
+            row_stride,
+            swizzle,
+            chunk_elems,
+            a_stage,
+            b_stage,
+            stages: c.stages,
+            bytes: smem_bytes as u32,
+        };
+        let load =
+            |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
+                tile_load(p, gemm, op, row_dim, rows, vec, c, threads, target)
+                    .map_err(|r| fail(format!("{name}: {r}")))
+            };
+        let a = load("vec_a", &gemm.a, Dim::M, c.block_m, c.vec_a)?;
+        let b = load("vec_b", &gemm.b, Dim::N, c.block_n, c.vec_b)?;
+        let k_tiles = gemm.k_len().div_ceil(c.block_k);
+        let k_tiles_per_split = k_tiles.div_ceil(c.split_k);
+        let atomic = (c.split_k > 1).then_some(dt != DType::F32);
+        Ok(GemmPlan {
+            gemm,
+            problem: p,
+            cfg: *c,
+            dt,
+            threads,
+            warp,
+            math,
+            a,
+            b,
+            smem,
+            tiles_m: gemm.m_len().div_ceil(c.block_m),
+            tiles_n: gemm.n_len().div_ceil(c.block_n),
+            k_tiles,
+            k_tiles_per_split,
+            edge: [
+                !gemm.m_len().is_multiple_of(c.block_m),
+                !gemm.n_len().is_multiple_of(c.block_n),
+                !gemm.k_len().is_multiple_of(c.block_k),
+            ],
+            atomic,
+        })
+    }
+
+    /// Launch grid: (tiles, 1, groups · split_k).
+    pub fn grid(&self) -> [u64; 3] {
+        [
+            self.tiles_m as u64 * self.tiles_n as u64,
+            1,
+            self.gemm.g_len() as u64 * self.cfg.split_k as u64,
+        ]
+    }
+}
+
+/// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken
+/// toward more lanes along N (coalesced C stores).
+fn fma_math(c: &PerfConfig, warp: u32, bytes: u32) -> Option<Math> {
+    let mut best: Option<(u32, u32, u32)> = None;
+    let mut lanes_n = 1;
+    while lanes_n <= warp {
+        let lanes_m = warp / lanes_n;
+        if c.warp_m.is_multiple_of(lanes_m) && c.warp_n.is_multiple_of(lanes_n) {
+            let cost = c.warp_m / lanes_m + c.warp_n / lanes_n;
+            if best.is_none_or(|(b, _, _)| cost <= b) {
+                best = Some((cost, lanes_m, lanes_n));
+            }
+        }
+        lanes_n *= 2;
+    }
+    let mut kvec = CHUNK / bytes;
+    while !c.block_k.is_multiple_of(kvec) {
+        kvec /= 2;
+    }
+    best.map(|(_, lanes_m, lanes_n)| Math::Fma {
+        lanes_m,
+        lanes_n,
+        kvec,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tile_load(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    op: &crate::lowering::Operand,
+    row_dim: Dim,
+    rows: u32,
+    vec: u32,
+    c: &PerfConfig,
+    threads: u32,
+    target: Target,
+) -> Result<TileLoad, String> {
+    let bytes = p.dtype().bytes();
+    let contiguous = op.contiguity(p, gemm, [row_dim, Dim::K]).dim;
+    if !vec.is_power_of_two() || vec * bytes > CHUNK {
+        return Err(format!(
+            "width {vec} is not a power of two of at most 16 bytes"
+        ));
+    }
+    let along_k = match contiguous {
+        Some(d) => d == Dim::K,
+        None if vec == 1 => true,
+        None => {
+            return Err(format!(
+                "width {vec} but the operand is contiguous along no GEMM dimension"
+            ))
+        }
+    };
+    let (span, len, what) = if along_k {
+        (c.block_k, gemm.k_len(), "K")
+    } else {
+        (rows, gemm.len(row_dim), "the tile rows")
+    };
+    if span % vec != 0 || len % vec != 0 {
+        return Err(format!(
+            "width {vec} does not divide {what} (tile {span}, GEMM {len})"
+        ));
+    }
+    let vectors = rows * c.block_k / vec;
+    let vb = vec * bytes;
+    Ok(TileLoad {
+        row_dim,
+        rows,
+        vec,
+        along_k,
+        vectors,
+        slots: vectors.div_ceil(threads),
+        partial: !vectors.is_multiple_of(threads),
+        async_copy: target.has_cp_async() && along_k && matches!(vb, 4 | 8 | 16),
+    })
+}

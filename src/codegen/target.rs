@@ -1,0 +1,256 @@
+//! What a kernel is compiled for: the public [`Target`], the facts the kernel logic needs from it
+//! (warp size, matrix unit, async copies), and the [`TargetSpec`] trait through which the one
+//! kernel implementation reaches target instructions. NVPTX and AMDGPU implement it for real
+//! GPUs; the emulator implements it for the host CPU so the same kernels can be run here.
+
+use super::builder::{Kb, Mem};
+use super::CodegenError;
+use crate::problem::DType;
+use inkwell::{
+    context::Context,
+    values::{FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
+    AddressSpace,
+};
+use std::fmt;
+
+/// A GPU to compile for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// NVIDIA, by compute capability (80 = A100, 90 = H100/H200).
+    Nvptx {
+        /// Compute capability × 10 + minor, e.g. 90.
+        sm: u32,
+    },
+    /// AMD CDNA, by LLVM processor name.
+    Amdgpu {
+        /// `gfx908`, `gfx90a`, `gfx940`, `gfx941` or `gfx942`.
+        gfx: &'static str,
+    },
+}
+
+/// The AMD processors with MFMA that LLVM 19 knows (the tuner's AMD targets).
+const GFX: [&str; 5] = ["gfx908", "gfx90a", "gfx940", "gfx941", "gfx942"];
+
+impl Target {
+    /// Parses an arch name as the CLI takes it (`sm_90`, `sm_80`, `gfx90a`, …).
+    pub fn parse(arch: &str) -> Result<Target, CodegenError> {
+        let bad = |reason: &str| CodegenError::Target {
+            target: arch.to_string(),
+            reason: reason.to_string(),
+        };
+        if let Some(sm) = arch.strip_prefix("sm_") {
+            let sm: u32 = sm
+                .trim_end_matches('a')
+                .parse()
+                .map_err(|_| bad("expected sm_<number>"))?;
+            let t = Target::Nvptx { sm };
+            t.check()?;
+            return Ok(t);
+        }
+        GFX.iter()
+            .find(|&&g| g == arch)
+            .map(|&gfx| Target::Amdgpu { gfx })
+            .ok_or_else(|| bad("unknown arch (expected sm_80, sm_90 or one of gfx908, gfx90a, gfx940, gfx941, gfx942)"))
+    }
+
+    /// Rejects targets the kernels cannot run on (the tensor-core and async-copy paths need
+    /// sm_80 or newer; AMD needs an MFMA-capable CDNA part).
+    pub fn check(&self) -> Result<(), CodegenError> {
+        match *self {
+            Target::Nvptx { sm } if sm < 80 => Err(CodegenError::Target {
+                target: self.to_string(),
+                reason: "sm_80 or newer is required (mma.sync bf16, cp.async)".into(),
+            }),
+            Target::Amdgpu { gfx } if !GFX.contains(&gfx) => Err(CodegenError::Target {
+                target: self.to_string(),
+                reason: "not an MFMA-capable CDNA processor known to LLVM 19".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Threads that execute in lockstep: 32 on NVIDIA, 64 on CDNA.
+    pub fn warp_size(&self) -> u32 {
+        match self {
+            Target::Nvptx { .. } => 32,
+            Target::Amdgpu { .. } => 64,
+        }
+    }
+
+    /// The matrix instruction the GEMM kernels use for `dt`, if any (f32 runs on FMA units:
+    /// TF32 would not meet the f32 tolerance).
+    pub(crate) fn matrix_unit(&self, dt: DType) -> Option<MatrixUnit> {
+        match (self, dt) {
+            (_, DType::F32) => None,
+            (Target::Nvptx { .. }, _) => Some(MatrixUnit::Mma16816),
+            (Target::Amdgpu { gfx: "gfx908" }, DType::BF16) => Some(MatrixUnit::Mfma32 { k: 4 }),
+            (Target::Amdgpu { .. }, _) => Some(MatrixUnit::Mfma32 { k: 8 }),
+        }
+    }
+
+    /// Whether global→shared copies can bypass registers (`cp.async`, sm_80+).
+    pub(crate) fn has_cp_async(&self) -> bool {
+        matches!(self, Target::Nvptx { .. })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Nvptx { sm } => write!(f, "sm_{sm}"),
+            Target::Amdgpu { gfx } => f.write_str(gfx),
+        }
+    }
+}
+
+/// A warp-level matrix multiply-accumulate instruction with f32 accumulators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MatrixUnit {
+    /// NVIDIA `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, fragments from `ldmatrix`.
+    Mma16816,
+    /// AMD `v_mfma_f32_32x32x{k}`: `k` = 8 (f16, bf16_1k) or 4 (gfx908 bf16).
+    Mfma32 {
+        /// Reduction depth of one instruction.
+        k: u32,
+    },
+}
+
+/// Everything the kernel logic needs from a target. One implementation per backend; the kernel
+/// code calls these through [`Kb`]'s verbs and never names an intrinsic itself.
+pub(crate) trait TargetSpec: Sync {
+    /// The GPU whose semantics the code has (the emulator imitates one).
+    fn target(&self) -> Target;
+    /// LLVM triple.
+    fn triple(&self) -> String;
+    /// LLVM cpu name.
+    fn cpu(&self) -> String;
+    /// LLVM feature string.
+    fn features(&self) -> String;
+    /// Address space of kernel pointer arguments.
+    fn global_as(&self) -> AddressSpace;
+    /// Address space of shared memory.
+    fn shared_as(&self) -> AddressSpace;
+    /// Pointer arguments appended after the four tensors (the emulator's context).
+    fn extra_params(&self) -> u32 {
+        0
+    }
+    /// Marks a new function as a kernel (calling convention, attributes).
+    fn declare_kernel<'ctx>(&self, ctx: &'ctx Context, f: FunctionValue<'ctx>);
+    /// Records the block size so the backend can budget registers for it.
+    fn set_block_size(&self, kb: &Kb, threads: u32);
+    /// Thread index within the block (x).
+    fn thread_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> IntValue<'ctx>;
+    /// Block index along `dim`.
+    fn block_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>, dim: u32) -> IntValue<'ctx>;
+    /// Block-wide barrier ordering shared memory.
+    fn barrier(&self, kb: &Kb);
+    /// Base of the block's dynamic shared memory.
+    fn shared_base<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> PointerValue<'ctx>;
+    /// Hook on every memory access: the GPUs return `ptr`; the emulator checks bounds and
+    /// alignment and redirects a bad access to scratch memory after recording it.
+    fn guard<'ctx>(
+        &self,
+        _kb: &Kb<'_, 'ctx>,
+        _mem: Mem,
+        ptr: PointerValue<'ctx>,
+        _bytes: u32,
+        _align: u32,
+        _store: bool,
+    ) -> PointerValue<'ctx> {
+        ptr
+    }
+    /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
+    /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`.
+    fn prelude_ir(&self) -> String;
+    /// f16/bf16 bits (i16) to f32.
+    fn half_to_f32<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        v: IntValue<'ctx>,
+        dt: DType,
+    ) -> FloatValue<'ctx>;
+    /// f32 to f16/bf16 bits (i16), round to nearest even.
+    fn f32_to_half<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        v: FloatValue<'ctx>,
+        dt: DType,
+    ) -> IntValue<'ctx>;
+    /// `ldmatrix.sync.aligned.m8n8.x4.b16` from a shared address (NVIDIA).
+    fn ldmatrix_x4<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> [IntValue<'ctx>; 4];
+    /// `mma.sync m16n8k16` f32 += f16/bf16 × f16/bf16 (NVIDIA); operands as packed i32 pairs.
+    fn mma_16816<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        dt: DType,
+        a: [IntValue<'ctx>; 4],
+        b: [IntValue<'ctx>; 2],
+        c: [FloatValue<'ctx>; 4],
+    ) -> [FloatValue<'ctx>; 4];
+    /// `v_mfma_f32_32x32x{k}` (AMD): `a`, `b` are `<k/2 x i16>` element bits, `c` `<16 x float>`.
+    fn mfma_32<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        dt: DType,
+        k: u32,
+        a: VectorValue<'ctx>,
+        b: VectorValue<'ctx>,
+        c: VectorValue<'ctx>,
+    ) -> VectorValue<'ctx>;
+    /// Asynchronous global→shared copy of `bytes` (4, 8 or 16) that reads `src_bytes` (a
+    /// runtime value, `bytes` or 0) and zero-fills the rest (NVIDIA `cp.async`).
+    fn cp_async<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        src: PointerValue<'ctx>,
+        bytes: u32,
+        src_bytes: IntValue<'ctx>,
+    );
+    /// Closes the current group of async copies.
+    fn cp_async_commit(&self, kb: &Kb);
+    /// Waits until at most `n` groups of async copies are pending.
+    fn cp_async_wait(&self, kb: &Kb, n: u32);
+}
+
+/// Declares (once per module) the dynamic shared-memory array `[0 x i8]` in `space`.
+pub(crate) fn dynamic_shared<'ctx>(kb: &Kb<'_, 'ctx>, space: AddressSpace) -> PointerValue<'ctx> {
+    const NAME: &str = "convtune_dyn_smem";
+    let g = kb.module.get_global(NAME).unwrap_or_else(|| {
+        let ty = kb.ctx.i8_type().array_type(0);
+        let g = kb.module.add_global(ty, Some(space), NAME);
+        g.set_linkage(inkwell::module::Linkage::External);
+        g.set_alignment(16);
+        g
+    });
+    g.as_pointer_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display_round_trip() {
+        for s in ["sm_80", "sm_90", "gfx90a", "gfx942", "gfx908"] {
+            assert_eq!(Target::parse(s).unwrap().to_string(), s);
+        }
+        assert_eq!(Target::parse("sm_90a").unwrap(), Target::Nvptx { sm: 90 });
+        assert!(Target::parse("sm_70").is_err());
+        assert!(Target::parse("gfx1100").is_err());
+        assert!(Target::parse("cuda").is_err());
+    }
+
+    #[test]
+    fn matrix_units() {
+        let h = Target::Nvptx { sm: 90 };
+        assert_eq!(h.matrix_unit(DType::BF16), Some(MatrixUnit::Mma16816));
+        assert_eq!(h.matrix_unit(DType::F32), None);
+        let m = Target::Amdgpu { gfx: "gfx908" };
+        assert_eq!(
+            m.matrix_unit(DType::BF16),
+            Some(MatrixUnit::Mfma32 { k: 4 })
+        );
+        assert_eq!(m.matrix_unit(DType::F16), Some(MatrixUnit::Mfma32 { k: 8 }));
+    }
+}
