@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Time convolution problems with PyTorch/cuDNN on this GPU and print them beside convtune.
 
-    python3 scripts/compare-cudnn.py PROBLEMS_FILE [--convtune REPORT.json] [--json OUT.json]
+    python3 scripts/compare-cudnn.py [PROBLEMS_FILE] [--convtune REPORT.json] [--json OUT.json]
 
-PROBLEMS_FILE holds MIOpenDriver lines (the canonical keys convtune prints work too);
+PROBLEMS_FILE holds MIOpenDriver lines (the canonical keys convtune prints work too); without
+it, the problems are those of the report;
 REPORT.json is what `convtune --report` wrote: a list of {problem, time_us, tflops, config}.
 cuDNN runs with cudnn.benchmark = True, in the same direction, dtype and memory format,
 timed by CUDA-graph replay (median of many replays, L2 flushed between batches).
@@ -23,6 +24,10 @@ FLAGS = {"-n": "n", "-c": "c", "-H": "h", "-W": "w", "-k": "k", "-y": "y", "-x":
 def parse(line):
     toks = shlex.split(line.split("#")[0])
     if not toks:
+        return None
+    if toks[0] not in DTYPES:
+        print(f"skipping (not a MIOpenDriver line; use convtune's canonical key): {line.strip()[:80]}",
+              file=sys.stderr)
         return None
     p = dict(n=1, c=1, h=1, w=1, k=1, y=1, x=1, ph=0, pw=0, sh=1, sw=1, dh=1, dw=1, g=1, dir=1,
              layout="NCHW", dtype=DTYPES[toks[0]], line=line.strip())
@@ -109,7 +114,7 @@ def matmul_rate():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("problems")
+    ap.add_argument("problems", nargs="?", help="problem file (default: the report's problems)")
     ap.add_argument("--convtune", help="convtune report JSON")
     ap.add_argument("--json", help="write results here")
     a = ap.parse_args()
@@ -120,7 +125,8 @@ def main():
     if a.convtune:
         for r in json.load(open(a.convtune)):
             ours[r["problem"]] = r
-    probs = [q for q in (parse(l) for l in open(a.problems)) if q]
+    lines = open(a.problems).readlines() if a.problems else list(ours)
+    probs = [q for q in (parse(l) for l in lines) if q]
     rate = matmul_rate()
     print(f"GPU: {torch.cuda.get_device_name()}  cuDNN {torch.backends.cudnn.version()}  "
           f"bf16 8192^3 matmul: {rate:.0f} TFLOP/s")

@@ -26,10 +26,10 @@ fi
 
 echo "== kill-and-resume on the first problem"
 first=$(grep -v '^#' "$suite" | grep -v '^\s*$' | head -1)
-timeout -s KILL 8 "$BIN" --problem "$first" --budget 40 --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet >/dev/null 2>&1
+timeout -s KILL 8 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet >/dev/null 2>&1
 echo "killed after $(wc -l < "$R/resume.jsonl") journal records"
-"$BIN" --problem "$first" --budget 40 --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet 2>&1 | tee "$R/resume.log" | head -3
-"$BIN" --problem "$first" --budget 40 --db "$R/fresh.toml" --journal "$R/fresh.jsonl" --quiet > "$R/fresh.log" 2>&1
+"$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet 2>&1 | tee "$R/resume.log" | head -3
+"$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/fresh.toml" --journal "$R/fresh.jsonl" --quiet > "$R/fresh.log" 2>&1
 python3 - "$R" <<'PY'
 import json, sys
 r = sys.argv[1]
@@ -43,6 +43,6 @@ echo "== tune $suite (budget $budget per problem)"
   --report "$R/report.json" --quiet 2>&1 | tee "$R/tune.log" | grep -v "^  " 
 
 echo "== cuDNN"
-timeout 200 python3 scripts/compare-cudnn.py "$suite" --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
+timeout 200 python3 scripts/compare-cudnn.py --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
 tar czf "$OUT/results.tgz" -C "$OUT" run
 cp "$R/compare.txt" "$R/tune.log" "$OUT/" 2>/dev/null
