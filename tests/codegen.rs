@@ -274,15 +274,20 @@ fn compiles_for_nvidia_and_amd() {
             ),
         }
         if p.dtype() != DType::F32 {
+            assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4"), "{line}");
+        }
+        let bwd_weight = p.direction() == convtune::problem::Direction::BwdWeight;
+        if nhwc && bwd_weight && p.dtype() != DType::F32 {
+            // Both operands' vectors run along M/N: [k][row] tiles read with ldmatrix.trans.
             assert!(
-                ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+                ptx.contains("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
                 "{line}"
             );
         }
-        if nhwc && p.direction() != convtune::problem::Direction::BwdWeight {
+        if nhwc {
             assert!(
                 ptx.contains("cp.async.cg.shared.global"),
-                "{line}: 16-byte vectors along K use cp.async"
+                "{line}: 16-byte vectors use cp.async in either tile layout"
             );
         }
         assert_eq!(

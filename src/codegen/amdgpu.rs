@@ -111,6 +111,7 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         &self,
         _kb: &Kb<'_, 'ctx>,
         _ptr: PointerValue<'ctx>,
+        _trans: bool,
     ) -> [IntValue<'ctx>; 4] {
         panic!("ldmatrix requested on AMDGPU: the matrix unit is chosen from the target")
     }

@@ -279,6 +279,21 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     pub fn field(&self, v: BasicValueEnum<'ctx>, i: u32) -> BasicValueEnum<'ctx> {
         ok(self.b.build_extract_value(v.into_struct_value(), i, ""))
     }
+    /// Builds a vector of type `ty` from scalars (or returns the scalar for one element).
+    pub fn gather(
+        &self,
+        ty: BasicTypeEnum<'ctx>,
+        elems: &[BasicValueEnum<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        if elems.len() == 1 {
+            return elems[0];
+        }
+        let mut v = ty.const_zero().into_vector_value();
+        for (i, &e) in elems.iter().enumerate() {
+            v = ok(self.b.build_insert_element(v, e, self.c(i as i64), ""));
+        }
+        v.into()
+    }
     /// The elements of a vector value (or the scalar itself).
     pub fn scatter(&self, v: BasicValueEnum<'ctx>) -> Vec<BasicValueEnum<'ctx>> {
         match v {

@@ -2,42 +2,43 @@
 //! per K tile, either through registers or with `cp.async`. What a slot covers is decided once,
 //! before the K loop (the row part of the address too); each K tile adds only the K part.
 //!
-//! Shared memory holds both operands as `[row][k]` (K contiguous), so a vector that runs
-//! along the rows in global memory (B of NCHW forward, along the output pixels) is scattered
-//! element by element into shared memory.
+//! A tile is stored `[row][k]` when its vectors run along K and `[k][row]` when they run along
+//! the rows (see [`SmemTile`]), so every vector lands contiguously in shared memory.
 
 use super::builder::{Kb, Mem};
 use super::index::{Addressing, Part};
-use super::plan::{GemmPlan, Smem, TileLoad};
+use super::plan::{GemmPlan, SmemTile, TileLoad};
 use crate::lowering::{Dim, Operand};
 use crate::problem::DType;
 use inkwell::values::{IntValue, PointerValue};
 
-/// Element offset of `(row, col)` inside one stage of a tile in shared memory.
+/// Element offset of tile row `row`, reduction index `k` inside one stage of a tile.
 pub(crate) fn smem_elem<'ctx>(
     kb: &Kb<'_, 'ctx>,
-    s: &Smem,
+    t: &SmemTile,
     row: IntValue<'ctx>,
-    col: IntValue<'ctx>,
+    k: IntValue<'ctx>,
 ) -> IntValue<'ctx> {
-    let base = kb.mulc(row, s.row_stride as i64);
-    match s.swizzle {
-        None => kb.add(base, col),
+    let (line, pos) = if t.kmajor { (row, k) } else { (k, row) };
+    let base = kb.mulc(line, t.stride as i64);
+    match t.swizzle {
+        None => kb.add(base, pos),
         Some(chunks) => {
-            let phase = kb.uremc(kb.udivc(row, s.swizzle_row_div()), chunks);
-            let chunk = kb.xor(kb.udivc(col, s.chunk_elems), phase);
-            let within = kb.uremc(col, s.chunk_elems);
-            kb.add(base, kb.add(kb.mulc(chunk, s.chunk_elems as i64), within))
+            let phase = kb.uremc(kb.udivc(line, t.swizzle_line_div()), chunks);
+            let chunk = kb.xor(kb.udivc(pos, t.chunk_elems), phase);
+            let within = kb.uremc(pos, t.chunk_elems);
+            kb.add(base, kb.add(kb.mulc(chunk, t.chunk_elems as i64), within))
         }
     }
 }
 
-/// The alignment (bytes) of a shared access of `bytes` at a column that is a multiple of
-/// `bytes / elem`: rows start at multiples of the row stride, so both must allow it.
-pub(crate) fn smem_align(s: &Smem, dt: DType, bytes: u32) -> u32 {
-    let row_bytes = s.row_stride * dt.bytes();
+/// The alignment (bytes) of a shared access of `bytes` contiguous bytes that starts at a
+/// multiple of `bytes` within a line: lines start at multiples of the stride, so both must
+/// allow it.
+pub(crate) fn smem_align(t: &SmemTile, dt: DType, bytes: u32) -> u32 {
+    let line_bytes = t.stride * dt.bytes();
     let mut a = bytes.min(16);
-    while !row_bytes.is_multiple_of(a) {
+    while !line_bytes.is_multiple_of(a) {
         a /= 2;
     }
     a
@@ -63,12 +64,10 @@ pub(crate) struct Loader<'a, 'ctx> {
     addr: Addressing<'a>,
     tensor: PointerValue<'ctx>,
     dt: DType,
-    smem: Smem,
+    /// This operand's shared-memory tile.
+    pub tile: SmemTile,
     block_k: u32,
     edge_k: bool,
-    /// First element of this operand's region in shared memory, and of each stage after it.
-    region: u32,
-    stage_elems: u32,
     slots: Vec<Slot<'ctx>>,
 }
 
@@ -117,28 +116,24 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
                 reg,
             });
         }
-        let (region, stage_elems) = if is_a {
-            (0, plan.smem.a_stage)
-        } else {
-            (plan.smem.stages * plan.smem.a_stage, plan.smem.b_stage)
-        };
         Loader {
             load,
             addr,
             tensor: kb.param(op.tensor as u32),
             dt: plan.dt,
-            smem: plan.smem,
+            tile: if is_a { plan.smem.a } else { plan.smem.b },
             block_k: bk,
             edge_k: plan.edge[2],
-            region,
-            stage_elems,
             slots,
         }
     }
 
     /// Base of this operand's tile in stage `stage`, as an element pointer into shared memory.
     pub fn stage_base(&self, kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>) -> PointerValue<'ctx> {
-        let first = kb.addc(kb.mulc(stage, self.stage_elems as i64), self.region as i64);
+        let first = kb.addc(
+            kb.mulc(stage, self.tile.stage as i64),
+            self.tile.region as i64,
+        );
         kb.gep(kb.elem_ty(self.dt), kb.shared_base(), first)
     }
 
@@ -177,7 +172,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
             let dst = kb.gep(
                 kb.elem_ty(self.dt),
                 base,
-                smem_elem(kb, &self.smem, slot.row, slot.kc),
+                smem_elem(kb, &self.tile, slot.row, slot.kc),
             );
             let src_bytes = kb.seli(valid, kb.c(bytes as i64), kb.c(0));
             kb.spec.cp_async(kb, dst, src, bytes, src_bytes);
@@ -206,25 +201,14 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
         self.each_slot(kb, |kb, slot| {
             let Some(reg) = slot.reg else { return };
             let v = kb.get(reg, ty);
-            if self.load.along_k {
-                let at = kb.gep(
-                    kb.elem_ty(self.dt),
-                    base,
-                    smem_elem(kb, &self.smem, slot.row, slot.kc),
-                );
-                let align = smem_align(&self.smem, self.dt, self.load.vec * eb);
-                kb.store(Mem::Shared, at, v, align);
-            } else {
-                for (e, x) in kb.scatter(v).into_iter().enumerate() {
-                    let row = kb.addc(slot.row, e as i64);
-                    let at = kb.gep(
-                        kb.elem_ty(self.dt),
-                        base,
-                        smem_elem(kb, &self.smem, row, slot.kc),
-                    );
-                    kb.store(Mem::Shared, at, x, eb);
-                }
-            }
+            // Contiguous in both layouts: along K in [row][k], along the rows in [k][row].
+            let at = kb.gep(
+                kb.elem_ty(self.dt),
+                base,
+                smem_elem(kb, &self.tile, slot.row, slot.kc),
+            );
+            let align = smem_align(&self.tile, self.dt, self.load.vec * eb);
+            kb.store(Mem::Shared, at, v, align);
         });
     }
 }

@@ -8,13 +8,14 @@
 //! - mma B (16×8, col): register r holds column `l/4`, rows `2·(l%4) + 8·r` +0,+1.
 //! - mma C (16×8): element r at row `l/4 + 8·(r/2)`, column `2·(l%4) + r%2`.
 //! - `ldmatrix.x4`: lanes 8q..8q+7 give the row addresses of matrix q; lane l receives, from each
-//!   matrix q, row `l/4`, elements `2·(l%4)` +0,+1 in register q.
+//!   matrix q, row `l/4`, elements `2·(l%4)` +0,+1 in register q (`.trans`: column `l/4`,
+//!   rows `2·(l%4)` +0,+1).
 //! - MFMA A (32×k): lane l holds row `l%32`, k `kpl·(l/32)` + 0..kpl (kpl = k/2); B likewise
 //!   with column `l%32`; C element r at row `8·(r/4) + 4·(l/32) + r%4`, column `l%32`.
 
 use super::builder::{Kb, Mem};
 use super::loader::{smem_align, smem_elem};
-use super::plan::{GemmPlan, Math};
+use super::plan::{GemmPlan, Math, SmemTile};
 use super::target::MatrixUnit;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
@@ -99,25 +100,36 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         }
     }
 
-    /// `kvec` elements of row `row`, from column `col`, as f32.
-    fn read_row(
+    /// `n` elements of tile row `row`, reduction indices `k0..k0+n`, as f32: one vector load
+    /// from a `[row][k]` tile, `n` scalar loads from a `[k][row]` tile.
+    fn read_k(
         &self,
         kb: &Kb<'_, 'ctx>,
         base: PointerValue<'ctx>,
+        t: &SmemTile,
         row: IntValue<'ctx>,
-        col: u32,
-        kvec: u32,
+        k0: u32,
+        n: u32,
     ) -> Vec<FloatValue<'ctx>> {
-        let s = &self.plan.smem;
         let dt = self.plan.dt;
-        let at = kb.gep(
-            kb.elem_ty(dt),
-            base,
-            smem_elem(kb, s, row, kb.c(col as i64)),
-        );
-        let align = smem_align(s, dt, kvec * dt.bytes());
-        let v = kb.load(Mem::Shared, kb.vec_ty(dt, kvec), at, align);
-        kb.scatter(v).into_iter().map(|x| kb.widen(x, dt)).collect()
+        let et = kb.elem_ty(dt);
+        if t.kmajor {
+            let at = kb.gep(et, base, smem_elem(kb, t, row, kb.c(k0 as i64)));
+            let v = kb.load(
+                Mem::Shared,
+                kb.vec_ty(dt, n),
+                at,
+                smem_align(t, dt, n * dt.bytes()),
+            );
+            kb.scatter(v).into_iter().map(|x| kb.widen(x, dt)).collect()
+        } else {
+            (k0..k0 + n)
+                .map(|k| {
+                    let at = kb.gep(et, base, smem_elem(kb, t, row, kb.c(k as i64)));
+                    kb.widen(kb.load(Mem::Shared, et, at, dt.bytes()), dt)
+                })
+                .collect()
+        }
     }
 
     fn step_fma(
@@ -144,14 +156,15 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             .into_iter()
             .map(|v| v.into_float_value())
             .collect();
+        let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
         for kk in (0..c.block_k).step_by(kvec as usize) {
             let av: Vec<_> = rows
                 .iter()
-                .map(|&r| self.read_row(kb, a, r, kk, kvec))
+                .map(|&r| self.read_k(kb, a, ta, r, kk, kvec))
                 .collect();
             let bv: Vec<_> = cols
                 .iter()
-                .map(|&r| self.read_row(kb, b, r, kk, kvec))
+                .map(|&r| self.read_k(kb, b, tb, r, kk, kvec))
                 .collect();
             for e in 0..kvec as usize {
                 for i in 0..tm as usize {
@@ -167,33 +180,48 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
 
     fn step_mma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>) {
         let c = &self.plan.cfg;
-        let s = &self.plan.smem;
         let dt = self.plan.dt;
+        let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
         let (fm, fnn) = (c.warp_m / 16, c.warp_n / 8);
         let l = self.lane;
-        // ldmatrix row addresses (module doc): A rows l%16, k +8·(l/16); B rows l%8 + 8·(l/16),
-        // k +8·((l/8)%2).
-        let a_row = kb.add(self.m0, kb.uremc(l, 16));
-        let a_col = kb.mulc(kb.udivc(l, 16), 8);
-        let b_row = kb.add(self.n0, kb.add(kb.uremc(l, 8), kb.mulc(kb.udivc(l, 16), 8)));
-        let b_col = kb.mulc(kb.uremc(kb.udivc(l, 8), 2), 8);
+        // ldmatrix.x4 row addresses (module doc): lane l addresses line l%8 of matrix q = l/8.
+        // A's matrices are (m+0,k+0), (m+8,k+0), (m+0,k+8), (m+8,k+8); B's (n+0,k+0),
+        // (n+0,k+8), (n+8,k+0), (n+8,k+8). In a [row][k] tile a matrix line is a row (8 k's);
+        // in a [k][row] tile it is a k (8 rows) and `.trans` transposes it back.
+        let q = kb.udivc(l, 8);
+        let r8 = kb.uremc(l, 8);
+        let (q_lo, q_hi) = (kb.mulc(kb.uremc(q, 2), 8), kb.mulc(kb.udivc(q, 2), 8));
+        // (row offset, k offset) of this lane's line within a 16x16 block.
+        let a_at = if ta.kmajor {
+            (kb.add(r8, q_lo), q_hi)
+        } else {
+            (q_lo, kb.add(r8, q_hi))
+        };
+        let b_at = if tb.kmajor {
+            (kb.add(r8, q_hi), q_lo)
+        } else {
+            (q_hi, kb.add(r8, q_lo))
+        };
+        let a_row = kb.add(self.m0, a_at.0);
+        let b_row = kb.add(self.n0, b_at.0);
         let mut acc: Vec<FloatValue> = self
             .load_acc(kb)
             .into_iter()
             .map(|v| v.into_float_value())
             .collect();
-        let ld = |base, row, col| {
-            let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, s, row, col));
+        let ld = |base, t: &SmemTile, row, k| {
+            let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, t, row, k));
             let at = kb.spec.guard(kb, Mem::Shared, at, 16, 16, false);
-            kb.spec.ldmatrix_x4(kb, at)
+            kb.spec.ldmatrix_x4(kb, at, !t.kmajor)
         };
         for kk in (0..c.block_k).step_by(16) {
             let af: Vec<[IntValue; 4]> = (0..fm)
                 .map(|i| {
                     ld(
                         a,
+                        ta,
                         kb.addc(a_row, (16 * i) as i64),
-                        kb.addc(a_col, kk as i64),
+                        kb.addc(a_at.1, kk as i64),
                     )
                 })
                 .collect();
@@ -201,8 +229,9 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 .map(|j| {
                     ld(
                         b,
+                        tb,
                         kb.addc(b_row, (16 * j) as i64),
-                        kb.addc(b_col, kk as i64),
+                        kb.addc(b_at.1, kk as i64),
                     )
                 })
                 .collect();
@@ -222,23 +251,35 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
 
     fn step_mfma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, k: u32) {
         let c = &self.plan.cfg;
-        let s = &self.plan.smem;
         let dt = self.plan.dt;
         let kpl = k / 2;
         let (fm, fnn) = (c.warp_m / 32, c.warp_n / 32);
         let row = kb.uremc(self.lane, 32);
         let col = kb.mulc(kb.udivc(self.lane, 32), kpl as i64);
         let ty = kb.ctx.i16_type().vec_type(kpl);
-        let align = smem_align(s, dt, kpl * 2);
-        let ld = |base, r0: IntValue<'ctx>, kk: u32| -> VectorValue<'ctx> {
-            let at = kb.gep(
-                kb.elem_ty(dt),
-                base,
-                smem_elem(kb, s, kb.add(r0, row), kb.addc(col, kk as i64)),
-            );
-            kb.load(Mem::Shared, ty.into(), at, align)
-                .into_vector_value()
+        // kpl consecutive k of one row: a vector from a [row][k] tile, gathered from a [k][row] one.
+        let ld = |base, t: &SmemTile, r0: IntValue<'ctx>, kk: u32| -> VectorValue<'ctx> {
+            let r = kb.add(r0, row);
+            let k = kb.addc(col, kk as i64);
+            if t.kmajor {
+                let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, t, r, k));
+                kb.load(Mem::Shared, ty.into(), at, smem_align(t, dt, kpl * 2))
+                    .into_vector_value()
+            } else {
+                let elems: Vec<_> = (0..kpl)
+                    .map(|e| {
+                        let at = kb.gep(
+                            kb.elem_ty(dt),
+                            base,
+                            smem_elem(kb, t, r, kb.addc(k, e as i64)),
+                        );
+                        kb.load(Mem::Shared, kb.elem_ty(dt), at, 2)
+                    })
+                    .collect();
+                kb.gather(ty.into(), &elems).into_vector_value()
+            }
         };
+        let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
         let mut acc: Vec<VectorValue> = self
             .load_acc(kb)
             .into_iter()
@@ -246,15 +287,15 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             .collect();
         for kk in (0..c.block_k).step_by(k as usize) {
             let af: Vec<_> = (0..fm)
-                .map(|i| ld(a, kb.addc(self.m0, (32 * i) as i64), kk))
+                .map(|i| ld(a, ta, kb.addc(self.m0, (32 * i) as i64), kk))
                 .collect();
             let bf: Vec<_> = (0..fnn)
-                .map(|j| ld(b, kb.addc(self.n0, (32 * j) as i64), kk))
+                .map(|j| ld(b, tb, kb.addc(self.n0, (32 * j) as i64), kk))
                 .collect();
-            for i in 0..fm as usize {
-                for j in 0..fnn as usize {
+            for (i, a) in af.iter().enumerate() {
+                for (j, b) in bf.iter().enumerate() {
                     let x = &mut acc[i * fnn as usize + j];
-                    *x = kb.spec.mfma_32(kb, dt, k, af[i], bf[j], *x);
+                    *x = kb.spec.mfma_32(kb, dt, k, *a, *b, *x);
                 }
             }
         }

@@ -102,12 +102,18 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         kb.bitcast(h.into(), kb.ctx.i16_type().into())
             .into_int_value()
     }
-    fn ldmatrix_x4<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> [IntValue<'ctx>; 4] {
-        let r = kb.intrinsic(
-            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
-            &[ptr.get_type().into()],
-            &[ptr.into()],
-        );
+    fn ldmatrix_x4<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        trans: bool,
+    ) -> [IntValue<'ctx>; 4] {
+        let name = if trans {
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+        } else {
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
+        };
+        let r = kb.intrinsic(name, &[ptr.get_type().into()], &[ptr.into()]);
         std::array::from_fn(|i| kb.field(r, i as u32).into_int_value())
     }
     fn mma_16816<'ctx>(

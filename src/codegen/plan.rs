@@ -49,34 +49,81 @@ pub(crate) struct TileLoad {
     pub async_copy: bool,
 }
 
-/// Shared-memory layout of the A and B tiles: rows of `block_k` elements, K contiguous.
+/// Shared-memory layout of one operand's tile. A tile is stored as lines of contiguous
+/// elements: `[row][k]` ("k-major", K contiguous) when its global vectors run along K, else
+/// `[k][row]` (rows contiguous), so global vectors land contiguously either way and `cp.async`
+/// serves both; fragments of a `[k][row]` tile are read with `ldmatrix.trans`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Smem {
-    /// Elements from one row to the next.
-    pub row_stride: u32,
-    /// Chunks per row when swizzled (a power of two), else `None`.
+pub(crate) struct SmemTile {
+    /// `[row][k]` (true) or `[k][row]` (false).
+    pub kmajor: bool,
+    /// Elements from one line to the next.
+    pub stride: u32,
+    /// Chunks per line when swizzled (a power of two), else `None`.
     pub swizzle: Option<u32>,
     /// Elements per 16-byte chunk.
     pub chunk_elems: u32,
-    /// Elements of one stage of A.
-    pub a_stage: u32,
-    /// Elements of one stage of B.
-    pub b_stage: u32,
-    /// Pipeline buffers.
-    pub stages: u32,
-    /// Total bytes (what the launcher passes as dynamic shared memory).
-    pub bytes: u32,
+    /// Elements of one stage.
+    pub stage: u32,
+    /// First element of this operand's region (its stages follow each other).
+    pub region: u32,
 }
 
-impl Smem {
-    /// Rows that share one swizzle phase: the XOR pattern repeats every `8 / chunks` rows so
-    /// that 8 consecutive rows (one `ldmatrix` phase) hit 8 distinct 16-byte bank groups.
-    pub fn swizzle_row_div(&self) -> u32 {
+impl SmemTile {
+    /// Lines that share one swizzle phase: the XOR pattern repeats every `8 / chunks` lines so
+    /// that 8 consecutive lines (one `ldmatrix` phase) hit 8 distinct 16-byte bank groups.
+    pub fn swizzle_line_div(&self) -> u32 {
         match self.swizzle {
             Some(chunks) => (8 / chunks).max(1),
             None => 1,
         }
     }
+
+    fn new(
+        kmajor: bool,
+        line: u32,
+        lines: u32,
+        lds: LdsLayout,
+        bytes: u32,
+    ) -> Result<Self, String> {
+        let chunk_elems = CHUNK / bytes;
+        let line_bytes = line * bytes;
+        let (stride, swizzle) = match lds {
+            LdsLayout::Padded => (line + chunk_elems, None),
+            LdsLayout::Swizzled => {
+                let chunks = line_bytes / CHUNK;
+                if !line_bytes.is_multiple_of(CHUNK) || !chunks.is_power_of_two() {
+                    return Err(format!(
+                        "lds=swz needs shared-memory lines of a power-of-two number of 16-byte chunks; \
+                         this operand's lines are {line_bytes} bytes ({})",
+                        if kmajor { "block_k elements" } else { "block_m or block_n elements" }
+                    ));
+                }
+                (line, Some(chunks))
+            }
+        };
+        Ok(SmemTile {
+            kmajor,
+            stride,
+            swizzle,
+            chunk_elems,
+            stage: lines * stride,
+            region: 0,
+        })
+    }
+}
+
+/// Shared memory of the GEMM kernel: `stages` buffers of A, then `stages` of B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Smem {
+    /// A's tile.
+    pub a: SmemTile,
+    /// B's tile.
+    pub b: SmemTile,
+    /// Pipeline buffers.
+    pub stages: u32,
+    /// Total bytes (what the launcher passes as dynamic shared memory).
+    pub bytes: u32,
 }
 
 /// Every constant of one GEMM kernel.
@@ -188,35 +235,6 @@ impl<'l> GemmPlan<'l> {
                 ))
             })?,
         };
-        let chunk_elems = CHUNK / bytes;
-        let row_bytes = c.block_k * bytes;
-        let (row_stride, swizzle) = match c.lds {
-            LdsLayout::Padded => (c.block_k + chunk_elems, None),
-            LdsLayout::Swizzled => {
-                let chunks = row_bytes / CHUNK;
-                if !row_bytes.is_multiple_of(CHUNK) || !chunks.is_power_of_two() {
-                    return Err(fail(format!(
-                        "lds=swz needs block_k rows of a power-of-two number of 16-byte chunks (got {row_bytes} bytes)"
-                    )));
-                }
-                (c.block_k, Some(chunks))
-            }
-        };
-        let a_stage = c.block_m * row_stride;
-        let b_stage = c.block_n * row_stride;
-        let smem_bytes = c.stages as u64 * (a_stage + b_stage) as u64 * bytes as u64;
-        if smem_bytes > u32::MAX as u64 / 2 {
-            return Err(fail(format!("{smem_bytes} bytes of shared memory")));
-        }
-        let smem = Smem {
-            row_stride,
-            swizzle,
-            chunk_elems,
-            a_stage,
-            b_stage,
-            stages: c.stages,
-            bytes: smem_bytes as u32,
-        };
         let load =
             |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
                 tile_load(p, gemm, op, row_dim, rows, vec, c, threads, target)
@@ -224,6 +242,29 @@ impl<'l> GemmPlan<'l> {
             };
         let a = load("vec_a", &gemm.a, Dim::M, c.block_m, c.vec_a)?;
         let b = load("vec_b", &gemm.b, Dim::N, c.block_n, c.vec_b)?;
+        let tile = |l: &TileLoad, name: &str| {
+            let (line, lines) = if l.along_k {
+                (c.block_k, l.rows)
+            } else {
+                (l.rows, c.block_k)
+            };
+            SmemTile::new(l.along_k, line, lines, c.lds, bytes)
+                .map_err(|r| fail(format!("{name}: {r}")))
+        };
+        let mut sa = tile(&a, "A")?;
+        let mut sb = tile(&b, "B")?;
+        sb.region = c.stages * sa.stage;
+        sa.region = 0;
+        let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
+        if smem_bytes > u32::MAX as u64 / 2 {
+            return Err(fail(format!("{smem_bytes} bytes of shared memory")));
+        }
+        let smem = Smem {
+            a: sa,
+            b: sb,
+            stages: c.stages,
+            bytes: smem_bytes as u32,
+        };
         let k_tiles = gemm.k_len().div_ceil(c.block_k);
         let k_tiles_per_split = k_tiles.div_ceil(c.split_k);
         let atomic = (c.split_k > 1).then_some(dt != DType::F32);
@@ -335,6 +376,6 @@ fn tile_load(
         vectors,
         slots: vectors.div_ceil(threads),
         partial: !vectors.is_multiple_of(threads),
-        async_copy: target.has_cp_async() && along_k && matches!(vb, 4 | 8 | 16),
+        async_copy: target.has_cp_async() && matches!(vb, 4 | 8 | 16),
     })
 }

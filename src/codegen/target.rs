@@ -176,8 +176,13 @@ pub(crate) trait TargetSpec: Sync {
         v: FloatValue<'ctx>,
         dt: DType,
     ) -> IntValue<'ctx>;
-    /// `ldmatrix.sync.aligned.m8n8.x4.b16` from a shared address (NVIDIA).
-    fn ldmatrix_x4<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> [IntValue<'ctx>; 4];
+    /// `ldmatrix.sync.aligned.m8n8.x4[.trans].b16` from a shared address (NVIDIA).
+    fn ldmatrix_x4<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        trans: bool,
+    ) -> [IntValue<'ctx>; 4];
     /// `mma.sync m16n8k16` f32 += f16/bf16 × f16/bf16 (NVIDIA); operands as packed i32 pairs.
     fn mma_16816<'ctx>(
         &self,

@@ -291,21 +291,36 @@ pub(crate) extern "C" fn emu_f32_to_half(v: f32, code: u32) -> u32 {
     }
 }
 
-/// `ldmatrix.sync.aligned.m8n8.x4.b16`: lanes 8q..8q+7 address the rows of matrix q; lane l
-/// gets, in register q, row l/4 of matrix q, 16-bit elements 2·(l%4) and 2·(l%4)+1.
-pub(crate) extern "C" fn emu_ldmatrix_x4(ctx: *const u8, ptr: *const u8, out: *mut u32) {
+/// `ldmatrix.sync.aligned.m8n8.x4[.trans].b16`: lanes 8q..8q+7 address the 8 rows (16 bytes
+/// each) of matrix q. Lane l gets in register q: without `.trans`, row l/4, 16-bit elements
+/// 2·(l%4) and 2·(l%4)+1; with `.trans`, element l/4 of rows 2·(l%4) and 2·(l%4)+1.
+pub(crate) extern "C" fn emu_ldmatrix_x4(
+    ctx: *const u8,
+    ptr: *const u8,
+    trans: u32,
+    out: *mut u32,
+) {
     // SAFETY: as above; `out` points to 4 u32 of the caller.
     let t = unsafe { thread(ctx) };
     let regs = t.exchange(&[ptr as u64], |s, lane| {
         let mut regs = [0u32; 4];
         for (q, r) in regs.iter_mut().enumerate() {
-            let row = s[8 * q + lane / 4][0] as usize;
-            if !t.block.in_smem(row, 16) || !row.is_multiple_of(16) {
-                t.record(&format!("ldmatrix row address {row:#x} (matrix {q}) outside shared memory or not 16-byte aligned"));
+            let rows: Vec<usize> = (0..8).map(|i| s[8 * q + i][0] as usize).collect();
+            if let Some(bad) = rows.iter().find(|&&a| !t.block.in_smem(a, 16) || a % 16 != 0) {
+                t.record(&format!(
+                    "ldmatrix row address {bad:#x} (matrix {q}) outside shared memory or not 16-byte aligned"
+                ));
                 continue;
             }
-            // SAFETY: checked inside shared memory above.
-            *r = unsafe { std::ptr::read_unaligned((row + 4 * (lane % 4)) as *const u32) };
+            // SAFETY (both reads): every row address was checked to lie in shared memory
+            // with its 16 bytes, and the offsets stay below 16.
+            let half = |row: usize, elem: usize| unsafe { std::ptr::read_unaligned((rows[row] + 2 * elem) as *const u16) } as u32;
+            let (lo, hi) = if trans == 0 {
+                (half(lane / 4, 2 * (lane % 4)), half(lane / 4, 2 * (lane % 4) + 1))
+            } else {
+                (half(2 * (lane % 4), lane / 4), half(2 * (lane % 4) + 1, lane / 4))
+            };
+            *r = lo | (hi << 16);
         }
         regs
     });

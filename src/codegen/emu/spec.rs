@@ -189,10 +189,21 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
         .unwrap_or_else(|| kb.c(0));
         super::super::builder::ok(kb.raw().build_int_truncate(w, kb.ctx.i16_type(), ""))
     }
-    fn ldmatrix_x4<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> [IntValue<'ctx>; 4] {
+    fn ldmatrix_x4<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        trans: bool,
+    ) -> [IntValue<'ctx>; 4] {
         let i32t: BasicTypeEnum = kb.i32t().into();
         let out = Self::array(kb, i32t, &[], 4);
-        Self::rt(kb, "emu_ldmatrix_x4", None, &[ptr.into(), out.into()]);
+        let trans = kb.c(i64::from(trans)).into();
+        Self::rt(
+            kb,
+            "emu_ldmatrix_x4",
+            None,
+            &[ptr.into(), trans, out.into()],
+        );
         std::array::from_fn(|i| {
             kb.get(kb.gep(i32t, out, kb.c(i as i64)), i32t)
                 .into_int_value()
