@@ -32,7 +32,11 @@ pub fn sweep_problems() -> Vec<ConvProblem> {
         for dir in [1, 2, 4] {
             for (j, dtype) in ["conv", "convfp16", "convbfp16"].iter().enumerate() {
                 // Alternate layouts so every (dtype, layout) pair appears.
-                let layout = if (i + j + dir) % 2 == 0 { "NHWC" } else { "NCHW" };
+                let layout = if (i + j + dir) % 2 == 0 {
+                    "NHWC"
+                } else {
+                    "NCHW"
+                };
                 let line = format!("{dtype} {shape} -F {dir} --layout {layout}");
                 if let Ok(p) = line.parse() {
                     out.push(p);
@@ -108,7 +112,8 @@ pub fn run(
         let reference = match reference_plan(p, arch) {
             Ok(r) => r,
             Err(e) => {
-                s.reference_failures.push(format!("{p}: reference kernel: {e}"));
+                s.reference_failures
+                    .push(format!("{p}: reference kernel: {e}"));
                 continue;
             }
         };
@@ -158,7 +163,10 @@ pub fn fault_isolation(worker: &mut Worker, arch: &Arch, seed: u64) -> Result<bo
         return Ok(false);
     };
     worker.set_problem(&p, &reference, seed)?;
-    let faulted = matches!(worker.measure(&bad)?, Outcome::Fault(_) | Outcome::LaunchFailed(_));
+    let faulted = matches!(
+        worker.measure(&bad)?,
+        Outcome::Fault(_) | Outcome::LaunchFailed(_)
+    );
     let recovered = matches!(worker.measure(&good)?, Outcome::Ok(_));
     Ok(faulted && recovered)
 }
@@ -189,9 +197,10 @@ pub fn sweep_covers_everything() -> bool {
     let dtypes = [DType::F32, DType::F16, DType::BF16];
     dirs.iter().all(|d| ps.iter().any(|p| p.direction() == *d))
         && dtypes.iter().all(|t| ps.iter().any(|p| p.dtype() == *t))
-        && [Layout::NGCHW, Layout::NHWGC]
-            .iter()
-            .all(|l| ps.iter().any(|p| p.layout(crate::problem::Tensor::Input) == *l))
+        && [Layout::NGCHW, Layout::NHWGC].iter().all(|l| {
+            ps.iter()
+                .any(|p| p.layout(crate::problem::Tensor::Input) == *l)
+        })
 }
 
 #[cfg(test)]

@@ -38,8 +38,12 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
             found.config
         }
     };
-    legality::check(&l, &cfg, &arch)
-        .map_err(|e| bad_input(anyhow!("{cfg} is illegal for this problem on {}: {e}", arch.name)))?;
+    legality::check(&l, &cfg, &arch).map_err(|e| {
+        bad_input(anyhow!(
+            "{cfg} is illegal for this problem on {}: {e}",
+            arch.name
+        ))
+    })?;
     let c = compile_conv(&l, &cfg, target_for(&arch))?;
     let bytes = match (&c.ptx, &c.code_object) {
         (Some(ptx), _) => ptx.as_bytes().to_vec(),

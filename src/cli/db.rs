@@ -102,7 +102,9 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             let dev = cuda_devices()
                 .ok()
                 .and_then(|v| v.into_iter().nth(device))
-                .ok_or_else(|| bad_input(anyhow!("no GPU {device} to compare fingerprints with")))?;
+                .ok_or_else(|| {
+                    bad_input(anyhow!("no GPU {device} to compare fingerprints with"))
+                })?;
             let f = dev.fingerprint();
             let fp = db::Fingerprint {
                 gpu: f.gpu,
@@ -112,7 +114,10 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             };
             let stale = db::stale(&d, &fp, env!("CARGO_PKG_VERSION"));
             for e in &stale {
-                println!("{}  ({}; convtune {})", e.problem, e.fingerprint, e.convtune_version);
+                println!(
+                    "{}  ({}; convtune {})",
+                    e.problem, e.fingerprint, e.convtune_version
+                );
             }
             println!("{} of {} entries stale", stale.len(), d.len());
         }

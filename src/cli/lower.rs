@@ -72,7 +72,11 @@ pub fn run(args: LowerArgs) -> anyhow::Result<()> {
     println!(
         "{} GEMM(s){}",
         l.gemms.len(),
-        if l.zero_init { ", after a zero-init of the written tensor" } else { "" }
+        if l.zero_init {
+            ", after a zero-init of the written tensor"
+        } else {
+            ""
+        }
     );
     for g in &l.gemms {
         println!(

@@ -7,8 +7,8 @@ mod selfcheck;
 mod space;
 mod tune;
 
-use clap::{Parser, Subcommand};
 use anyhow::Context as _;
+use clap::{Parser, Subcommand};
 use convtune::arch::Arch;
 use convtune::problem::ConvProblem;
 use convtune::space::SearchSpace;
@@ -16,7 +16,12 @@ use std::path::PathBuf;
 
 /// Auto-tuner for implicit-GEMM convolution kernels.
 #[derive(Parser)]
-#[command(name = "convtune", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "convtune",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

@@ -30,9 +30,14 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
     eprintln!("selfcheck on {}", dev.fingerprint());
     let mut worker = Worker::spawn(args.device)?;
     let problems = selfcheck::sweep_problems();
-    let mut summary = selfcheck::run(&mut worker, &arch, &problems, args.configs, args.seed, |l| {
-        eprintln!("  {l}")
-    })?;
+    let mut summary = selfcheck::run(
+        &mut worker,
+        &arch,
+        &problems,
+        args.configs,
+        args.seed,
+        |l| eprintln!("  {l}"),
+    )?;
     summary.fault_isolated = Some(selfcheck::fault_isolation(&mut worker, &arch, args.seed)?);
     println!("{summary}");
     if summary.ok() {

@@ -82,8 +82,7 @@ fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))
                 .map_err(bad_input)?;
-            parse_problem_file(&text)
-                .map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?
+            parse_problem_file(&text).map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?
         }
         (None, None) => return Err(bad_input(anyhow!("give --problem or --problems"))),
     };
@@ -249,10 +248,21 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         };
         let inject = eval.inject;
         let compile = |c: &PerfConfig| {
-            let faulty = inject > 0 && e.legal.iter().position(|x| x == c).is_some_and(|i| i < inject);
+            let faulty = inject > 0
+                && e.legal
+                    .iter()
+                    .position(|x| x == c)
+                    .is_some_and(|i| i < inject);
             compile_plan(&l, c, &arch, faulty).map_err(|e| e.to_string())
         };
-        let report = tune::tune(&ctx, strat.as_mut(), compile, &mut eval, &mut rec, &options(&args));
+        let report = tune::tune(
+            &ctx,
+            strat.as_mut(),
+            compile,
+            &mut eval,
+            &mut rec,
+            &options(&args),
+        );
         if let Some(err) = eval.fatal {
             return Err(anyhow!("GPU worker failed: {err}"));
         }
@@ -329,7 +339,10 @@ fn print_top(p: &ConvProblem, r: &tune::TuneReport) {
 /// Compiles every candidate (up to the budget) for the arch and reports counts; no GPU.
 fn dry_run(args: &TuneArgs, arch: &Arch, list: &[ConvProblem]) -> anyhow::Result<()> {
     let (space, origin) = args.arch.space(arch)?;
-    println!("dry run for {} ({}), space {origin}", arch.name, arch.product);
+    println!(
+        "dry run for {} ({}), space {origin}",
+        arch.name, arch.product
+    );
     let mut total_failed = 0;
     for p in list {
         let l = lower(p);

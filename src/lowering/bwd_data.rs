@@ -139,12 +139,10 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], i: [u32; 2], dots: [u32; 2], id
             .add(td[d].left as i64)
     };
     let in_pixel = |d: usize, t: &str| {
-        Affine::zero()
-            .plus(ax(t), s.stride[d] as i64)
-            .add(
-                td[d].left as i64 * s.stride[d] as i64 + i[d] as i64 * s.dilation[d] as i64
-                    - s.pad[d] as i64,
-            )
+        Affine::zero().plus(ax(t), s.stride[d] as i64).add(
+            td[d].left as i64 * s.stride[d] as i64 + i[d] as i64 * s.dilation[d] as i64
+                - s.pad[d] as i64,
+        )
     };
     Gemm {
         id,

@@ -3,7 +3,6 @@
 
 use super::{Dim, Lowering};
 
-
 /// Executes every step of a lowering over f64 tensors stored in their layouts, indexed by
 /// [`crate::problem::Tensor`] (`tensors[Tensor::Input as usize]`, …). The written tensor is overwritten.
 pub fn execute(l: &Lowering, tensors: &mut [Vec<f64>; 3]) {

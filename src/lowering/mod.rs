@@ -195,7 +195,12 @@ impl Operand {
     }
 
     /// Which GEMM dimension (of `dims_of_operand`) walks this tensor's contiguous memory.
-    pub fn contiguity(&self, p: &ConvProblem, gemm: &Gemm, dims_of_operand: [Dim; 2]) -> Contiguity {
+    pub fn contiguity(
+        &self,
+        p: &ConvProblem,
+        gemm: &Gemm,
+        dims_of_operand: [Dim; 2],
+    ) -> Contiguity {
         // The innermost tensor dimension longer than 1: dimensions of length 1 (a 1x1 filter's
         // y and x) have no extent, so the next one out is unit-stride in memory.
         let extents = p.logical_dims(self.tensor);
@@ -214,7 +219,10 @@ impl Operand {
             // Axes of length 1 never move: a unit step along the dimension moves the innermost
             // axis that is longer than 1.
             let axes = &gemm.dims[d as usize].axes;
-            let last = axes.iter().rposition(|a| a.len > 1).unwrap_or(axes.len() - 1);
+            let last = axes
+                .iter()
+                .rposition(|a| a.len > 1)
+                .unwrap_or(axes.len() - 1);
             self.coords[inner]
                 .terms
                 .iter()
@@ -291,7 +299,9 @@ impl Lowering {
     pub fn gemm_flops(&self) -> f64 {
         self.gemms
             .iter()
-            .map(|g| 2.0 * g.g_len() as f64 * g.m_len() as f64 * g.n_len() as f64 * g.k_len() as f64)
+            .map(|g| {
+                2.0 * g.g_len() as f64 * g.m_len() as f64 * g.n_len() as f64 * g.k_len() as f64
+            })
             .sum()
     }
 }

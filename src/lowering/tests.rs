@@ -20,7 +20,13 @@ fn disagreement(p: &ConvProblem, seed: u64) -> f64 {
     expect
         .iter()
         .zip(&t[written])
-        .map(|(e, g)| if g.is_nan() { f64::INFINITY } else { (e - g).abs() / scale })
+        .map(|(e, g)| {
+            if g.is_nan() {
+                f64::INFINITY
+            } else {
+                (e - g).abs() / scale
+            }
+        })
         .fold(0.0, f64::max)
 }
 
@@ -49,7 +55,10 @@ fn seed_003_shape_two_gemms_and_correct() {
     let l = lower(&p);
     assert_eq!(l.gemms.len(), 2);
     assert_eq!(l.gemms.iter().map(|g| g.id).collect::<Vec<_>>(), [0, 1]);
-    assert!(!l.zero_init, "stride 2 with a 2-wide filter covers every pixel");
+    assert!(
+        !l.zero_init,
+        "stride 2 with a 2-wide filter covers every pixel"
+    );
     assert!(disagreement(&p, 3) < 1e-12);
 }
 
@@ -67,7 +76,11 @@ fn empty_filter_slice_is_dropped_and_zeroed() {
 fn full_problem_sizes_of_seed_003() {
     let p = problem("convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC");
     let l = lower(&p);
-    let sizes: Vec<_> = l.gemms.iter().map(|g| (g.m_len(), g.n_len(), g.k_len())).collect();
+    let sizes: Vec<_> = l
+        .gemms
+        .iter()
+        .map(|g| (g.m_len(), g.n_len(), g.k_len()))
+        .collect();
     assert_eq!(sizes, [(2048, 16 * 257, 2048), (2048, 16 * 257, 2048)]);
 }
 
@@ -85,10 +98,25 @@ fn arb_problem() -> impl Strategy<Value = ConvProblem> {
         ([0u32..4, 0u32..4], [1u32..4, 1u32..4], [1u32..3, 1u32..3]),
         (dir, act.clone(), fil, act),
     )
-        .prop_filter_map("invalid problem", |((n, cg, kg, g), (h, w, y, x), (pad, stride, dilation), (d, il, fl, ol))| {
-            let sizes = ConvSizes { n, c: cg * g, h, w, k: kg * g, y, x, pad, stride, dilation, groups: g };
-            ConvProblem::new(sizes, d, DType::F32, il, fl, ol).ok()
-        })
+        .prop_filter_map(
+            "invalid problem",
+            |((n, cg, kg, g), (h, w, y, x), (pad, stride, dilation), (d, il, fl, ol))| {
+                let sizes = ConvSizes {
+                    n,
+                    c: cg * g,
+                    h,
+                    w,
+                    k: kg * g,
+                    y,
+                    x,
+                    pad,
+                    stride,
+                    dilation,
+                    groups: g,
+                };
+                ConvProblem::new(sizes, d, DType::F32, il, fl, ol).ok()
+            },
+        )
 }
 
 proptest! {

@@ -157,7 +157,11 @@ impl Layout {
         if chars.len() == 4 && !chars.contains(&'G') {
             // Groups sit just outside the channel dimension that groups split: C for
             // activations (MIOpen's convention), K for filters.
-            let split = if kind == LayoutKind::Activation { 'C' } else { 'K' };
+            let split = if kind == LayoutKind::Activation {
+                'C'
+            } else {
+                'K'
+            };
             let at = chars
                 .iter()
                 .position(|&c| c == split)

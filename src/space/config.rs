@@ -202,14 +202,31 @@ mod tests {
         };
         let s = c.to_string();
         assert_eq!(s.parse::<PerfConfig>().unwrap(), c);
-        assert!(matches!("v2:bm=1".parse::<PerfConfig>(), Err(ConfigParseError::Version(_))));
-        let e = s.replace("bk=32", "bk=x").parse::<PerfConfig>().unwrap_err();
+        assert!(matches!(
+            "v2:bm=1".parse::<PerfConfig>(),
+            Err(ConfigParseError::Version(_))
+        ));
+        let e = s
+            .replace("bk=32", "bk=x")
+            .parse::<PerfConfig>()
+            .unwrap_err();
         assert_eq!(
             e,
-            ConfigParseError::Value { text: s.replace("bk=32", "bk=x"), field: "bk", value: "x".into() }
+            ConfigParseError::Value {
+                text: s.replace("bk=32", "bk=x"),
+                field: "bk",
+                value: "x".into()
+            }
         );
         let e = s.replace("wm=", "wx=").parse::<PerfConfig>().unwrap_err();
-        assert!(matches!(e, ConfigParseError::Field { expected: "wm", pos: 4, .. }));
+        assert!(matches!(
+            e,
+            ConfigParseError::Field {
+                expected: "wm",
+                pos: 4,
+                ..
+            }
+        ));
         assert!(format!("{s},zz=1").parse::<PerfConfig>().is_err());
     }
 }

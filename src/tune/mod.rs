@@ -8,7 +8,9 @@
 mod plan;
 mod progress;
 
-pub use plan::{compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError};
+pub use plan::{
+    compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError,
+};
 
 use crate::runtime::{LaunchPlan, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
@@ -92,7 +94,10 @@ impl TuneReport {
     }
     /// Count of trials that did not produce a verified timing.
     pub fn failed(&self) -> usize {
-        self.trials.iter().filter(|t| t.outcome.timing().is_none()).count()
+        self.trials
+            .iter()
+            .filter(|t| t.outcome.timing().is_none())
+            .count()
     }
 }
 

@@ -121,4 +121,3 @@ pub fn resource_summary(compiled: &[(PerfConfig, Result<Compiled, String>)]) -> 
         first.lines().collect::<Vec<_>>().join("; ")
     ))
 }
-

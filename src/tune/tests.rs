@@ -78,7 +78,9 @@ impl Record for Mem {
 }
 
 fn run(cands: &[PerfConfig], budget: Option<usize>, rec: &mut Mem) -> (TuneReport, usize) {
-    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1".parse().unwrap();
+    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
+        .parse()
+        .unwrap();
     let l = lower(&p);
     let ctx = SearchContext {
         lowering: &l,
@@ -92,7 +94,14 @@ fn run(cands: &[PerfConfig], budget: Option<usize>, rec: &mut Mem) -> (TuneRepor
         progress: false,
         ..Default::default()
     };
-    let r = tune(&ctx, &mut Exhaustive::default(), compile, &mut fake, rec, &opts);
+    let r = tune(
+        &ctx,
+        &mut Exhaustive::default(),
+        compile,
+        &mut fake,
+        rec,
+        &opts,
+    );
     (r, fake.calls)
 }
 
@@ -101,11 +110,18 @@ fn failures_are_recorded_and_the_run_goes_on() {
     let cands = configs(8);
     let (r, calls) = run(&cands, None, &mut Mem::default());
     assert_eq!(r.trials.len(), 8);
-    assert_eq!(calls, 7, "the config that fails to compile is never measured");
+    assert_eq!(
+        calls, 7,
+        "the config that fails to compile is never measured"
+    );
     assert_eq!(r.failed(), 2);
     assert_eq!(r.best().unwrap().0.block_m, 128);
     assert!(matches!(
-        r.trials.iter().find(|t| t.config.block_m == 48).unwrap().outcome,
+        r.trials
+            .iter()
+            .find(|t| t.config.block_m == 48)
+            .unwrap()
+            .outcome,
         Outcome::Fault(_)
     ));
 }
@@ -125,7 +141,10 @@ fn resume_measures_only_what_is_missing_and_ends_the_same() {
     assert_eq!(first.trials.len(), 5);
     let (second, calls) = run(&cands, None, &mut rec);
     assert_eq!(second.trials.iter().filter(|t| t.resumed).count(), 5);
-    assert_eq!(calls, 4 - usize::from(cands[5..].iter().any(|c| c.block_m == 32)));
+    assert_eq!(
+        calls,
+        4 - usize::from(cands[5..].iter().any(|c| c.block_m == 32))
+    );
     let (full, _) = run(&cands, None, &mut Mem::default());
     assert_eq!(second.best().unwrap().0, full.best().unwrap().0);
 }
