@@ -8,10 +8,12 @@ use convtune::lowering::lower;
 use convtune::problem::{parse_problem_file, ConvProblem};
 use convtune::runtime::{cuda_devices, LaunchPlan, Outcome, Worker};
 use convtune::search::{self, SearchContext};
+use convtune::space::SearchSpace;
 use convtune::space::{enumerate_lowered, PerfConfig};
 use convtune::tune::{self, compile_plan, reference_plan, Evaluate, Record, TuneOptions};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Arguments of the tuning run (the bare `convtune` form).
@@ -40,6 +42,9 @@ pub struct TuneArgs {
     /// GPU ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// Tune on several GPUs of this host, one worker each: `all` or a list `0,1`.
+    #[arg(long, value_name = "all|LIST")]
+    pub devices: Option<String>,
     /// Database file to write (default: the user database, see `convtune lookup --help`).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
@@ -101,7 +106,6 @@ fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
 struct WorkerEval<'a> {
     worker: &'a mut Worker,
     fatal: Option<String>,
-    inject: usize,
 }
 
 impl Evaluate for WorkerEval<'_> {
@@ -190,6 +194,16 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         )));
     }
     let (space, origin) = args.arch.space(&arch)?;
+    let ordinals = device_list(&args, devices.len())?;
+    for &d in &ordinals {
+        let a = devices[d].fingerprint().arch;
+        if a != arch.name {
+            return Err(bad_input(anyhow!(
+                "--devices: GPU {d} is {a}, not {}",
+                arch.name
+            )));
+        }
+    }
     let fp = dev.fingerprint();
     let db_fp = db::Fingerprint {
         gpu: fp.gpu.clone(),
@@ -198,105 +212,196 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         clock_mhz: fp.clock_mhz,
     };
     let db_path = db::user_db_path(args.db.as_deref(), arch.name);
-    let journal_path = args
+    let journal_base = args
         .journal
         .clone()
         .unwrap_or_else(|| db_path.with_extension("journal.jsonl"));
-    if let Some(dir) = journal_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = journal_base.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let earlier = Journal::load(&journal_path).unwrap_or_default();
-    let mut journal = Journal::open(&journal_path)?;
+    // One journal per device (a journal has one writer); a rerun resumes from all of them.
+    let journals: Vec<PathBuf> = ordinals
+        .iter()
+        .map(|&d| journal_for(&journal_base, d, ordinals.len()))
+        .collect();
+    let mut earlier = HashMap::new();
+    for j in journals.iter().chain(std::iter::once(&journal_base)) {
+        earlier.extend(Journal::load(j).unwrap_or_default());
+    }
     eprintln!(
-        "convtune: {} problem(s) on {fp}, space {origin}, strategy {}, database {}, journal {}",
+        "convtune: {} problem(s) on {} × {fp}, space {origin}, strategy {}, database {}, journal {}",
         list.len(),
+        ordinals.len(),
         args.strategy,
         db_path.display(),
-        journal_path.display()
+        journal_base.display()
     );
-    let mut worker = Worker::spawn(args.device)?;
-    let mut reports = Vec::new();
-    for p in &list {
-        let l = lower(p);
-        let e = enumerate_lowered(&l, &arch, &space);
-        let reference = reference_plan(p, &arch).map_err(|e| anyhow!("reference kernel: {e}"))?;
+    let setup = Setup {
+        arch,
+        space,
+        db_fp,
+        db_path,
+        earlier,
+        progress: ordinals.len() == 1 && !args.quiet,
+    };
+    let queue = Mutex::new(list.into_iter().collect::<VecDeque<_>>());
+    let reports = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = ordinals
+            .iter()
+            .zip(&journals)
+            .map(|(&d, j)| {
+                let (setup, queue, reports, args) = (&setup, &queue, &reports, &args);
+                scope.spawn(move || tune_device(args, setup, d, j, queue, reports))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a device thread panicked")))
+            })
+            .collect::<anyhow::Result<Vec<()>>>()
+    })?;
+    Ok(())
+}
+
+/// What every device thread shares.
+struct Setup {
+    arch: Arch,
+    space: SearchSpace,
+    db_fp: db::Fingerprint,
+    db_path: PathBuf,
+    earlier: HashMap<(String, String), db::JournalRecord>,
+    progress: bool,
+}
+
+/// `--devices all|0,1,…`, else `--device`.
+fn device_list(args: &TuneArgs, present: usize) -> anyhow::Result<Vec<usize>> {
+    let Some(spec) = &args.devices else {
+        return Ok(vec![args.device]);
+    };
+    if spec == "all" {
+        return Ok((0..present).collect());
+    }
+    spec.split(',')
+        .map(|t| {
+            t.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&d| d < present)
+                .ok_or_else(|| {
+                    bad_input(anyhow!(
+                        "--devices '{spec}': '{t}' is not a GPU (0..{present})"
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn journal_for(base: &Path, device: usize, devices: usize) -> PathBuf {
+    if devices == 1 {
+        return base.to_path_buf();
+    }
+    let mut name = base.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".gpu{device}"));
+    base.with_file_name(name)
+}
+
+/// One device's worker: takes problems from the shared queue until it is empty.
+fn tune_device(
+    args: &TuneArgs,
+    setup: &Setup,
+    device: usize,
+    journal_path: &Path,
+    queue: &Mutex<VecDeque<ConvProblem>>,
+    reports: &Mutex<Vec<serde_json::Value>>,
+) -> anyhow::Result<()> {
+    let arch = &setup.arch;
+    let mut journal = Journal::open(journal_path)?;
+    let mut worker = Worker::spawn(device)?;
+    loop {
+        let Some(p) = queue
+            .lock()
+            .map_err(|_| anyhow!("queue poisoned"))?
+            .pop_front()
+        else {
+            return Ok(());
+        };
+        let l = lower(&p);
+        let e = enumerate_lowered(&l, arch, &setup.space);
+        let reference = reference_plan(&p, arch).map_err(|e| anyhow!("reference kernel: {e}"))?;
         let ref_us = worker
-            .set_problem(p, &reference, args.seed)
+            .set_problem(&p, &reference, args.seed)
             .with_context(|| format!("setting up {p}"))?;
         eprintln!(
-            "\n{}\n  {} legal of {} raw candidates; reference kernel {ref_us:.1} us",
+            "[gpu {device}] {}: {} legal of {} raw candidates; reference kernel {ref_us:.1} us",
             p.key(),
             e.legal.len(),
             e.raw
         );
         let ctx = SearchContext {
             lowering: &l,
-            arch: &arch,
+            arch,
             candidates: &e.legal,
         };
-        let mut strat = strategy(&args)?;
+        let mut strat = strategy(args)?;
         let mut eval = WorkerEval {
             worker: &mut worker,
             fatal: None,
-            inject: args.inject_faults,
         };
         let mut rec = JournalRecord {
             key: p.key(),
-            earlier: &earlier,
+            earlier: &setup.earlier,
             journal: &mut journal,
             error: None,
         };
-        let inject = eval.inject;
+        let inject = args.inject_faults;
         let compile = |c: &PerfConfig| {
             let faulty = inject > 0
                 && e.legal
                     .iter()
                     .position(|x| x == c)
                     .is_some_and(|i| i < inject);
-            compile_plan(&l, c, &arch, faulty).map_err(|e| e.to_string())
+            compile_plan(&l, c, arch, faulty).map_err(|e| e.to_string())
         };
-        let report = tune::tune(
-            &ctx,
-            strat.as_mut(),
-            compile,
-            &mut eval,
-            &mut rec,
-            &options(&args),
-        );
+        let mut opts = options(args);
+        opts.progress = setup.progress;
+        let report = tune::tune(&ctx, strat.as_mut(), compile, &mut eval, &mut rec, &opts);
         if let Some(err) = eval.fatal {
-            return Err(anyhow!("GPU worker failed: {err}"));
+            return Err(anyhow!("GPU {device} worker failed: {err}"));
         }
         if let Some(err) = rec.error {
             return Err(anyhow!("journal {}: {err}", journal_path.display()));
         }
-        print_top(p, &report);
-        if let Some((cfg, t)) = report.best() {
-            let entry = Entry {
-                problem: p.key(),
-                config: cfg.to_string(),
-                time_us: t.median_us,
-                tflops: t.tflops,
-                candidates_tried: report.trials.len() as u64,
-                fingerprint: db_fp.clone(),
-                convtune_version: env!("CARGO_PKG_VERSION").to_string(),
-                date: db::today_utc(),
-                checksum: String::new(),
-            }
-            .sealed();
-            TunedDb::update_file(&db_path, arch.name, |db| db.insert(entry))??;
-            reports.push(serde_json::json!({
-                "problem": p.key(), "config": cfg.to_string(), "time_us": t.median_us,
-                "tflops": t.tflops, "tried": report.trials.len(), "failed": report.failed(),
-                "legal": report.legal, "seconds": report.elapsed.as_secs_f64(),
-            }));
-        } else {
+        print_top(&p, &report);
+        let Some((cfg, t)) = report.best() else {
             eprintln!("  no candidate verified: nothing written for this problem");
+            continue;
+        };
+        let entry = Entry {
+            problem: p.key(),
+            config: cfg.to_string(),
+            time_us: t.median_us,
+            tflops: t.tflops,
+            candidates_tried: report.trials.len() as u64,
+            fingerprint: setup.db_fp.clone(),
+            convtune_version: env!("CARGO_PKG_VERSION").to_string(),
+            date: db::today_utc(),
+            checksum: String::new(),
         }
+        .sealed();
+        TunedDb::update_file(&setup.db_path, arch.name, |db| db.insert(entry))??;
+        let mut all = reports.lock().map_err(|_| anyhow!("reports poisoned"))?;
+        all.push(serde_json::json!({
+            "problem": p.key(), "config": cfg.to_string(), "time_us": t.median_us,
+            "tflops": t.tflops, "tried": report.trials.len(), "failed": report.failed(),
+            "legal": report.legal, "seconds": report.elapsed.as_secs_f64(), "device": device,
+        }));
         if let Some(path) = &args.report {
-            write_report(path, &reports)?;
+            write_report(path, &all)?;
         }
     }
-    Ok(())
 }
 
 fn write_report(path: &Path, reports: &[serde_json::Value]) -> anyhow::Result<()> {
