@@ -105,13 +105,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
                 .ok_or_else(|| {
                     bad_input(anyhow!("no GPU {device} to compare fingerprints with"))
                 })?;
-            let f = dev.fingerprint();
-            let fp = db::Fingerprint {
-                gpu: f.gpu,
-                compute_units: f.compute_units,
-                driver: f.driver,
-                clock_mhz: f.clock_mhz,
-            };
+            let fp = db::Fingerprint::from(&dev.fingerprint());
             let stale = db::stale(&d, &fp, env!("CARGO_PKG_VERSION"));
             for e in &stale {
                 println!(

@@ -205,12 +205,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         }
     }
     let fp = dev.fingerprint();
-    let db_fp = db::Fingerprint {
-        gpu: fp.gpu.clone(),
-        compute_units: fp.compute_units,
-        driver: fp.driver.clone(),
-        clock_mhz: fp.clock_mhz,
-    };
+    let db_fp = db::Fingerprint::from(&fp);
     let db_path = db::user_db_path(args.db.as_deref(), arch.name);
     let journal_base = args
         .journal

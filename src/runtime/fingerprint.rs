@@ -95,3 +95,16 @@ mod tests {
         );
     }
 }
+
+/// The database keeps the stable subset of a fingerprint (no arch: a database file is per arch;
+/// no memory clock: it does not decide which config wins).
+impl From<&Fingerprint> for crate::db::Fingerprint {
+    fn from(f: &Fingerprint) -> Self {
+        crate::db::Fingerprint {
+            gpu: f.gpu.clone(),
+            compute_units: f.compute_units,
+            driver: f.driver.clone(),
+            clock_mhz: f.clock_mhz,
+        }
+    }
+}
