@@ -35,6 +35,8 @@ enum Command {
     Lower(lower::LowerArgs),
     /// Compile one candidate to PTX or an AMDGPU code object and print its resource use.
     Compile(compile::CompileArgs),
+    /// Tune again the database entries that are stale on this GPU (takes the tuning flags).
+    Retune(tune::TuneArgs),
     /// The config a compiler would use for a problem, and where it came from.
     Lookup(db::LookupArgs),
     /// Tuned database tools: merge, diff, check, stale, export.
@@ -131,6 +133,7 @@ pub fn run() -> i32 {
         Some(Command::Space(a)) => space::run(a),
         Some(Command::Selfcheck(a)) => selfcheck::run(a),
         Some(Command::Lookup(a)) => db::lookup(a),
+        Some(Command::Retune(a)) => tune::retune(a),
         Some(Command::Compile(a)) => compile::run(a),
         Some(Command::Db(c)) => db::run(c),
         Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),

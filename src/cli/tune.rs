@@ -170,6 +170,41 @@ fn options(args: &TuneArgs) -> TuneOptions {
 /// Runs the tuner; returns the exit code's error, if any.
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let list = problems(&args)?;
+    run_list(args, list)
+}
+
+/// `convtune retune`: tunes again the entries of the database that are stale here (another GPU,
+/// driver or convtune version than the present ones).
+pub fn retune(args: TuneArgs) -> anyhow::Result<()> {
+    let devices = cuda_devices().map_err(|e| bad_input(anyhow!("no usable GPU: {e}")))?;
+    let dev = devices
+        .get(args.device)
+        .ok_or_else(|| bad_input(anyhow!("--device {}: no such GPU", args.device)))?;
+    let fp = dev.fingerprint();
+    let arch = args.arch.arch(Some(&fp.arch))?;
+    let path = db::user_db_path(args.db.as_deref(), arch.name);
+    let d = TunedDb::load(&path).map_err(bad_input)?;
+    let stale = db::stale(&d, &db::Fingerprint::from(&fp), env!("CARGO_PKG_VERSION"));
+    let mut list = Vec::new();
+    for e in &stale {
+        let p: ConvProblem = e.problem.parse().map_err(|err| {
+            bad_input(anyhow!("{}: entry '{}': {err}", path.display(), e.problem))
+        })?;
+        list.push(p);
+    }
+    eprintln!(
+        "{} of {} entries in {} are stale",
+        list.len(),
+        d.len(),
+        path.display()
+    );
+    if list.is_empty() {
+        return Ok(());
+    }
+    run_list(args, list)
+}
+
+fn run_list(args: TuneArgs, list: Vec<ConvProblem>) -> anyhow::Result<()> {
     if args.dry_run {
         let arch = args.arch.arch(None)?;
         return dry_run(&args, &arch, &list);
