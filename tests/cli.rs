@@ -1,0 +1,250 @@
+//! The command line end to end: exit codes, the lowering of seed 003, dry runs for AMD, the
+//! database commands on real files. No GPU needed.
+
+use std::process::{Command, Output};
+
+fn convtune(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_convtune"))
+        .args(args)
+        .env_remove("CONVTUNE_DB")
+        .output()
+        .expect("runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const SEED_003: &str = "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC";
+
+#[test]
+fn lower_json_of_seed_003_is_two_gemms() {
+    let o = convtune(&["lower", "--json", "--problem", SEED_003]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let gemms = v["gemms"].as_array().unwrap();
+    assert_eq!(gemms.len(), 2);
+    for (i, g) in gemms.iter().enumerate() {
+        assert_eq!(g["kernel_id"], i);
+        assert_eq!(
+            (g["m"].as_u64(), g["n"].as_u64(), g["k"].as_u64()),
+            (Some(2048), Some(16 * 257), Some(2048))
+        );
+    }
+    assert_eq!(v["zero_init"], false);
+}
+
+#[test]
+fn malformed_problems_exit_2_with_one_line() {
+    for bad in [
+        "conv -n 1 -c 1 -H 1 -W 1 -k 1 -y 1 -x 1 -F 3",
+        "conv -n -4 -c 1 -H 1 -W 1 -k 1 -y 1 -x 1 -F 1",
+        "conv -z 1",
+        "conv -n",
+        "garbage",
+        "conv -n 1 -c 3 -H 4 -W 4 -k 4 -y 1 -x 1 -g 2 -F 1",
+        "conv -n 1 -c 1 -H 2 -W 2 -k 1 -y 5 -x 1 -F 1",
+    ] {
+        let o = convtune(&["lower", "--problem", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains(bad), "the error names the problem: {err}");
+    }
+}
+
+#[test]
+fn unknown_flag_and_missing_gpu_are_errors() {
+    let o = convtune(&["--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    // No CUDA driver on CI machines: a clear message and exit code 2 (skip where a GPU exists).
+    let o = convtune(&["--problem", "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"]);
+    if stderr(&o).contains("no usable GPU") {
+        assert_eq!(o.status.code(), Some(2));
+    } else {
+        eprintln!("skipping the no-GPU check: a GPU is present");
+    }
+}
+
+#[test]
+fn dry_run_for_gfx90a_compiles_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.toml");
+    let o = convtune(&[
+        "--problem",
+        "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
+        "--arch",
+        "gfx90a",
+        "--dry-run",
+        "--budget",
+        "6",
+        "--quiet",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("compiled 6 ok, 0 failed"), "{out}");
+    assert!(
+        out.contains("vgpr"),
+        "resource use from the code objects: {out}"
+    );
+    assert!(!db.exists());
+}
+
+#[test]
+fn space_reports_vector_rejections_for_seed_000() {
+    let o = convtune(&[
+        "space",
+        "--problem",
+        "conv -n 32 -c 32 -H 15 -W 15 -k 32 -y 1 -x 1 -p 1 -q 1 -F 2",
+        "--arch",
+        "sm_90",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("legal"), "{out}");
+    assert!(out.contains("vector B"), "{out}");
+    let o = convtune(&[
+        "space",
+        "--problem",
+        "conv -n 32 -c 32 -H 15 -W 15 -k 32 -y 1 -x 1 -p 1 -q 1 -F 2",
+        "--arch",
+        "sm_90",
+        "--explain",
+        "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=4,vc=1,lds=pad,sk=1,rs=1",
+    ]);
+    assert!(stdout(&o).contains("ILLEGAL"), "{}", stdout(&o));
+}
+
+#[test]
+fn compile_writes_ptx_with_mma() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.ptx");
+    let o = convtune(&[
+        "compile",
+        "--problem",
+        "convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+        "--arch",
+        "sm_90",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ptx = std::fs::read_to_string(&out).unwrap();
+    assert!(ptx.contains("mma.sync"));
+}
+
+const ENTRY: &str = r#"[header]
+format = 1
+arch = "sm_90"
+
+[[entry]]
+problem = "conv -F 2 -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -I NGCHW -f GKCYX -O NGCHW"
+config = "CONFIG"
+time_us = TIME
+checksum = "SUM"
+fingerprint = { gpu = "NVIDIA H200", compute_units = 132, driver = "13.0" }
+"#;
+
+fn db_file(dir: &std::path::Path, name: &str, config: &str, time: f64) -> String {
+    let path = dir.join(name);
+    let key = "conv -F 2 -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -I NGCHW -f GKCYX -O NGCHW";
+    let text = ENTRY
+        .replace("SUM", &convtune::db::Entry::checksum_for(key, config, ""))
+        .replace("CONFIG", config)
+        .replace("TIME", &format!("{time:.1}"));
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+const GOOD: &str = "v1:bm=32,bn=64,bk=32,wm=16,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1";
+const OTHER: &str = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1";
+
+#[test]
+fn db_merge_check_diff_lookup() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = db_file(dir.path(), "a.toml", GOOD, 20.0);
+    let b = db_file(dir.path(), "b.toml", OTHER, 10.0);
+    let c = dir.path().join("c.toml");
+    let o = convtune(&["db", "merge", &a, &b, "-o", c.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("conflict"), "{}", stdout(&o));
+    let merged = std::fs::read_to_string(&c).unwrap();
+    assert!(
+        merged.contains(OTHER) && !merged.contains(GOOD),
+        "the faster wins: {merged}"
+    );
+    let o = convtune(&["db", "diff", &a, c.to_str().unwrap()]);
+    assert!(o.status.success() && !stdout(&o).contains("no differences"));
+    let o = convtune(&["db", "check", c.to_str().unwrap()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let o = convtune(&[
+        "lookup",
+        "--problem",
+        "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
+        "--arch",
+        "sm_90",
+        "--db",
+        c.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(OTHER), "{}", stdout(&o));
+    assert!(stdout(&o).contains("exact"), "{}", stdout(&o));
+    // A problem one size off gets the nearest tuned problem's config, re-checked for legality.
+    let o = convtune(&[
+        "lookup",
+        "--problem",
+        "conv -n 16 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
+        "--arch",
+        "sm_90",
+        "--db",
+        c.to_str().unwrap(),
+    ]);
+    assert!(stdout(&o).contains("nearest"), "{}", stdout(&o));
+}
+
+#[test]
+fn corrupt_or_illegal_database_is_reported_and_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[header]\nformat = 1\narch = \"sm_90\"\n[[entry]\nproblem = 3\n",
+    )
+    .unwrap();
+    let before = std::fs::read(&bad).unwrap();
+    let good = db_file(dir.path(), "good.toml", GOOD, 20.0);
+    let o = convtune(&[
+        "db",
+        "merge",
+        bad.to_str().unwrap(),
+        &good,
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.toml:4:"),
+        "file and line: {}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(&bad).unwrap(),
+        before,
+        "a corrupt file is never overwritten"
+    );
+    // An entry whose config is illegal for its problem (vector width 4 on a strided operand).
+    let illegal = db_file(
+        dir.path(),
+        "illegal.toml",
+        "v1:bm=32,bn=64,bk=32,wm=16,wn=32,st=2,va=1,vb=4,vc=1,lds=pad,sk=1,rs=1",
+        20.0,
+    );
+    let o = convtune(&["db", "check", &illegal]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+}
