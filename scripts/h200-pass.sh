@@ -42,6 +42,14 @@ echo "== tune $suite (budget $budget per problem)"
 "$BIN" --problems "$suite" --budget "$budget" --db "$R/tuned.toml" --journal "$R/journal.jsonl" \
   --report "$R/report.json" --quiet 2>&1 | tee "$R/tune.log" | grep -v "^  " 
 
+if [ -n "${RECORD:-}" ]; then
+  echo "== exhaustive recordings of $RECORD over search-spaces/nvidia-replay.toml"
+  timeout ${RECORD_SECS:-200} "$BIN" --problems "$RECORD" --strategy exhaustive --space search-spaces/nvidia-replay.toml \
+    --db "$R/record.toml" --journal "$R/record.jsonl" --quiet 2>&1 | grep -v "^  " | tee "$R/record.log"
+  python3 scripts/journal-to-recording.py "$R/record.jsonl" "$R/recordings" --arch sm_90 \
+    --device "$(head -2 "$R/gpu.txt" | tail -1 | cut -d, -f1,2)"
+fi
+
 echo "== cuDNN"
 timeout 200 python3 scripts/compare-cudnn.py --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
 tar czf "$OUT/results.tgz" -C "$OUT" run
