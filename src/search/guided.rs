@@ -1,0 +1,393 @@
+//! The default strategy: model-ranked start, then local search from the measured winners, with
+//! the model corrected by every measurement.
+//!
+//! 1. The [`cost`](super::cost) model predicts every candidate. The first batches take the top
+//!    of that ranking, one config per tile shape (block and warp tile, `block_k`, split-K) before
+//!    any shape repeats, so the first measurements spread over the space instead of 32 configs
+//!    that differ only in a vector width.
+//! 2. Each measurement corrects the model: the log-residual `ln(measured / predicted)` is fitted
+//!    as a sum of per-field-value terms (and a few field pairs), shrunk towards zero (ridge by
+//!    backfitting), and applied to every unmeasured candidate that shares those values.
+//! 3. Most of each later batch is local search: lattice neighbours (one field one step, see
+//!    `lattice`) of the best few measured configs, ranked by the parent's measured time plus the
+//!    corrected model's difference between neighbour and parent. Besides the best three, a few
+//!    more parents are admitted by a simulated-annealing test against a cooling temperature, so
+//!    the search can leave a local optimum; the seed fixes those draws.
+//! 4. The rest of each batch are the corrected model's global picks, so a region the local search
+//!    has not reached still gets measured.
+//! 5. A failed candidate (no time) adds a penalty to its lattice neighbours, so the search steers
+//!    away from regions that fail (too many registers, a miscompiling width) without excluding
+//!    them.
+//!
+//! Every candidate is proposed at most once, and after the ranked pools run dry the remaining
+//! candidates follow in model order, so with an unlimited budget this is exhaustive.
+
+use super::cost::{CostArch, CostModel};
+use super::lattice::{Lattice, NFIELDS};
+use super::rng::SplitMix64;
+use super::{Measured, SearchContext, Strategy};
+use std::collections::HashSet;
+
+/// Field pairs whose interaction the correction fits (besides every single field): block tile
+/// shape, warp tile shape, depth × pipeline, and the two load widths.
+const PAIRS: [(usize, usize); 4] = [(0, 1), (3, 4), (2, 5), (6, 7)];
+/// Ridge strength: a field value's correction counts as if it had this many zero residuals.
+const SHRINK: f64 = 2.0;
+/// Log-time penalty per failed lattice neighbour, and its cap.
+const FAIL_PENALTY: f64 = 0.08;
+const FAIL_CAP: f64 = 0.3;
+/// Batches are at most 1/`SMALL_BATCH_DIVISOR` of the space (but `MIN_BATCH` at least).
+const SMALL_BATCH_DIVISOR: usize = 40;
+const MIN_BATCH: usize = 8;
+/// Parents always expanded; at most this many more admitted by annealing.
+const TOP_PARENTS: usize = 3;
+const EXTRA_PARENTS: usize = 3;
+
+/// Model-guided local search (the default strategy).
+#[derive(Debug)]
+pub struct Guided {
+    seed: u64,
+    arch: Option<CostArch>,
+    state: Option<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    lattice: Lattice,
+    /// ln(predicted µs) per candidate, finite.
+    prior: Vec<f64>,
+    /// Candidates by predicted time, best first.
+    ranking: Vec<usize>,
+    proposed: Vec<bool>,
+    shapes_seen: HashSet<[u32; 6]>,
+    batches: u32,
+    rng: SplitMix64,
+    /// The fitted correction and how many successes it was fitted on: refitted when the
+    /// successes grew by an eighth (or a batch), so a long run does not refit every batch.
+    fit: Fit,
+    /// Failures already turned into neighbour penalties, and the penalties.
+    failure_seen: Vec<bool>,
+    penalty: Vec<f64>,
+}
+
+#[derive(Debug, Default)]
+struct Fit {
+    on: usize,
+    bias: f64,
+    weights: Vec<Vec<f64>>,
+}
+
+impl Guided {
+    /// A guided search whose annealing draws follow `seed`; the model uses the context's arch
+    /// with the data-sheet rates of [`CostArch::from_arch`].
+    pub fn new(seed: u64) -> Self {
+        Guided {
+            seed,
+            arch: None,
+            state: None,
+        }
+    }
+
+    /// The same search with the model's machine numbers fixed (another GPU, tests).
+    pub fn with_arch(seed: u64, arch: CostArch) -> Self {
+        Guided {
+            seed,
+            arch: Some(arch),
+            state: None,
+        }
+    }
+
+    fn init(&self, ctx: &SearchContext<'_>) -> State {
+        let dtype = ctx.lowering.problem.dtype();
+        let machine = self
+            .arch
+            .unwrap_or_else(|| CostArch::from_arch(ctx.arch, dtype));
+        let model = CostModel::new(ctx.lowering, machine);
+        let n = ctx.candidates.len();
+        let raw: Vec<f64> = ctx
+            .candidates
+            .iter()
+            .map(|c| model.estimate(c).time_us)
+            .collect();
+        // Infeasible by the model's reckoning (it may be wrong): last, but still ordered.
+        let worst = raw
+            .iter()
+            .copied()
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .fold(1.0f64, f64::max);
+        let prior: Vec<f64> = raw
+            .iter()
+            .map(|&t| {
+                if t.is_finite() && t > 0.0 {
+                    t.ln()
+                } else {
+                    (worst * 4.0).ln()
+                }
+            })
+            .collect();
+        let mut ranking: Vec<usize> = (0..n).collect();
+        ranking.sort_by(|&a, &b| prior[a].total_cmp(&prior[b]).then(a.cmp(&b)));
+        State {
+            lattice: Lattice::new(ctx.candidates),
+            prior,
+            ranking,
+            proposed: vec![false; n],
+            shapes_seen: HashSet::new(),
+            batches: 0,
+            rng: SplitMix64::new(self.seed ^ 0x6A09_E667_F3BC_C908),
+            fit: Fit::default(),
+            failure_seen: vec![false; n],
+            penalty: vec![0.0; n],
+        }
+    }
+}
+
+/// The fields that make a tile shape: bm, bn, bk, wm, wn, sk.
+fn shape(p: &[u32; NFIELDS]) -> [u32; 6] {
+    [p[0], p[1], p[2], p[3], p[4], p[10]]
+}
+
+impl State {
+    /// Feature value ids of candidate `i`: one per field, then one per pair.
+    fn features(&self, i: usize) -> [usize; NFIELDS + PAIRS.len()] {
+        let mut out = [0usize; NFIELDS + PAIRS.len()];
+        for (f, slot) in out.iter_mut().enumerate().take(NFIELDS) {
+            *slot = self.lattice.level(i, f);
+        }
+        for (k, &(a, b)) in PAIRS.iter().enumerate() {
+            out[NFIELDS + k] =
+                self.lattice.level(i, a) * self.lattice.levels(b) + self.lattice.level(i, b);
+        }
+        out
+    }
+
+    fn feature_sizes(&self) -> [usize; NFIELDS + PAIRS.len()] {
+        let mut out = [0usize; NFIELDS + PAIRS.len()];
+        for (f, slot) in out.iter_mut().enumerate().take(NFIELDS) {
+            *slot = self.lattice.levels(f).max(1);
+        }
+        for (k, &(a, b)) in PAIRS.iter().enumerate() {
+            out[NFIELDS + k] = (self.lattice.levels(a) * self.lattice.levels(b)).max(1);
+        }
+        out
+    }
+
+    /// Refits the log-residual correction on the successes so far (see the module docs).
+    fn refit(&mut self, ok: &[(usize, f64)]) {
+        let sizes = self.feature_sizes();
+        let mut weights: Vec<Vec<f64>> = sizes.iter().map(|&s| vec![0.0; s]).collect();
+        let feats: Vec<_> = ok.iter().map(|&(i, _)| self.features(i)).collect();
+        let resid: Vec<f64> = ok.iter().map(|&(i, t)| t - self.prior[i]).collect();
+        let bias = resid.iter().sum::<f64>() / resid.len().max(1) as f64;
+        let mut fit = vec![bias; ok.len()];
+        for _ in 0..4 {
+            for (f, w) in weights.iter_mut().enumerate() {
+                let mut sum = vec![0.0; w.len()];
+                let mut cnt = vec![0.0; w.len()];
+                for (s, ft) in feats.iter().enumerate() {
+                    let v = ft[f];
+                    fit[s] -= w[v];
+                    sum[v] += resid[s] - fit[s];
+                    cnt[v] += 1.0;
+                }
+                for v in 0..w.len() {
+                    w[v] = sum[v] / (cnt[v] + SHRINK);
+                }
+                for (s, ft) in feats.iter().enumerate() {
+                    fit[s] += w[ft[f]];
+                }
+            }
+        }
+        self.fit = Fit {
+            on: ok.len(),
+            bias,
+            weights,
+        };
+    }
+
+    /// ln-time score of every candidate: prior + fitted correction + failure penalty.
+    fn scores(&mut self, measured: &[Measured], ok: &[(usize, f64)]) -> Vec<f64> {
+        let n = self.prior.len();
+        if ok.len() >= self.fit.on + (self.fit.on / 8).max(1) || (ok.is_empty() && self.fit.on > 0)
+        {
+            self.refit(ok);
+        }
+        for m in measured
+            .iter()
+            .filter(|m| m.index < n && m.time_us.is_none())
+        {
+            if !std::mem::replace(&mut self.failure_seen[m.index], true) {
+                for j in self.lattice.neighbours(m.index) {
+                    self.penalty[j] = (self.penalty[j] + FAIL_PENALTY).min(FAIL_CAP);
+                }
+            }
+        }
+        (0..n)
+            .map(|i| {
+                let corr: f64 = if self.fit.weights.is_empty() {
+                    0.0
+                } else {
+                    let ft = self.features(i);
+                    self.fit.bias
+                        + ft.iter()
+                            .enumerate()
+                            .map(|(f, &v)| self.fit.weights[f][v])
+                            .sum::<f64>()
+                };
+                self.prior[i] + corr + self.penalty[i]
+            })
+            .collect()
+    }
+
+    /// The `k` unproposed candidates with the lowest scores, best first (ties by index).
+    fn best_unproposed(&self, scores: &[f64], k: usize) -> Vec<usize> {
+        let cmp = |a: &usize, b: &usize| scores[*a].total_cmp(&scores[*b]).then(a.cmp(b));
+        let mut order: Vec<usize> = (0..scores.len()).filter(|&i| !self.proposed[i]).collect();
+        if order.len() > k {
+            order.select_nth_unstable_by(k, cmp);
+            order.truncate(k);
+        }
+        order.sort_unstable_by(cmp);
+        order
+    }
+
+    /// Unproposed candidates in `order`, one per unseen tile shape first.
+    fn diverse(&mut self, order: &[usize], want: usize, batch: &mut Vec<usize>) {
+        for &i in order {
+            if batch.len() >= want {
+                return;
+            }
+            if self.proposed[i] {
+                continue;
+            }
+            let s = shape(self.lattice.point(i));
+            if self.shapes_seen.insert(s) {
+                self.take(i, batch);
+            }
+        }
+    }
+
+    fn take(&mut self, i: usize, batch: &mut Vec<usize>) {
+        if !self.proposed[i] {
+            self.proposed[i] = true;
+            self.shapes_seen.insert(shape(self.lattice.point(i)));
+            batch.push(i);
+        }
+    }
+
+    /// Measured successes, fastest first.
+    fn winners(measured: &[Measured], n: usize) -> Vec<(usize, f64)> {
+        let mut ok: Vec<(usize, f64)> = measured
+            .iter()
+            .filter(|m| m.index < n)
+            .filter_map(|m| {
+                m.time_us
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .map(|t| (m.index, t.ln()))
+            })
+            .collect();
+        ok.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        ok.dedup_by_key(|x| x.0);
+        ok
+    }
+
+    /// Parents of the local search: the best few, plus annealing-admitted others.
+    fn parents(&mut self, winners: &[(usize, f64)]) -> Vec<(usize, f64)> {
+        let mut parents: Vec<(usize, f64)> = winners.iter().take(TOP_PARENTS).copied().collect();
+        let Some(&(_, best)) = winners.first() else {
+            return parents;
+        };
+        let temperature = 0.15 * 0.85f64.powi(self.batches as i32);
+        let mut extra = 0;
+        for &(i, t) in winners.iter().skip(TOP_PARENTS).take(40) {
+            if extra >= EXTRA_PARENTS {
+                break;
+            }
+            if self.rng.next_f64() < (-(t - best) / temperature).exp() {
+                parents.push((i, t));
+                extra += 1;
+            }
+        }
+        parents
+    }
+}
+
+impl Strategy for Guided {
+    fn name(&self) -> &'static str {
+        "guided"
+    }
+
+    fn next_batch(
+        &mut self,
+        ctx: &SearchContext<'_>,
+        measured: &[Measured],
+        max: usize,
+    ) -> Vec<usize> {
+        let n = ctx.candidates.len();
+        if self.state.as_ref().is_none_or(|s| s.prior.len() != n) {
+            self.state = Some(self.init(ctx));
+        }
+        let Some(st) = self.state.as_mut() else {
+            return Vec::new();
+        };
+        // Small spaces: smaller batches, so measurements steer the search sooner (the tuner
+        // proposes one batch ahead, so the first two batches are always blind).
+        let max = max.min(n.div_ceil(SMALL_BATCH_DIVISOR).max(MIN_BATCH));
+        let mut batch = Vec::with_capacity(max);
+        if max == 0 {
+            return batch;
+        }
+        let winners = State::winners(measured, n);
+        let scores = st.scores(measured, &winners);
+        // The corrected model's best unproposed candidates: enough to fill the batch even if
+        // the local search contributes nothing (a partial sort: spaces reach 10^5 configs).
+        let order = st.best_unproposed(&scores, 2 * max + 1);
+
+        if winners.is_empty() {
+            // Nothing measured yet (or all failed): spread over shapes, best predicted first.
+            let ranked = if measured.is_empty() {
+                st.ranking.clone()
+            } else {
+                st.best_unproposed(&scores, n)
+            };
+            st.diverse(&ranked, max, &mut batch);
+        } else {
+            // Local search: neighbours of the parents, predicted from the parent's measured
+            // time plus the corrected model's difference.
+            let parents = st.parents(&winners);
+            let mut pool: Vec<(f64, usize)> = Vec::new();
+            for &(p, t) in &parents {
+                for j in st.lattice.neighbours(p) {
+                    if !st.proposed[j] {
+                        pool.push((t + scores[j] - scores[p], j));
+                    }
+                }
+            }
+            pool.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            pool.dedup_by_key(|x| x.1);
+            let local = max - max / 4;
+            for &(_, j) in &pool {
+                if batch.len() >= local {
+                    break;
+                }
+                st.take(j, &mut batch);
+            }
+            // Global picks by the corrected model fill the rest.
+            for &i in &order {
+                if batch.len() >= max {
+                    break;
+                }
+                st.take(i, &mut batch);
+            }
+        }
+        // Whatever is left, in model order (only reached when the pools above ran dry).
+        for &i in &order {
+            if batch.len() >= max {
+                break;
+            }
+            st.take(i, &mut batch);
+        }
+        st.batches += 1;
+        batch
+    }
+}
