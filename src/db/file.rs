@@ -3,10 +3,15 @@
 
 use super::entry::{toml_string, Entry, Fingerprint};
 use super::error::{line_col, DbError};
-use super::key::parse_key;
+use super::fast;
+use super::hash::{FxBuild, FxHasher};
+use super::key::{parse_key, KeyParser};
+use super::lookup::{shape, size_logs};
 use crate::problem::{ConvProblem, DType, Direction, Layout, Tensor};
+use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 /// The file format version this build reads and writes. Adding an optional field does not
@@ -45,12 +50,77 @@ impl Bucket {
 pub struct TunedDb {
     arch: String,
     entries: Vec<Entry>,
+    /// Parsed key of each entry.
     problems: Vec<Option<ConvProblem>>,
-    exact: HashMap<ConvProblem, Vec<u32>>,
-    buckets: HashMap<Bucket, Vec<u32>>,
+    /// [`problem_hash`] → most recent entry index; the other entries with that hash follow
+    /// `next_same`. Keyed by the 8-byte hash rather than the problem so the table stays small
+    /// enough to sit in cache; lookups compare the problem along the (nearly always one-long)
+    /// chain.
+    exact: HashMap<u64, u32, FxBuild>,
+    /// Per entry: the next entry with the same problem hash, or [`NONE`].
+    next_same: Vec<u32>,
+    /// Nearest-search data per bucket, laid out so a scan touches no entry.
+    buckets: HashMap<Bucket, Vec<NearItem>, FxBuild>,
+    /// Per entry: its position in its bucket's vector, or [`NONE`].
+    near_pos: Vec<u32>,
+    /// Interned (GPU name, compute units) pairs: GPU name → [(units, id)].
+    devices: HashMap<String, Vec<(u32, u32)>, FxBuild>,
+    device_count: u32,
+    /// The device of the last indexed entry, tried first when interning.
+    last_device: Option<(String, u32, u32)>,
     unparsed: Vec<(u32, String)>,
     /// Bumped by every change, so writers can skip rewriting an unchanged file.
     revision: u64,
+}
+
+/// A parsed key with everything indexing needs, computed on all cores before the sequential
+/// index build.
+pub(crate) struct Keyed {
+    problem: ConvProblem,
+    hash: u64,
+    bucket: Bucket,
+    logs: [f64; 5],
+}
+
+impl Keyed {
+    fn new(problem: ConvProblem) -> Keyed {
+        Keyed {
+            hash: problem_hash(&problem),
+            bucket: Bucket::of(&problem),
+            logs: size_logs(problem.sizes()),
+            problem,
+        }
+    }
+}
+
+/// A well-mixed 64-bit hash of a problem (FxHash, then the SplitMix64 finaliser so that every
+/// bit depends on every input bit, as the hash table's bucket and tag bits need).
+fn problem_hash(p: &ConvProblem) -> u64 {
+    let mut h = FxHasher::default();
+    p.hash(&mut h);
+    let mut z = h.finish();
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// End of an index chain.
+const NONE: u32 = u32::MAX;
+
+/// What the nearest search needs of one entry, copied out of it so that scanning a bucket of
+/// thousands stays in cache.
+#[derive(Debug, Clone)]
+pub(crate) struct NearItem {
+    /// Index into the entries.
+    pub(crate) idx: u32,
+    /// Interned (GPU, compute units) of its fingerprint.
+    pub(crate) device: u32,
+    /// Its measured time (tie-break).
+    pub(crate) time_us: f64,
+    /// log2 of n, c, k, H, W.
+    pub(crate) logs: [f64; 5],
+    /// y, x, strides, dilations, groups, then the two paddings.
+    pub(crate) shape: [u32; 9],
 }
 
 /// What [`TunedDb::insert`] did with an entry.
@@ -90,8 +160,13 @@ impl TunedDb {
             arch: arch.to_string(),
             entries: Vec::new(),
             problems: Vec::new(),
-            exact: HashMap::new(),
-            buckets: HashMap::new(),
+            exact: HashMap::default(),
+            next_same: Vec::new(),
+            buckets: HashMap::default(),
+            near_pos: Vec::new(),
+            devices: HashMap::default(),
+            device_count: 0,
+            last_device: None,
             unparsed: Vec::new(),
             revision: 0,
         }
@@ -138,11 +213,27 @@ impl TunedDb {
 
     /// Entries tuned for exactly this problem (any fingerprint): a hash-map hit.
     pub fn get(&self, problem: &ConvProblem) -> impl Iterator<Item = &Entry> + '_ {
-        self.exact
-            .get(problem)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.entries[i as usize])
+        self.indices_of(problem).map(|i| &self.entries[i])
+    }
+
+    /// Indices of the entries of `problem`, newest first.
+    fn indices_of(&self, problem: &ConvProblem) -> impl Iterator<Item = usize> + '_ {
+        let problem = *problem;
+        let mut at = self
+            .exact
+            .get(&problem_hash(&problem))
+            .copied()
+            .unwrap_or(NONE);
+        std::iter::from_fn(move || loop {
+            if at == NONE {
+                return None;
+            }
+            let i = at as usize;
+            at = self.next_same[i];
+            if self.problems[i] == Some(problem) {
+                return Some(i);
+            }
+        })
     }
 
     /// Entries whose key is `key` or names the same problem. A key that does not parse matches
@@ -171,11 +262,21 @@ impl TunedDb {
         self.problems.get(i).and_then(Option::as_ref)
     }
 
-    /// Indices of the entries in the same bucket as `problem`.
-    pub(crate) fn bucket(&self, problem: &ConvProblem) -> &[u32] {
+    /// Nearest-search data of the entries in the same bucket as `problem`.
+    pub(crate) fn near_items(&self, problem: &ConvProblem) -> &[NearItem] {
         self.buckets
             .get(&Bucket::of(problem))
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// The interned id of a fingerprint's device (GPU name and compute units), if any entry was
+    /// measured on such a device.
+    pub(crate) fn device_id(&self, fp: &Fingerprint) -> Option<u32> {
+        self.devices
+            .get(&fp.gpu)?
+            .iter()
+            .find(|(cus, _)| *cus == fp.compute_units)
+            .map(|&(_, id)| id)
     }
 
     /// The entry for this problem measured on exactly this fingerprint, if any.
@@ -185,19 +286,27 @@ impl TunedDb {
     }
 
     fn find_index(&self, problem_key: &str, fingerprint: &Fingerprint) -> Option<usize> {
-        let same = |i: usize| self.entries[i].fingerprint == *fingerprint;
-        match parse_key(problem_key) {
-            Ok(p) => self
-                .exact
-                .get(&p)?
-                .iter()
-                .map(|&i| i as usize)
-                .find(|&i| same(i)),
+        self.find_parsed(
+            problem_key,
+            &parse_key(problem_key).map(Keyed::new),
+            fingerprint,
+        )
+    }
+
+    fn find_parsed(
+        &self,
+        problem_key: &str,
+        key: &Result<Keyed, String>,
+        fingerprint: &Fingerprint,
+    ) -> Option<usize> {
+        let same = |i: &usize| self.entries[*i].fingerprint == *fingerprint;
+        match key {
+            Ok(k) => self.indices_of(&k.problem).find(same),
             Err(_) => self
                 .unparsed
                 .iter()
                 .map(|&(i, _)| i as usize)
-                .find(|&i| self.entries[i].problem == problem_key && same(i)),
+                .find(|i| self.entries[*i].problem == problem_key && same(i)),
         }
     }
 
@@ -209,9 +318,19 @@ impl TunedDb {
             key: entry.problem.clone(),
             why,
         })?;
-        match self.find_index(&entry.problem, &entry.fingerprint) {
+        let key = parse_key(&entry.problem).map(Keyed::new);
+        match self.find_parsed(&entry.problem, &key, &entry.fingerprint) {
             Some(i) if entry.time_us < self.entries[i].time_us => {
-                // Same problem and fingerprint, so the index stays valid.
+                // Same problem and fingerprint, so the index stays valid but for the time.
+                if let (Some(p), pos) = (self.problems[i], self.near_pos[i]) {
+                    if let Some(item) = self
+                        .buckets
+                        .get_mut(&Bucket::of(&p))
+                        .and_then(|b| b.get_mut(pos as usize))
+                    {
+                        item.time_us = entry.time_us;
+                    }
+                }
                 let previous = std::mem::replace(&mut self.entries[i], entry);
                 self.revision += 1;
                 Ok(Inserted::Replaced { previous })
@@ -220,68 +339,110 @@ impl TunedDb {
                 existing_time_us: self.entries[i].time_us,
             }),
             None => {
-                self.push(entry);
+                self.push(entry, key);
                 Ok(Inserted::Added)
             }
         }
     }
 
     /// Appends without deduplication (loading keeps duplicates so `check` can report them).
-    fn push(&mut self, entry: Entry) {
+    fn push(&mut self, entry: Entry, key: Result<Keyed, String>) {
+        self.entries.push(entry);
+        self.index(self.entries.len() - 1, key);
+    }
+
+    /// Adds entry `i` (the last one not yet indexed), whose key parsed to `key`, to the indexes.
+    fn index(&mut self, i: usize, key: Result<Keyed, String>) {
         self.revision += 1;
-        let i = self.entries.len() as u32;
-        match parse_key(&entry.problem) {
-            Ok(p) => {
-                self.exact.entry(p).or_default().push(i);
-                self.buckets.entry(Bucket::of(&p)).or_default().push(i);
-                self.problems.push(Some(p));
+        let e = &self.entries[i];
+        let idx = i as u32;
+        match key {
+            Ok(k) => {
+                let device = intern_device(
+                    &mut self.devices,
+                    &mut self.device_count,
+                    &mut self.last_device,
+                    &e.fingerprint,
+                );
+                let head = self.exact.entry(k.hash).or_insert(NONE);
+                self.next_same.push(*head);
+                *head = idx;
+                let items = self.buckets.entry(k.bucket).or_default();
+                self.near_pos.push(items.len() as u32);
+                items.push(NearItem {
+                    idx,
+                    device,
+                    time_us: e.time_us,
+                    logs: k.logs,
+                    shape: shape(k.problem.sizes()),
+                });
+                self.problems.push(Some(k.problem));
             }
             Err(why) => {
-                self.unparsed.push((i, why));
+                self.unparsed.push((idx, why));
                 self.problems.push(None);
+                self.next_same.push(NONE);
+                self.near_pos.push(NONE);
             }
         }
-        self.entries.push(entry);
     }
 
     /// Parses database text. `origin` names the text in errors (a path, or `<system sm_90>`).
+    /// Files in the layout convtune writes take a fast path; anything else goes through the full
+    /// TOML parser, whose errors carry line and column.
     pub fn parse(text: &str, origin: &str) -> Result<TunedDb, DbError> {
-        let repr: FileRepr = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            DbError::Syntax {
-                origin: origin.to_string(),
-                line,
-                column,
-                message: e.message().trim().to_string(),
+        let (format, arch, entries) = match fast::parse(text) {
+            Some(p) => (p.format, p.arch, p.entries),
+            None => {
+                let repr: FileRepr = toml::from_str(text).map_err(|e| {
+                    let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+                    DbError::Syntax {
+                        origin: origin.to_string(),
+                        line,
+                        column,
+                        message: e.message().trim().to_string(),
+                    }
+                })?;
+                (repr.header.format, repr.header.arch, repr.entry)
             }
-        })?;
-        if repr.header.format != FORMAT {
+        };
+        if format != FORMAT {
             return Err(DbError::Invalid {
                 origin: origin.to_string(),
                 what: format!(
-                    "format {} is not supported (this build reads format {FORMAT}); \
-                     a newer convtune wrote this file",
-                    repr.header.format
+                    "format {format} is not supported (this build reads format {FORMAT}); \
+                     a newer convtune wrote this file"
                 ),
             });
         }
-        let mut db = TunedDb::new(&repr.header.arch);
-        db.entries.reserve(repr.entry.len());
-        db.problems.reserve(repr.entry.len());
-        db.exact.reserve(repr.entry.len());
-        let mut lines: Option<Vec<usize>> = None;
-        for (n, e) in repr.entry.into_iter().enumerate() {
-            if let Err(why) = e.validate() {
-                let lines = lines.get_or_insert_with(|| entry_lines(text));
-                let at = lines
-                    .get(n)
-                    .map_or(String::new(), |l| format!(" (line {l})"));
-                return Err(DbError::Invalid {
-                    origin: origin.to_string(),
-                    what: format!("entry #{}{at} '{}': {why}", n + 1, e.problem),
-                });
-            }
-            db.push(e);
+        // Validation and key parsing are per entry and run on all cores; indexing is sequential.
+        if let Some(k) = entries.par_iter().position_first(|e| e.validate().is_err()) {
+            let e = &entries[k];
+            let why = e.validate().err().unwrap_or_default();
+            let at = entry_lines(text)
+                .get(k)
+                .map_or(String::new(), |l| format!(" (line {l})"));
+            return Err(DbError::Invalid {
+                origin: origin.to_string(),
+                what: format!("entry #{}{at} '{}': {why}", k + 1, e.problem),
+            });
+        }
+        let keys: Vec<Result<Keyed, String>> = entries
+            .par_iter()
+            .with_min_len(4096)
+            .map_init(KeyParser::default, |kp, e| {
+                kp.parse(&e.problem).map(Keyed::new)
+            })
+            .collect();
+        let mut db = TunedDb::new(&arch);
+        let n = entries.len();
+        db.entries = entries;
+        db.problems.reserve(n);
+        db.next_same.reserve(n);
+        db.near_pos.reserve(n);
+        db.exact.reserve(n);
+        for (i, key) in keys.into_iter().enumerate() {
+            db.index(i, key);
         }
         Ok(db)
     }
@@ -327,6 +488,33 @@ impl TunedDb {
         }
         out
     }
+}
+
+/// The id of a fingerprint's (GPU, compute units), assigning the next id to a new one. Entries
+/// of one file nearly all share a device, so the previous answer is tried first.
+fn intern_device(
+    devices: &mut HashMap<String, Vec<(u32, u32)>, FxBuild>,
+    count: &mut u32,
+    last: &mut Option<(String, u32, u32)>,
+    fp: &Fingerprint,
+) -> u32 {
+    if let Some((gpu, cus, id)) = last {
+        if *cus == fp.compute_units && *gpu == fp.gpu {
+            return *id;
+        }
+    }
+    let list = devices.entry(fp.gpu.clone()).or_default();
+    let id = match list.iter().find(|(cus, _)| *cus == fp.compute_units) {
+        Some(&(_, id)) => id,
+        None => {
+            let id = *count;
+            *count += 1;
+            list.push((fp.compute_units, id));
+            id
+        }
+    };
+    *last = Some((fp.gpu.clone(), fp.compute_units, id));
+    id
 }
 
 /// 1-based line numbers of the `[[entry]]` headers, to point at an entry that fails a rule after

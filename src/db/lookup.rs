@@ -94,47 +94,69 @@ pub const PAD_PENALTY: f64 = 2.0;
 /// the check is expensive and many neighbours are illegal).
 pub const MAX_NEAREST_TRIES: usize = 64;
 
-/// How far a tuned problem is from the one asked for: Σ |log2(a/b)| over n, c, k, H, W (a
+/// How far a tuned problem is from the one asked for: Σ |log2 a − log2 b| over n, c, k, H, W (a
 /// factor 2 in one size costs 1), plus [`STRUCTURE_PENALTY`] for each of y, x, stride h/w,
 /// dilation h/w and groups that differ, plus [`PAD_PENALTY`] for each differing padding.
 /// Only problems of one direction, type and layouts are compared at all.
 pub fn distance(a: &ConvSizes, b: &ConvSizes) -> f64 {
-    let log_ratio = |x: u32, y: u32| ((x as f64) / (y as f64)).log2().abs();
-    let sizes = log_ratio(a.n, b.n)
-        + log_ratio(a.c, b.c)
-        + log_ratio(a.k, b.k)
-        + log_ratio(a.h, b.h)
-        + log_ratio(a.w, b.w);
-    let differ = |x: u32, y: u32| f64::from(u8::from(x != y));
-    let structure = differ(a.y, b.y)
-        + differ(a.x, b.x)
-        + differ(a.stride[0], b.stride[0])
-        + differ(a.stride[1], b.stride[1])
-        + differ(a.dilation[0], b.dilation[0])
-        + differ(a.dilation[1], b.dilation[1])
-        + differ(a.groups, b.groups);
-    let pad = differ(a.pad[0], b.pad[0]) + differ(a.pad[1], b.pad[1]);
-    sizes + STRUCTURE_PENALTY * structure + PAD_PENALTY * pad
+    distance_parts(&size_logs(a), &shape(a), &size_logs(b), &shape(b))
+}
+
+/// log2 of n, c, k, H, W: precomputed per entry so a nearest scan does no logarithms.
+pub(crate) fn size_logs(s: &ConvSizes) -> [f64; 5] {
+    [s.n, s.c, s.k, s.h, s.w].map(|v| f64::from(v).log2())
+}
+
+/// The sizes compared for equality: y, x, stride h/w, dilation h/w, groups (structure), then
+/// pad h/w.
+pub(crate) fn shape(s: &ConvSizes) -> [u32; 9] {
+    [
+        s.y,
+        s.x,
+        s.stride[0],
+        s.stride[1],
+        s.dilation[0],
+        s.dilation[1],
+        s.groups,
+        s.pad[0],
+        s.pad[1],
+    ]
+}
+
+/// [`distance`] from precomputed parts; the one formula both paths use, so the distance a
+/// lookup reports is exactly what [`distance`] gives.
+pub(crate) fn distance_parts(la: &[f64; 5], sa: &[u32; 9], lb: &[f64; 5], sb: &[u32; 9]) -> f64 {
+    let mut d = 0.0;
+    for i in 0..5 {
+        d += (la[i] - lb[i]).abs();
+    }
+    let mut structure = 0u32;
+    for i in 0..7 {
+        structure += u32::from(sa[i] != sb[i]);
+    }
+    let pad = u32::from(sa[7] != sb[7]) + u32::from(sa[8] != sb[8]);
+    d + STRUCTURE_PENALTY * f64::from(structure) + PAD_PENALTY * f64::from(pad)
 }
 
 impl<'a> Layered<'a> {
     /// User then system, skipping layers of another arch (noted in `notes`).
-    fn layers(&self, arch: &str, notes: &mut Vec<String>) -> Vec<(&'static str, &'a TunedDb)> {
-        [("user", self.user), ("system", self.system)]
-            .into_iter()
-            .filter_map(|(name, db)| {
-                let db = db?;
-                if db.arch() == arch {
-                    Some((name, db))
-                } else {
-                    notes.push(format!(
-                        "{name} database is for {}, not {arch}; ignored",
-                        db.arch()
-                    ));
-                    None
-                }
-            })
-            .collect()
+    fn layers(
+        &self,
+        arch: &str,
+        notes: &mut Vec<String>,
+    ) -> [Option<(&'static str, &'a TunedDb)>; 2] {
+        [("user", self.user), ("system", self.system)].map(|(name, db)| {
+            let db = db?;
+            if db.arch() == arch {
+                Some((name, db))
+            } else {
+                notes.push(format!(
+                    "{name} database is for {}, not {arch}; ignored",
+                    db.arch()
+                ));
+                None
+            }
+        })
     }
 
     /// Finds the config for `problem` on `arch`. With a `fingerprint`, only entries tuned on a
@@ -152,7 +174,8 @@ impl<'a> Layered<'a> {
         let layers = self.layers(arch, &mut notes);
         let usable = |e: &Entry| fingerprint.is_none_or(|f| e.fingerprint.compatible(f));
 
-        for &(name, db) in &layers {
+        let mut tried_exact = false;
+        for &(name, db) in layers.iter().flatten() {
             let mut exact: Vec<&Entry> = db.get(problem).collect();
             let all = exact.len();
             exact.retain(|e| usable(e));
@@ -173,12 +196,21 @@ impl<'a> Layered<'a> {
                 });
             }
             for e in exact {
+                tried_exact = true;
                 match check.check(problem, arch, &e.config) {
                     Ok(()) => {
-                        let mut reason = format!(
-                            "exact match in the {name} database ({:.1} µs on {}, {})",
-                            e.time_us, e.fingerprint, e.date
-                        );
+                        // Built by hand: this is the hot path of a compiler's lookups, and
+                        // formatting numbers would cost more than the lookup itself.
+                        let mut reason = String::with_capacity(64 + e.fingerprint.gpu.len());
+                        reason.push_str("exact match in the ");
+                        reason.push_str(name);
+                        reason.push_str(" database (tuned on ");
+                        reason.push_str(&e.fingerprint.gpu);
+                        if !e.date.is_empty() {
+                            reason.push_str(", ");
+                            reason.push_str(&e.date);
+                        }
+                        reason.push(')');
                         append_notes(&mut reason, &notes);
                         return Lookup {
                             config: Some(e.config.clone()),
@@ -196,27 +228,63 @@ impl<'a> Layered<'a> {
 
         // Nearest: only the same (direction, dtype, layouts) bucket, closest first; ties go to
         // the user layer, then to the faster entry, then by key so the answer is deterministic.
-        let mut near: Vec<(f64, usize, &Entry, &'static str)> = Vec::new();
-        for (rank, &(name, db)) in layers.iter().enumerate() {
-            for &i in db.bucket(problem) {
-                let i = i as usize;
-                let (Some(p), e) = (db.problem_at(i), &db.entries()[i]) else {
+        // Distance 0 in one bucket is the problem itself, already tried above.
+        let (logs, shp) = (size_logs(problem.sizes()), shape(problem.sizes()));
+        let mut near: Vec<Near> = Vec::new();
+        for (rank, layer) in layers.iter().enumerate() {
+            let Some((_, db)) = layer else { continue };
+            let device = match fingerprint {
+                Some(fp) => match db.device_id(fp) {
+                    Some(id) => Some(id),
+                    None => continue,
+                },
+                None => None,
+            };
+            for item in db.near_items(problem) {
+                if device.is_some_and(|d| d != item.device) {
                     continue;
-                };
-                if p != problem && usable(e) {
-                    near.push((distance(problem.sizes(), p.sizes()), rank, e, name));
+                }
+                let d = distance_parts(&logs, &shp, &item.logs, &item.shape);
+                if d > 0.0 {
+                    near.push(Near {
+                        distance: d,
+                        rank,
+                        time_us: item.time_us,
+                        idx: item.idx,
+                    });
                 }
             }
         }
-        near.sort_by(|a, b| {
-            a.0.total_cmp(&b.0)
-                .then_with(|| a.1.cmp(&b.1))
-                .then_with(|| a.2.time_us.total_cmp(&b.2.time_us))
-                .then_with(|| a.2.problem.cmp(&b.2.problem))
-        });
+        let total_near = near.len();
+        let order = |a: &Near, b: &Near| {
+            a.distance
+                .total_cmp(&b.distance)
+                .then_with(|| a.rank.cmp(&b.rank))
+                .then_with(|| a.time_us.total_cmp(&b.time_us))
+                .then_with(|| {
+                    let key = |n: &Near| {
+                        layers[n.rank].map(|(_, db)| &db.entries()[n.idx as usize].problem)
+                    };
+                    key(a).cmp(&key(b))
+                })
+        };
+        if near.len() > MAX_NEAREST_TRIES {
+            near.select_nth_unstable_by(MAX_NEAREST_TRIES - 1, order);
+            near.truncate(MAX_NEAREST_TRIES);
+        }
+        near.sort_by(order);
         let mut illegal = 0;
-        for &(d, _, e, name) in near.iter().take(MAX_NEAREST_TRIES) {
-            if check.check(problem, arch, &e.config).is_err() {
+        // Neighbours often share a config; check each distinct config once.
+        let mut rejected: Vec<&str> = Vec::new();
+        for n in &near {
+            let Some((name, db)) = layers[n.rank] else {
+                continue;
+            };
+            let e = &db.entries()[n.idx as usize];
+            if rejected.contains(&e.config.as_str())
+                || check.check(problem, arch, &e.config).is_err()
+            {
+                rejected.push(&e.config);
                 illegal += 1;
                 continue;
             }
@@ -224,16 +292,23 @@ impl<'a> Layered<'a> {
                 notes.push(format!("{illegal} closer neighbour(s) had illegal configs"));
             }
             let mut reason = format!(
-                "no legal exact entry; using the config of the nearest tuned problem in the \
-                 {name} database (distance {d:.2}, {:.1} µs there): {}",
-                e.time_us, e.problem
+                "{}; using the config of the nearest tuned problem in the {name} database \
+                 (distance {:.2}, {:.1} µs there): {}",
+                if tried_exact {
+                    "no legal exact entry"
+                } else {
+                    "no exact entry"
+                },
+                n.distance,
+                e.time_us,
+                e.problem
             );
             append_notes(&mut reason, &notes);
             return Lookup {
                 config: Some(e.config.clone()),
                 source: Source::Nearest {
                     key: e.problem.clone(),
-                    distance: d,
+                    distance: n.distance,
                 },
                 reason,
             };
@@ -241,14 +316,14 @@ impl<'a> Layered<'a> {
         if illegal > 0 {
             notes.push(format!(
                 "{illegal} nearest neighbour(s) checked, all illegal here{}",
-                if near.len() > MAX_NEAREST_TRIES {
-                    format!(" ({} more not checked)", near.len() - MAX_NEAREST_TRIES)
+                if total_near > MAX_NEAREST_TRIES {
+                    format!(" ({} more not checked)", total_near - MAX_NEAREST_TRIES)
                 } else {
                     String::new()
                 }
             ));
         }
-        let mut reason = if layers.is_empty() {
+        let mut reason = if layers.iter().all(Option::is_none) {
             format!("no tuned database for {arch}")
         } else {
             "no tuned entry for this problem or a problem of the same direction, type and \
@@ -262,6 +337,14 @@ impl<'a> Layered<'a> {
             reason,
         }
     }
+}
+
+/// A nearest-search candidate.
+struct Near {
+    distance: f64,
+    rank: usize,
+    time_us: f64,
+    idx: u32,
 }
 
 fn append_notes(reason: &mut String, notes: &[String]) {

@@ -14,7 +14,9 @@
 mod entry;
 mod error;
 mod export;
+mod fast;
 mod file;
+mod hash;
 mod journal;
 mod key;
 mod lookup;
