@@ -21,6 +21,7 @@ mod journal;
 mod key;
 mod lookup;
 mod ops;
+mod scan;
 mod store;
 
 pub use entry::{today_utc, Entry, Fingerprint};
