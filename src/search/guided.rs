@@ -36,12 +36,19 @@ const SHRINK: f64 = 2.0;
 /// Log-time penalty per failed lattice neighbour, and its cap.
 const FAIL_PENALTY: f64 = 0.08;
 const FAIL_CAP: f64 = 0.3;
+/// Exploration bonus (log-time) of a field value never proposed; it decays as 1/√(1 + tries).
+const EXPLORE: f64 = 0.1;
 /// Batches are at most 1/`SMALL_BATCH_DIVISOR` of the space (but `MIN_BATCH` at least).
 const SMALL_BATCH_DIVISOR: usize = 40;
 const MIN_BATCH: usize = 8;
 /// Parents always expanded; at most this many more admitted by annealing.
 const TOP_PARENTS: usize = 3;
 const EXTRA_PARENTS: usize = 3;
+/// At most this many parents when walking further down for unproposed neighbours.
+const MAX_PARENTS: usize = 48;
+/// Log-time penalty per unit of a field value's failure rate above the overall rate: a value
+/// that always fails (a miscompiling width, say) sinks, one that fails as often as any does not.
+const FAIL_FIELD: f64 = 2.0;
 
 /// Model-guided local search (the default strategy).
 #[derive(Debug)]
@@ -68,6 +75,12 @@ struct State {
     /// Failures already turned into neighbour penalties, and the penalties.
     failure_seen: Vec<bool>,
     penalty: Vec<f64>,
+    /// Proposals so far per field and value level (exploration bonus).
+    tried: Vec<Vec<u32>>,
+    /// Measurements counted so far, and (failures, measurements) per field and value level.
+    counted: Vec<bool>,
+    outcomes: Vec<Vec<(u32, u32)>>,
+    totals: (u32, u32),
 }
 
 #[derive(Debug, Default)]
@@ -125,10 +138,10 @@ impl Guided {
                 }
             })
             .collect();
+        let lattice = Lattice::new(ctx.candidates);
         let mut ranking: Vec<usize> = (0..n).collect();
         ranking.sort_by(|&a, &b| prior[a].total_cmp(&prior[b]).then(a.cmp(&b)));
         State {
-            lattice: Lattice::new(ctx.candidates),
             prior,
             ranking,
             proposed: vec![false; n],
@@ -138,6 +151,13 @@ impl Guided {
             fit: Fit::default(),
             failure_seen: vec![false; n],
             penalty: vec![0.0; n],
+            tried: (0..NFIELDS).map(|f| vec![0; lattice.levels(f)]).collect(),
+            counted: vec![false; n],
+            outcomes: (0..NFIELDS)
+                .map(|f| vec![(0, 0); lattice.levels(f)])
+                .collect(),
+            totals: (0, 0),
+            lattice,
         }
     }
 }
@@ -205,13 +225,29 @@ impl State {
         };
     }
 
-    /// ln-time score of every candidate: prior + fitted correction + failure penalty.
+    /// ln-time score of every candidate: prior + fitted correction + failure penalties (lattice
+    /// neighbours of failures; field values that fail more often than most) − exploration
+    /// bonus (largest for a candidate with a field value rarely proposed yet).
     fn scores(&mut self, measured: &[Measured], ok: &[(usize, f64)]) -> Vec<f64> {
         let n = self.prior.len();
         if ok.len() >= self.fit.on + (self.fit.on / 8).max(1) || (ok.is_empty() && self.fit.on > 0)
         {
             self.refit(ok);
         }
+        for m in measured.iter().filter(|m| m.index < n) {
+            if std::mem::replace(&mut self.counted[m.index], true) {
+                continue;
+            }
+            let fail = u32::from(m.time_us.is_none());
+            self.totals.0 += fail;
+            self.totals.1 += 1;
+            for f in 0..NFIELDS {
+                let slot = &mut self.outcomes[f][self.lattice.level(m.index, f)];
+                slot.0 += fail;
+                slot.1 += 1;
+            }
+        }
+        let base = f64::from(self.totals.0) / f64::from(self.totals.1.max(1));
         for m in measured
             .iter()
             .filter(|m| m.index < n && m.time_us.is_none())
@@ -234,7 +270,21 @@ impl State {
                             .map(|(f, &v)| self.fit.weights[f][v])
                             .sum::<f64>()
                 };
-                self.prior[i] + corr + self.penalty[i]
+                let rarest = (0..NFIELDS)
+                    .map(|f| self.tried[f][self.lattice.level(i, f)])
+                    .min()
+                    .unwrap_or(0);
+                let bonus = EXPLORE / (1.0 + f64::from(rarest)).sqrt();
+                // Failure rate of the candidate's worst field value, shrunk towards the
+                // overall rate by two pseudo-measurements.
+                let worst = (0..NFIELDS)
+                    .map(|f| {
+                        let (bad, all) = self.outcomes[f][self.lattice.level(i, f)];
+                        (f64::from(bad) + 2.0 * base) / (f64::from(all) + 2.0)
+                    })
+                    .fold(0.0f64, f64::max);
+                let risky = FAIL_FIELD * (worst - base).max(0.0);
+                self.prior[i] + corr + self.penalty[i] + risky - bonus
             })
             .collect()
     }
@@ -271,6 +321,9 @@ impl State {
         if !self.proposed[i] {
             self.proposed[i] = true;
             self.shapes_seen.insert(shape(self.lattice.point(i)));
+            for f in 0..NFIELDS {
+                self.tried[f][self.lattice.level(i, f)] += 1;
+            }
             batch.push(i);
         }
     }
@@ -345,7 +398,7 @@ impl Strategy for Guided {
 
         if winners.is_empty() {
             // Nothing measured yet (or all failed): spread over shapes, best predicted first.
-            let ranked = if measured.is_empty() {
+            let ranked = if st.batches == 0 {
                 st.ranking.clone()
             } else {
                 st.best_unproposed(&scores, n)
@@ -354,18 +407,36 @@ impl Strategy for Guided {
         } else {
             // Local search: neighbours of the parents, predicted from the parent's measured
             // time plus the corrected model's difference.
-            let parents = st.parents(&winners);
+            let local = max - max / 4;
+            let mut parents = st.parents(&winners);
             let mut pool: Vec<(f64, usize)> = Vec::new();
-            for &(p, t) in &parents {
+            let mut in_pool: HashSet<usize> = HashSet::new();
+            let mut next_winner = 0;
+            let mut k = 0;
+            // When the best parents' neighbourhoods are used up, walk further down the
+            // measured ranking for parents until the local share of the batch can be filled.
+            while k < parents.len() || (in_pool.len() < local && parents.len() < MAX_PARENTS) {
+                if k == parents.len() {
+                    match winners[next_winner..]
+                        .iter()
+                        .position(|w| !parents.iter().any(|p| p.0 == w.0))
+                    {
+                        Some(off) => {
+                            next_winner += off;
+                            parents.push(winners[next_winner]);
+                        }
+                        None => break,
+                    }
+                }
+                let (p, t) = parents[k];
+                k += 1;
                 for j in st.lattice.neighbours(p) {
-                    if !st.proposed[j] {
+                    if !st.proposed[j] && in_pool.insert(j) {
                         pool.push((t + scores[j] - scores[p], j));
                     }
                 }
             }
             pool.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            pool.dedup_by_key(|x| x.1);
-            let local = max - max / 4;
             for &(_, j) in &pool {
                 if batch.len() >= local {
                     break;
@@ -389,5 +460,152 @@ impl Strategy for Guided {
         }
         st.batches += 1;
         batch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Arch;
+    use crate::lowering::{lower, Lowering};
+    use crate::search::synthetic::candidates;
+    use crate::space::PerfConfig;
+
+    fn setup() -> (Lowering, Vec<PerfConfig>) {
+        let p = "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+            .parse()
+            .unwrap();
+        let c = candidates(&p, &Arch::SM_90);
+        (lower(&p), c)
+    }
+
+    fn ctx<'a>(l: &'a Lowering, c: &'a [PerfConfig]) -> SearchContext<'a> {
+        SearchContext {
+            lowering: l,
+            arch: &Arch::SM_90,
+            candidates: c,
+        }
+    }
+
+    #[test]
+    fn first_batch_spreads_over_tile_shapes() {
+        let (l, c) = setup();
+        let batch = Guided::new(0).next_batch(&ctx(&l, &c), &[], 32);
+        assert_eq!(batch.len(), 32);
+        let shapes: HashSet<[u32; 6]> = batch
+            .iter()
+            .map(|&i| shape(&super::super::lattice::fields(&c[i])))
+            .collect();
+        assert_eq!(shapes.len(), 32, "one config per tile shape");
+    }
+
+    #[test]
+    fn small_spaces_get_small_batches() {
+        let (l, c) = setup();
+        let few = &c[..100];
+        let mut g = Guided::new(0);
+        assert_eq!(g.next_batch(&ctx(&l, few), &[], 32).len(), MIN_BATCH);
+        let mid = &c[..800];
+        assert_eq!(Guided::new(0).next_batch(&ctx(&l, mid), &[], 32).len(), 20);
+        assert_eq!(Guided::new(0).next_batch(&ctx(&l, &c), &[], 5).len(), 5);
+    }
+
+    /// Truth: the model's time, but padded LDS is 3× faster than the model thinks and everything
+    /// with bk = 32 fails. Both must show in what the search proposes after feedback.
+    #[test]
+    fn measurements_and_failures_steer_later_batches() {
+        let (l, c) = setup();
+        let cx = ctx(&l, &c);
+        let model = CostModel::new(&l, CostArch::from_arch(&Arch::SM_90, l.problem.dtype()));
+        let truth = |i: usize| {
+            let cfg = &c[i];
+            (cfg.block_k != 32).then(|| {
+                let pad = cfg.lds == crate::space::LdsLayout::Padded;
+                model.estimate(cfg).time_us * if pad { 1.0 / 3.0 } else { 1.0 }
+            })
+        };
+        let share = |batch: &[usize], f: &dyn Fn(&PerfConfig) -> bool| {
+            batch.iter().filter(|&&i| f(&c[i])).count() as f64 / batch.len() as f64
+        };
+        let mut g = Guided::new(0);
+        let mut measured = Vec::new();
+        let first = g.next_batch(&cx, &measured, 32);
+        let mut pending = first.clone();
+        let mut last = Vec::new();
+        for _ in 0..6 {
+            let b = g.next_batch(&cx, &measured, 32);
+            measured.extend(pending.iter().map(|&i| Measured {
+                index: i,
+                time_us: truth(i),
+            }));
+            pending = b.clone();
+            last = b;
+        }
+        let pad = |p: &PerfConfig| p.lds == crate::space::LdsLayout::Padded;
+        let bk32 = |p: &PerfConfig| p.block_k == 32;
+        assert!(
+            share(&last, &pad) > share(&first, &pad) + 0.3,
+            "padded: {} → {}",
+            share(&first, &pad),
+            share(&last, &pad)
+        );
+        assert!(
+            share(&last, &bk32) < share(&first, &bk32).max(0.3) - 0.2,
+            "bk 32: {} → {}",
+            share(&first, &bk32),
+            share(&last, &bk32)
+        );
+    }
+
+    #[test]
+    fn local_search_proposes_the_winners_neighbours() {
+        let (l, c) = setup();
+        let cx = ctx(&l, &c);
+        let mut g = Guided::new(3);
+        let first = g.next_batch(&cx, &[], 32);
+        let _second = g.next_batch(&cx, &[], 32);
+        // The last config of the first batch measured far faster than all others.
+        let winner = first[31];
+        let measured: Vec<Measured> = first
+            .iter()
+            .map(|&i| Measured {
+                index: i,
+                time_us: Some(if i == winner { 1.0 } else { 100.0 }),
+            })
+            .collect();
+        let third = g.next_batch(&cx, &measured, 32);
+        let lattice = Lattice::new(&c);
+        let near: HashSet<usize> = lattice.neighbours(winner).into_iter().collect();
+        let hits = third.iter().filter(|i| near.contains(i)).count();
+        assert!(
+            hits >= 8,
+            "{hits} of 32 proposals are the winner's neighbours"
+        );
+    }
+
+    #[test]
+    fn a_failure_penalises_its_neighbours_only() {
+        let (l, c) = setup();
+        let g = Guided::new(0);
+        let mut st = g.init(&ctx(&l, &c));
+        let before = st.scores(&[], &[]);
+        let failed = 10;
+        let after = st.scores(
+            &[Measured {
+                index: failed,
+                time_us: None,
+            }],
+            &[],
+        );
+        let near: HashSet<usize> = st.lattice.neighbours(failed).into_iter().collect();
+        assert!(!near.is_empty());
+        for i in 0..c.len() {
+            let d = after[i] - before[i];
+            if near.contains(&i) {
+                assert!((d - FAIL_PENALTY).abs() < 1e-12, "{i}: {d}");
+            } else {
+                assert_eq!(d, 0.0, "{i}");
+            }
+        }
     }
 }
