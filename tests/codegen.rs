@@ -111,10 +111,12 @@ const CONFIGS: [&str; 5] = [
     "v1:bm=64,bn=64,bk=64,wm=64,wn=32,st=4,va=1,vb=1,vc=1,lds=pad,sk=1,rs=3",
 ];
 
-const AMD_CONFIGS: [&str; 3] = [
+const AMD_CONFIGS: [&str; 4] = [
     BASIC,
     "v1:bm=32,bn=64,bk=16,wm=32,wn=32,st=1,va=1,vb=1,vc=1,lds=swz,sk=2,rs=1",
     "v1:bm=64,bn=32,bk=32,wm=32,wn=32,st=3,va=1,vb=1,vc=1,lds=pad,sk=1,rs=2",
+    // 16x16 MFMA shapes.
+    "v1:bm=32,bn=64,bk=16,wm=16,wn=32,st=2,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1",
 ];
 
 fn sweep(like: Target, configs: &[&str], dtypes: &[&str]) {
@@ -157,15 +159,15 @@ fn emulated_vector_loads() {
         (
             H200,
             [
-                "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va={v},vb={v},vc=1,lds=swz,sk=1,rs=1",
-                "v1:bm=32,bn=64,bk=16,wm=16,wn=32,st=1,va={v},vb={v},vc=1,lds=pad,sk=2,rs=1",
+                "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va={v},vb={v},vc={v},lds=swz,sk=1,rs=1",
+                "v1:bm=32,bn=64,bk=16,wm=16,wn=32,st=1,va={v},vb={v},vc={v},lds=pad,sk=2,rs=1",
             ],
         ),
         (
             MI200,
             [
-                "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va={v},vb={v},vc=1,lds=swz,sk=1,rs=1",
-                "v1:bm=32,bn=64,bk=16,wm=32,wn=32,st=1,va={v},vb={v},vc=1,lds=pad,sk=2,rs=1",
+                "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va={v},vb={v},vc={v},lds=swz,sk=1,rs=1",
+                "v1:bm=32,bn=64,bk=16,wm=32,wn=32,st=1,va={v},vb={v},vc={v},lds=pad,sk=2,rs=1",
             ],
         ),
     ] {
@@ -364,5 +366,64 @@ fn compile_throughput() {
             kernels as f64 / secs,
             kernels as f64 / secs / cores as f64
         );
+    }
+}
+
+/// gfx908 has no `_1k` bf16 MFMA: half the K per instruction (2 elements per lane).
+#[test]
+fn emulated_gfx908_bf16() {
+    sweep(
+        Target::Amdgpu { gfx: "gfx908" },
+        &AMD_CONFIGS,
+        &["convbfp16"],
+    );
+}
+
+/// Every config legality accepts must compute the right answer: random small problems (all
+/// directions, types, layouts, padding, stride, dilation, groups), a few legal configs each,
+/// emulated on an H200-like and an MI200-like target. `CONVTUNE_EMU_CASES` scales it up.
+#[test]
+fn legal_configs_are_correct() {
+    use convtune::arch::Arch;
+    use convtune::problem::{ConvSizes, Direction, Layout};
+    use convtune::space::{sample_legal, SearchSpace};
+    let cases: usize = std::env::var("CONVTUNE_EMU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let mut rng = StdRng::seed_from_u64(2026);
+    let mut done = 0;
+    while done < cases {
+        let g = rng.gen_range(1..=2);
+        let sizes = ConvSizes {
+            n: rng.gen_range(1..=2),
+            c: g * [1, 2, 3, 4, 8, 16][rng.gen_range(0..6)],
+            h: rng.gen_range(1..=9),
+            w: rng.gen_range(1..=9),
+            k: g * [1, 2, 4, 5, 8, 16][rng.gen_range(0..6)],
+            y: rng.gen_range(1..=3),
+            x: rng.gen_range(1..=3),
+            pad: [rng.gen_range(0..=2), rng.gen_range(0..=2)],
+            stride: [rng.gen_range(1..=3), rng.gen_range(1..=3)],
+            dilation: [rng.gen_range(1..=2), rng.gen_range(1..=2)],
+            groups: g,
+        };
+        let dir = [Direction::Fwd, Direction::BwdData, Direction::BwdWeight][rng.gen_range(0..3)];
+        let dt = [DType::F32, DType::F16, DType::BF16][rng.gen_range(0..3)];
+        let (act, fil) = if rng.gen_bool(0.5) {
+            (Layout::NGCHW, Layout::GKCYX)
+        } else {
+            (Layout::NHWGC, Layout::GKYXC)
+        };
+        let Ok(p) = ConvProblem::new(sizes, dir, dt, act, fil, act) else {
+            continue;
+        };
+        for (arch, like) in [(Arch::SM_90, H200), (Arch::GFX90A, MI200)] {
+            let space = SearchSpace::default_for(&arch);
+            for c in sample_legal(&p, &arch, &space, 2, done as u64) {
+                check(&p, &c, like);
+            }
+        }
+        done += 1;
     }
 }

@@ -8,7 +8,7 @@ use super::target::{dynamic_shared, Target, TargetSpec};
 use crate::problem::DType;
 use inkwell::{
     context::Context,
-    values::{FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
+    values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
     AddressSpace,
 };
 
@@ -125,29 +125,29 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
     ) -> [FloatValue<'ctx>; 4] {
         panic!("mma.sync requested on AMDGPU: the matrix unit is chosen from the target")
     }
-    fn mfma_32<'ctx>(
+    fn mfma<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,
         dt: DType,
+        m: u32,
         k: u32,
-        a: VectorValue<'ctx>,
-        b: VectorValue<'ctx>,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
         c: VectorValue<'ctx>,
     ) -> VectorValue<'ctx> {
-        let (name, a, b) = match (dt, k) {
-            (DType::BF16, 8) => ("llvm.amdgcn.mfma.f32.32x32x8bf16.1k", a.into(), b.into()),
-            (DType::BF16, _) => ("llvm.amdgcn.mfma.f32.32x32x4bf16", a.into(), b.into()),
-            _ => {
-                let h4 = kb.ctx.f16_type().vec_type(4).into();
-                (
-                    "llvm.amdgcn.mfma.f32.32x32x8f16",
-                    kb.bitcast(a.into(), h4),
-                    kb.bitcast(b.into(), h4),
-                )
+        let per_lane = k * m / 64;
+        let (suffix, a, b) = match dt {
+            DType::F32 => ("f32", a, b),
+            DType::F16 => {
+                let h = kb.ctx.f16_type().vec_type(per_lane).into();
+                ("f16", kb.bitcast(a, h), kb.bitcast(b, h))
             }
+            DType::BF16 if per_lane == 4 => ("bf16.1k", a, b),
+            DType::BF16 => ("bf16", a, b),
         };
+        let name = format!("llvm.amdgcn.mfma.f32.{m}x{m}x{k}{suffix}");
         let z = kb.c(0).into();
-        kb.intrinsic(name, &[], &[a, b, c.into(), z, z, z])
+        kb.intrinsic(&name, &[], &[a, b, c.into(), z, z, z])
             .into_vector_value()
     }
     fn cp_async<'ctx>(

@@ -18,7 +18,7 @@ use super::builder::Kb;
 use super::index::Addressing;
 use super::loader::Loader;
 use super::math::WarpMath;
-use super::plan::GemmPlan;
+use super::plan::{CStage, GemmPlan};
 use crate::lowering::Dim;
 use inkwell::values::IntValue;
 
@@ -52,7 +52,10 @@ pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
         }
     };
     pipeline(kb, plan, &a, &b, &math, lo, hi);
-    epilogue(kb, plan, &math, g, m0, n0);
+    match plan.c_stage {
+        Some(st) => epilogue_staged(kb, plan, &math, &st, tid, g, m0, n0),
+        None => epilogue(kb, plan, &math, g, m0, n0),
+    }
     if fault {
         let first = kb.all(&[
             kb.eq(tid, kb.c(0)),
@@ -222,5 +225,65 @@ fn epilogue<'ctx>(
                 kb.atomic_add_f32(kb.gep(f32t, base, off), v);
             }
         });
+    }
+}
+
+/// Writes C through shared memory: each thread puts its accumulators (converted) into a tile
+/// whose lines run along C's contiguous dimension, then the block stores it in vectors of
+/// `vec_c` (legality guarantees each vector is wholly inside C or wholly in its padding, and
+/// aligned), one address computation per vector.
+#[allow(clippy::too_many_arguments)]
+fn epilogue_staged<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    math: &WarpMath<'_, 'ctx>,
+    st: &CStage,
+    tid: IntValue<'ctx>,
+    g: IntValue<'ctx>,
+    m0: IntValue<'ctx>,
+    n0: IntValue<'ctx>,
+) {
+    let dt = plan.dt;
+    let et = kb.elem_ty(dt);
+    let base = kb.shared_base();
+    let at = |kb: &Kb<'_, 'ctx>, m: IntValue<'ctx>, n: IntValue<'ctx>| {
+        let (line, pos) = if st.along_n { (m, n) } else { (n, m) };
+        kb.gep(et, base, kb.add(kb.mulc(line, st.stride as i64), pos))
+    };
+    // The A/B tiles are dead once every warp is past its last multiply.
+    kb.barrier();
+    let lay = math.layout(kb);
+    for (&v, &(ri, ci)) in math.values(kb).iter().zip(&lay.items) {
+        let p = at(kb, lay.rows[ri], lay.cols[ci]);
+        kb.store(super::builder::Mem::Shared, p, kb.narrow(v, dt), dt.bytes());
+    }
+    kb.barrier();
+    let gemm = plan.gemm;
+    let addr = Addressing::new(plan.problem, gemm, &gemm.c);
+    let gpart = addr.part(kb, Dim::G, g, false);
+    let out = kb.param(gemm.c.tensor as u32);
+    let vty = kb.vec_ty(dt, st.vec);
+    let align = st.vec * dt.bytes();
+    let per_line = st.line / st.vec;
+    let vectors = st.lines * per_line;
+    for s in 0..vectors.div_ceil(plan.threads) {
+        let vid = kb.addc(tid, (s * plan.threads) as i64);
+        let body = |kb: &Kb<'_, 'ctx>| {
+            let line = kb.udivc(vid, per_line);
+            let pos = kb.mulc(kb.uremc(vid, per_line), st.vec as i64);
+            let (m, n) = if st.along_n { (line, pos) } else { (pos, line) };
+            let mp = addr.part(kb, Dim::M, kb.add(m0, m), plan.edge[0]);
+            let np = addr.part(kb, Dim::N, kb.add(n0, n), plan.edge[1]);
+            let (valid, off) = addr.resolve(kb, &[&gpart, &mp, &np]);
+            kb.if_then(valid, |kb| {
+                let v = kb.load(super::builder::Mem::Shared, vty, at(kb, m, n), align);
+                kb.store(super::builder::Mem::Global, kb.gep(et, out, off), v, align);
+            });
+        };
+        if (s + 1) * plan.threads > vectors {
+            kb.if_then(kb.ultc(vid, vectors), body);
+        } else {
+            body(kb);
+        }
     }
 }

@@ -10,15 +10,16 @@
 //! - `ldmatrix.x4`: lanes 8q..8q+7 give the row addresses of matrix q; lane l receives, from each
 //!   matrix q, row `l/4`, elements `2·(l%4)` +0,+1 in register q (`.trans`: column `l/4`,
 //!   rows `2·(l%4)` +0,+1).
-//! - MFMA A (32×k): lane l holds row `l%32`, k `kpl·(l/32)` + 0..kpl (kpl = k/2); B likewise
-//!   with column `l%32`; C element r at row `8·(r/4) + 4·(l/32) + r%4`, column `l%32`.
+//! - MFMA m×m×k (m = 32 or 16, wave64, one block; g = 64/m lane groups, kpl = k/g): lane l
+//!   holds A row `l%m`, k `kpl·(l/m)` + 0..kpl; B likewise with column `l%m`; C element r
+//!   (of m·m/64) at row `4g·(r/4) + 4·(l/m) + r%4`, column `l%m`.
 
 use super::builder::{Kb, Mem};
 use super::loader::{smem_align, smem_elem};
 use super::plan::{GemmPlan, Math, SmemTile};
 use super::target::MatrixUnit;
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
 
 /// Where the accumulators sit in the block tile: `items[i] = (row, col)` indexes `rows` and
 /// `cols`, which are block-local and lane dependent.
@@ -61,9 +62,9 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             Math::Matrix(MatrixUnit::Mma16816) => {
                 (kb.f32t().into(), (c.warp_m / 16) * (c.warp_n / 8) * 4)
             }
-            Math::Matrix(MatrixUnit::Mfma32 { .. }) => (
-                kb.f32t().vec_type(16).into(),
-                (c.warp_m / 32) * (c.warp_n / 32),
+            Math::Matrix(MatrixUnit::Mfma { m, .. }) => (
+                kb.f32t().vec_type(m * m / 64).into(),
+                (c.warp_m / m) * (c.warp_n / m),
             ),
         };
         let acc = (0..count).map(|_| kb.var(kb.zero(acc_ty))).collect();
@@ -86,7 +87,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 kvec,
             } => self.step_fma(kb, a, b, lanes_m, lanes_n, kvec),
             Math::Matrix(MatrixUnit::Mma16816) => self.step_mma(kb, a, b),
-            Math::Matrix(MatrixUnit::Mfma32 { k }) => self.step_mfma(kb, a, b, k),
+            Math::Matrix(MatrixUnit::Mfma { m, k }) => self.step_mfma(kb, a, b, m, k),
         }
     }
 
@@ -249,22 +250,29 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
     }
 
-    fn step_mfma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, k: u32) {
+    fn step_mfma(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        a: PointerValue<'ctx>,
+        b: PointerValue<'ctx>,
+        m: u32,
+        k: u32,
+    ) {
         let c = &self.plan.cfg;
         let dt = self.plan.dt;
-        let kpl = k / 2;
-        let (fm, fnn) = (c.warp_m / 32, c.warp_n / 32);
-        let row = kb.uremc(self.lane, 32);
-        let col = kb.mulc(kb.udivc(self.lane, 32), kpl as i64);
-        let ty = kb.ctx.i16_type().vec_type(kpl);
+        let kpl = MatrixUnit::Mfma { m, k }.per_lane();
+        let (fm, fnn) = (c.warp_m / m, c.warp_n / m);
+        // Lane l holds row (column) l%m of A (B), reduction indices kpl·(l/m) + 0..kpl.
+        let row = kb.uremc(self.lane, m);
+        let col = kb.mulc(kb.udivc(self.lane, m), kpl as i64);
+        let ty = kb.vec_ty(dt, kpl);
         // kpl consecutive k of one row: a vector from a [row][k] tile, gathered from a [k][row] one.
-        let ld = |base, t: &SmemTile, r0: IntValue<'ctx>, kk: u32| -> VectorValue<'ctx> {
+        let ld = |base, t: &SmemTile, r0: IntValue<'ctx>, kk: u32| -> BasicValueEnum<'ctx> {
             let r = kb.add(r0, row);
             let k = kb.addc(col, kk as i64);
             if t.kmajor {
                 let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, t, r, k));
-                kb.load(Mem::Shared, ty.into(), at, smem_align(t, dt, kpl * 2))
-                    .into_vector_value()
+                kb.load(Mem::Shared, ty, at, smem_align(t, dt, kpl * dt.bytes()))
             } else {
                 let elems: Vec<_> = (0..kpl)
                     .map(|e| {
@@ -273,10 +281,10 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                             base,
                             smem_elem(kb, t, r, kb.addc(k, e as i64)),
                         );
-                        kb.load(Mem::Shared, kb.elem_ty(dt), at, 2)
+                        kb.load(Mem::Shared, kb.elem_ty(dt), at, dt.bytes())
                     })
                     .collect();
-                kb.gather(ty.into(), &elems).into_vector_value()
+                kb.gather(ty, &elems)
             }
         };
         let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
@@ -287,15 +295,15 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             .collect();
         for kk in (0..c.block_k).step_by(k as usize) {
             let af: Vec<_> = (0..fm)
-                .map(|i| ld(a, ta, kb.addc(self.m0, (32 * i) as i64), kk))
+                .map(|i| ld(a, ta, kb.addc(self.m0, (m * i) as i64), kk))
                 .collect();
             let bf: Vec<_> = (0..fnn)
-                .map(|j| ld(b, tb, kb.addc(self.n0, (32 * j) as i64), kk))
+                .map(|j| ld(b, tb, kb.addc(self.n0, (m * j) as i64), kk))
                 .collect();
             for (i, a) in af.iter().enumerate() {
                 for (j, b) in bf.iter().enumerate() {
                     let x = &mut acc[i * fnn as usize + j];
-                    *x = kb.spec.mfma_32(kb, dt, k, *a, *b, *x);
+                    *x = kb.spec.mfma(kb, dt, m, k, *a, *b, *x);
                 }
             }
         }
@@ -306,7 +314,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
     pub fn values(&self, kb: &Kb<'_, 'ctx>) -> Vec<FloatValue<'ctx>> {
         let vals = self.load_acc(kb);
         match self.plan.math {
-            Math::Matrix(MatrixUnit::Mfma32 { .. }) => vals
+            Math::Matrix(MatrixUnit::Mfma { .. }) => vals
                 .into_iter()
                 .flat_map(|v| kb.scatter(v))
                 .map(|x| x.into_float_value())
@@ -358,23 +366,29 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                         .collect(),
                 )
             }
-            Math::Matrix(MatrixUnit::Mfma32 { .. }) => {
-                let (fm, fnn) = (c.warp_m / 32, c.warp_n / 32);
-                let r0 = kb.add(self.m0, kb.mulc(kb.udivc(l, 32), 4));
-                let c0 = kb.add(self.n0, kb.uremc(l, 32));
-                // rows[16i + r] = r0 + 32i + 8·(r/4) + r%4; cols[j] = c0 + 32j.
+            Math::Matrix(MatrixUnit::Mfma { m, .. }) => {
+                let (fm, fnn) = (c.warp_m / m, c.warp_n / m);
+                let per = m * m / 64;
+                let groups = 64 / m;
+                let r0 = kb.add(self.m0, kb.mulc(kb.udivc(l, m), 4));
+                let c0 = kb.add(self.n0, kb.uremc(l, m));
+                // Element r of lane l: row 4·groups·(r/4) + 4·(l/m) + r%4, column l%m.
+                // rows[per·i + r] = r0 + m·i + 4·groups·(r/4) + r%4; cols[j] = c0 + m·j.
                 for i in 0..fm as usize {
                     for j in 0..fnn as usize {
-                        for r in 0..16 {
-                            items.push((16 * i + r, j));
+                        for r in 0..per as usize {
+                            items.push((per as usize * i + r, j));
                         }
                     }
                 }
                 (
-                    (0..16 * fm)
-                        .map(|x| kb.addc(r0, (32 * (x / 16) + 8 * ((x % 16) / 4) + x % 4) as i64))
+                    (0..per * fm)
+                        .map(|x| {
+                            let (i, r) = (x / per, x % per);
+                            kb.addc(r0, (m * i + 4 * groups * (r / 4) + r % 4) as i64)
+                        })
                         .collect(),
-                    (0..fnn).map(|j| kb.addc(c0, (32 * j) as i64)).collect(),
+                    (0..fnn).map(|j| kb.addc(c0, (m * j) as i64)).collect(),
                 )
             }
         };

@@ -143,13 +143,14 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let r = kb.intrinsic(name, &[], &args);
         std::array::from_fn(|i| kb.field(r, i as u32).into_float_value())
     }
-    fn mfma_32<'ctx>(
+    fn mfma<'ctx>(
         &self,
         _kb: &Kb<'_, 'ctx>,
         _dt: DType,
+        _m: u32,
         _k: u32,
-        _a: VectorValue<'ctx>,
-        _b: VectorValue<'ctx>,
+        _a: BasicValueEnum<'ctx>,
+        _b: BasicValueEnum<'ctx>,
         _c: VectorValue<'ctx>,
     ) -> VectorValue<'ctx> {
         panic!("MFMA requested on NVPTX: the matrix unit is chosen from the target")

@@ -162,6 +162,61 @@ pub(crate) struct GemmPlan<'l> {
     /// Where C goes: `None` = plain stores; `Some(true)` = atomics into the f32 workspace;
     /// `Some(false)` = atomics into the f32 output itself.
     pub atomic: Option<bool>,
+    /// The staged epilogue, when C is stored in vectors (`vec_c` > 1, no atomics).
+    pub c_stage: Option<CStage>,
+}
+
+/// The C tile staged in shared memory (output type) so that threads store whole vectors along
+/// C's contiguous dimension: lines run along that dimension, padded by one 16-byte chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CStage {
+    /// Lines run along N (C contiguous along N), else along M.
+    pub along_n: bool,
+    /// Vector width.
+    pub vec: u32,
+    /// Elements per line.
+    pub line: u32,
+    /// Lines.
+    pub lines: u32,
+    /// Elements from one line to the next.
+    pub stride: u32,
+    /// Bytes of the staged tile.
+    pub bytes: u32,
+}
+
+fn c_stage(p: &ConvProblem, gemm: &Gemm, c: &PerfConfig) -> Result<CStage, String> {
+    let bytes = p.dtype().bytes();
+    let vec = c.vec_c;
+    if !vec.is_power_of_two() || vec * bytes > CHUNK {
+        return Err(format!(
+            "width {vec} is not a power of two of at most 16 bytes"
+        ));
+    }
+    let along_n = match gemm.c.contiguity(p, gemm, [Dim::M, Dim::N]).dim {
+        Some(d) => d == Dim::N,
+        None => {
+            return Err(format!(
+                "width {vec} but C is contiguous along neither M nor N"
+            ))
+        }
+    };
+    let (line, lines, len) = if along_n {
+        (c.block_n, c.block_m, gemm.n_len())
+    } else {
+        (c.block_m, c.block_n, gemm.m_len())
+    };
+    if !line.is_multiple_of(vec) || !len.is_multiple_of(vec) {
+        return Err(format!("width {vec} does not divide the tile ({line}) and GEMM ({len}) along C's contiguous dimension"));
+    }
+    let stride = line + CHUNK / bytes;
+    Ok(CStage {
+        along_n,
+        vec,
+        line,
+        lines,
+        stride,
+        bytes: lines * stride * bytes,
+    })
 }
 
 impl<'l> GemmPlan<'l> {
@@ -205,35 +260,38 @@ impl<'l> GemmPlan<'l> {
         if threads > 1024 {
             return Err(fail(format!("{threads} threads per block (at most 1024)")));
         }
-        let math = match target.matrix_unit(dt) {
-            Some(MatrixUnit::Mma16816) => {
-                if !c.warp_m.is_multiple_of(16)
-                    || !c.warp_n.is_multiple_of(16)
-                    || !c.block_k.is_multiple_of(16)
-                {
-                    return Err(fail(
-                        "mma.sync m16n8k16 needs wm, wn and bk multiples of 16".into(),
-                    ));
-                }
-                Math::Matrix(MatrixUnit::Mma16816)
-            }
-            Some(MatrixUnit::Mfma32 { k }) => {
-                if !c.warp_m.is_multiple_of(32)
-                    || !c.warp_n.is_multiple_of(32)
-                    || !c.block_k.is_multiple_of(k)
-                {
-                    return Err(fail(format!(
-                        "MFMA 32x32x{k} needs wm, wn multiples of 32 and bk of {k}"
-                    )));
-                }
-                Math::Matrix(MatrixUnit::Mfma32 { k })
-            }
-            None => fma_math(c, warp, bytes).ok_or_else(|| {
+        let units = target.matrix_units(dt);
+        let math = if units.is_empty() {
+            fma_math(c, warp, bytes).ok_or_else(|| {
                 fail(format!(
                     "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
                     c.warp_m, c.warp_n
                 ))
-            })?,
+            })?
+        } else {
+            let fits = |u: &&MatrixUnit| {
+                let (m, n, k) = u.shape();
+                c.warp_m.is_multiple_of(m)
+                    && c.warp_n.is_multiple_of(n)
+                    && c.block_k.is_multiple_of(k)
+            };
+            let unit = units.iter().find(fits).ok_or_else(|| {
+                let shapes: Vec<String> = units
+                    .iter()
+                    .map(|u| {
+                        let (m, n, k) = u.shape();
+                        format!("{m}x{n}x{k}")
+                    })
+                    .collect();
+                fail(format!(
+                    "the warp tile {}x{} and bk {} are no multiple of the matrix shapes {} (wm x wn x bk)",
+                    c.warp_m,
+                    c.warp_n,
+                    c.block_k,
+                    shapes.join(", ")
+                ))
+            })?;
+            Math::Matrix(*unit)
         };
         let load =
             |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
@@ -255,7 +313,14 @@ impl<'l> GemmPlan<'l> {
         let mut sb = tile(&b, "B")?;
         sb.region = c.stages * sa.stage;
         sa.region = 0;
-        let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
+        let atomic = (c.split_k > 1).then_some(dt != DType::F32);
+        let c_stage = if c.vec_c > 1 && atomic.is_none() {
+            Some(c_stage(p, gemm, c).map_err(|r| fail(format!("vec_c: {r}")))?)
+        } else {
+            None
+        };
+        let pipeline_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
+        let smem_bytes = pipeline_bytes.max(c_stage.map_or(0, |s| s.bytes as u64));
         if smem_bytes > u32::MAX as u64 / 2 {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
@@ -267,7 +332,6 @@ impl<'l> GemmPlan<'l> {
         };
         let k_tiles = gemm.k_len().div_ceil(c.block_k);
         let k_tiles_per_split = k_tiles.div_ceil(c.split_k);
-        let atomic = (c.split_k > 1).then_some(dt != DType::F32);
         Ok(GemmPlan {
             gemm,
             problem: p,
@@ -289,6 +353,7 @@ impl<'l> GemmPlan<'l> {
                 !gemm.k_len().is_multiple_of(c.block_k),
             ],
             atomic,
+            c_stage,
         })
     }
 

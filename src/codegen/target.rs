@@ -8,7 +8,7 @@ use super::CodegenError;
 use crate::problem::DType;
 use inkwell::{
     context::Context,
-    values::{FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
+    values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
     AddressSpace,
 };
 use std::fmt;
@@ -77,14 +77,19 @@ impl Target {
         }
     }
 
-    /// The matrix instruction the GEMM kernels use for `dt`, if any (f32 runs on FMA units:
-    /// TF32 would not meet the f32 tolerance).
-    pub(crate) fn matrix_unit(&self, dt: DType) -> Option<MatrixUnit> {
+    /// The matrix instructions for `dt`, preferred first (the first that tiles the warp tile
+    /// and `block_k` is used; the same order as [`crate::arch::Arch::math`]). Empty: scalar FMA
+    /// (f32 on NVIDIA: TF32 would not meet the f32 tolerance).
+    pub(crate) fn matrix_units(&self, dt: DType) -> &'static [MatrixUnit] {
+        use MatrixUnit::{Mfma, Mma16816};
         match (self, dt) {
-            (_, DType::F32) => None,
-            (Target::Nvptx { .. }, _) => Some(MatrixUnit::Mma16816),
-            (Target::Amdgpu { gfx: "gfx908" }, DType::BF16) => Some(MatrixUnit::Mfma32 { k: 4 }),
-            (Target::Amdgpu { .. }, _) => Some(MatrixUnit::Mfma32 { k: 8 }),
+            (Target::Nvptx { .. }, DType::F32) => &[],
+            (Target::Nvptx { .. }, _) => &[Mma16816],
+            (Target::Amdgpu { .. }, DType::F32) => &[Mfma { m: 32, k: 2 }, Mfma { m: 16, k: 4 }],
+            (Target::Amdgpu { gfx: "gfx908" }, DType::BF16) => {
+                &[Mfma { m: 32, k: 4 }, Mfma { m: 16, k: 8 }]
+            }
+            (Target::Amdgpu { .. }, _) => &[Mfma { m: 32, k: 8 }, Mfma { m: 16, k: 16 }],
         }
     }
 
@@ -108,11 +113,31 @@ impl fmt::Display for Target {
 pub(crate) enum MatrixUnit {
     /// NVIDIA `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, fragments from `ldmatrix`.
     Mma16816,
-    /// AMD `v_mfma_f32_32x32x{k}`: `k` = 8 (f16, bf16_1k) or 4 (gfx908 bf16).
-    Mfma32 {
+    /// AMD `v_mfma_f32_{m}x{m}x{k}` (one block, wave64): `m` = 32 or 16.
+    Mfma {
+        /// Rows and columns of one instruction.
+        m: u32,
         /// Reduction depth of one instruction.
         k: u32,
     },
+}
+
+impl MatrixUnit {
+    /// (rows, columns, depth) of one instruction: what the warp tile and `block_k` must be
+    /// multiples of. The B fragments of `mma.sync` are loaded two n8 tiles at a time.
+    pub fn shape(&self) -> (u32, u32, u32) {
+        match *self {
+            MatrixUnit::Mma16816 => (16, 16, 16),
+            MatrixUnit::Mfma { m, k } => (m, m, k),
+        }
+    }
+    /// MFMA: elements of A (and B) per lane; the 64 lanes form 64/m groups along K.
+    pub fn per_lane(&self) -> u32 {
+        match *self {
+            MatrixUnit::Mma16816 => 8,
+            MatrixUnit::Mfma { m, k } => k * m / 64,
+        }
+    }
 }
 
 /// Everything the kernel logic needs from a target. One implementation per backend; the kernel
@@ -192,14 +217,17 @@ pub(crate) trait TargetSpec: Sync {
         b: [IntValue<'ctx>; 2],
         c: [FloatValue<'ctx>; 4],
     ) -> [FloatValue<'ctx>; 4];
-    /// `v_mfma_f32_32x32x{k}` (AMD): `a`, `b` are `<k/2 x i16>` element bits, `c` `<16 x float>`.
-    fn mfma_32<'ctx>(
+    /// `v_mfma_f32_{m}x{m}x{k}` (AMD): `a`, `b` are this lane's `k·m/64` elements (a float for
+    /// f32, `<n x i16>` bits for f16/bf16), `c` is `<m·m/64 x float>`.
+    #[allow(clippy::too_many_arguments)]
+    fn mfma<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,
         dt: DType,
+        m: u32,
         k: u32,
-        a: VectorValue<'ctx>,
-        b: VectorValue<'ctx>,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
         c: VectorValue<'ctx>,
     ) -> VectorValue<'ctx>;
     /// Asynchronous global→shared copy of `bytes` (4, 8 or 16) that reads `src_bytes` (a
@@ -249,13 +277,18 @@ mod tests {
     #[test]
     fn matrix_units() {
         let h = Target::Nvptx { sm: 90 };
-        assert_eq!(h.matrix_unit(DType::BF16), Some(MatrixUnit::Mma16816));
-        assert_eq!(h.matrix_unit(DType::F32), None);
+        assert_eq!(h.matrix_units(DType::BF16), &[MatrixUnit::Mma16816]);
+        assert!(h.matrix_units(DType::F32).is_empty());
         let m = Target::Amdgpu { gfx: "gfx908" };
         assert_eq!(
-            m.matrix_unit(DType::BF16),
-            Some(MatrixUnit::Mfma32 { k: 4 })
+            m.matrix_units(DType::BF16)[0],
+            MatrixUnit::Mfma { m: 32, k: 4 }
         );
-        assert_eq!(m.matrix_unit(DType::F16), Some(MatrixUnit::Mfma32 { k: 8 }));
+        assert_eq!(
+            m.matrix_units(DType::F16)[1],
+            MatrixUnit::Mfma { m: 16, k: 16 }
+        );
+        assert_eq!(MatrixUnit::Mfma { m: 16, k: 4 }.per_lane(), 1);
+        assert_eq!(MatrixUnit::Mfma { m: 32, k: 8 }.per_lane(), 4);
     }
 }

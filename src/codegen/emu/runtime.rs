@@ -376,45 +376,66 @@ pub(crate) extern "C" fn emu_mma16816(
     unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), c, 4) };
 }
 
-/// `v_mfma_f32_32x32x{k}{f16,bf16}` (wave64, one block): with kpl = k/2, lane l holds
-/// A[l%32][kpl·(l/32) + i] and B[kpl·(l/32) + i][l%32] for i < kpl; D element r of lane l is
-/// at row 8·(r/4) + 4·(l/32) + r%4, column l%32.
-pub(crate) extern "C" fn emu_mfma32(
+/// `v_mfma_f32_{m}x{m}x{k}{f32,f16,bf16}` (wave64, one block), from the AMD matrix
+/// instruction tables: with g = 64/m lane groups and kpl = k/g, lane l holds
+/// A[l%m][kpl·(l/m) + i] and B[kpl·(l/m) + i][l%m] for i < kpl; D element r (of m·m/64) of
+/// lane l is at row 4g·(r/4) + 4·(l/m) + r%4, column l%m. `code`: 0 f16, 1 bf16, 2 f32.
+pub(crate) extern "C" fn emu_mfma(
     ctx: *const u8,
     code: u32,
+    m: u32,
     k: u32,
-    a: *const u16,
-    b: *const u16,
+    a: *const u8,
+    b: *const u8,
     c: *mut f32,
 ) {
-    // SAFETY: as above; a and b have k/2 elements, c 16.
+    // SAFETY: as above; a and b hold kpl elements of the type, c holds m·m/64 floats.
     let t = unsafe { thread(ctx) };
-    let kpl = (k / 2) as usize;
-    let (a, b, cin) = unsafe {
-        (
-            std::slice::from_raw_parts(a, kpl),
-            std::slice::from_raw_parts(b, kpl),
-            std::slice::from_raw_parts(c, 16),
-        )
-    };
-    let words: Vec<u64> = a.iter().chain(b).map(|&x| x as u64).collect();
-    let d = t.exchange(&words, |s, lane| {
-        let k = 2 * kpl;
-        let mut am = vec![[0f32; 8]; 32];
-        let mut bm = vec![[0f32; 32]; 8];
-        for (l, w) in s.iter().enumerate().take(64) {
-            for i in 0..kpl {
-                am[l % 32][kpl * (l / 32) + i] = half_to_f32(w[i] as u16, code);
-                bm[kpl * (l / 32) + i][l % 32] = half_to_f32(w[kpl + i] as u16, code);
+    let (m, k) = (m as usize, k as usize);
+    let groups = 64 / m;
+    let kpl = k / groups;
+    let per = m * m / 64;
+    let elem = |p: *const u8, i: usize| -> u64 {
+        // SAFETY: i < kpl, within the caller's operand.
+        unsafe {
+            if code == 2 {
+                std::ptr::read_unaligned((p as *const u32).add(i)) as u64
+            } else {
+                std::ptr::read_unaligned((p as *const u16).add(i)) as u64
             }
         }
-        std::array::from_fn::<f32, 16, _>(|r| {
-            let (row, col) = (8 * (r / 4) + 4 * (lane / 32) + r % 4, lane % 32);
-            (0..k).fold(cin[r], |acc, kk| acc + am[row][kk] * bm[kk][col])
-        })
+    };
+    let value = |w: u64| -> f32 {
+        if code == 2 {
+            f32::from_bits(w as u32)
+        } else {
+            half_to_f32(w as u16, code)
+        }
+    };
+    // SAFETY: c has `per` elements.
+    let cin = unsafe { std::slice::from_raw_parts(c, per) }.to_vec();
+    let words: Vec<u64> = (0..kpl)
+        .map(|i| elem(a, i))
+        .chain((0..kpl).map(|i| elem(b, i)))
+        .collect();
+    let d = t.exchange(&words, |s, lane| {
+        let mut am = vec![vec![0f32; k]; m];
+        let mut bm = vec![vec![0f32; m]; k];
+        for (l, w) in s.iter().enumerate().take(64) {
+            for i in 0..kpl {
+                am[l % m][kpl * (l / m) + i] = value(w[i]);
+                bm[kpl * (l / m) + i][l % m] = value(w[kpl + i]);
+            }
+        }
+        (0..per)
+            .map(|r| {
+                let (row, col) = (4 * groups * (r / 4) + 4 * (lane / m) + r % 4, lane % m);
+                (0..k).fold(cin[r], |acc, kk| acc + am[row][kk] * bm[kk][col])
+            })
+            .collect::<Vec<f32>>()
     });
-    // SAFETY: c has 16 elements.
-    unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), c, 16) };
+    // SAFETY: c has `per` elements.
+    unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), c, per) };
 }
 
 pub(crate) extern "C" fn emu_cp_async(
@@ -485,7 +506,7 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ("emu_f32_to_half", emu_f32_to_half as *const () as usize),
         ("emu_ldmatrix_x4", emu_ldmatrix_x4 as *const () as usize),
         ("emu_mma16816", emu_mma16816 as *const () as usize),
-        ("emu_mfma32", emu_mfma32 as *const () as usize),
+        ("emu_mfma", emu_mfma as *const () as usize),
         ("emu_cp_async", emu_cp_async as *const () as usize),
         ("emu_cp_commit", emu_cp_commit as *const () as usize),
         ("emu_cp_wait", emu_cp_wait as *const () as usize),

@@ -24,6 +24,15 @@ pub(crate) fn half_code(dt: DType) -> u64 {
     u64::from(dt == DType::BF16)
 }
 
+/// The emulator's element-type code: 0 = f16, 1 = bf16, 2 = f32.
+pub(crate) fn dtype_code(dt: DType) -> u64 {
+    match dt {
+        DType::F16 => 0,
+        DType::BF16 => 1,
+        DType::F32 => 2,
+    }
+}
+
 impl HostEmu {
     fn ctx_arg<'ctx>(kb: &Kb<'_, 'ctx>) -> BasicValueEnum<'ctx> {
         kb.param(4).into()
@@ -233,21 +242,28 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
                 .into_float_value()
         })
     }
-    fn mfma_32<'ctx>(
+    fn mfma<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,
         dt: DType,
+        m: u32,
         k: u32,
-        a: VectorValue<'ctx>,
-        b: VectorValue<'ctx>,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
         c: VectorValue<'ctx>,
     ) -> VectorValue<'ctx> {
-        let pa = kb.var(a.into());
-        let pb = kb.var(b.into());
+        let pa = kb.var(a);
+        let pb = kb.var(b);
         let pc = kb.var(c.into());
-        let code = kb.c(half_code(dt) as i64).into();
-        let args = [code, kb.c(k as i64).into(), pa.into(), pb.into(), pc.into()];
-        Self::rt(kb, "emu_mfma32", None, &args);
+        let args = [
+            kb.c(dtype_code(dt) as i64).into(),
+            kb.c(m as i64).into(),
+            kb.c(k as i64).into(),
+            pa.into(),
+            pb.into(),
+            pc.into(),
+        ];
+        Self::rt(kb, "emu_mfma", None, &args);
         kb.get(pc, c.get_type().into()).into_vector_value()
     }
     fn cp_async<'ctx>(
