@@ -6,7 +6,8 @@
 use convtune::arch::Arch;
 use convtune::search::replay::efficiency_prepared;
 use convtune::search::{
-    by_name, efficiency_table, synthetic, Efficiency, Prepared, Recording, STRATEGIES,
+    by_name, efficiency_table, plot_efficiencies, synthetic, Efficiency, Prepared, Recording,
+    STRATEGIES,
 };
 use std::path::Path;
 
@@ -94,6 +95,12 @@ fn synthetic_recordings_replay_with_every_strategy() {
         "SYNTHETIC recordings (cost model + hidden effects + noise; not GPU data):\n{}",
         efficiency_table(&rows)
     );
+    // The first problem's convergence plot, for a look (target/ is never committed).
+    let svg = plot_efficiencies(&rows[0].1, &format!("{} (synthetic)", rows[0].0));
+    assert_eq!(svg.matches("<polyline").count(), STRATEGIES.len());
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("synthetic-convergence.svg");
+    std::fs::write(&out, svg).expect("write the plot");
+    eprintln!("plot: {}", out.display());
     // On synthetic data the target is held only where 10% of the space is more than the two
     // batches the tuner proposes before any measurement returns (640 candidates): below that,
     // 10% is a handful of evaluations mostly chosen blind, and whether the one config within 2%

@@ -29,8 +29,8 @@ pub use guided::Guided;
 pub use quick_list::{quick_list, QuickList};
 pub use random::Random;
 pub use recording::{Prepared, RecordedCandidate, Recording, RecordingError};
-pub use replay::{efficiency, replay, Efficiency, ReplayError};
-pub use report::{efficiency_table, percent_of_best, plot_convergence};
+pub use replay::{efficiency, efficiency_all, replay, Efficiency, ReplayError};
+pub use report::{efficiency_table, percent_of_best, plot_convergence, plot_efficiencies};
 
 use crate::space::PerfConfig;
 

@@ -198,6 +198,17 @@ pub fn efficiency_prepared(
     })
 }
 
+/// Every registered strategy ([`STRATEGIES`](super::STRATEGIES), seeded with `seed`) replayed
+/// over the whole space of `rec`, in registration order: one row group of the efficiency table
+/// and one convergence plot.
+pub fn efficiency_all(rec: &Prepared, seed: u64) -> Result<Vec<Efficiency>, ReplayError> {
+    super::STRATEGIES
+        .iter()
+        .filter_map(|name| super::by_name(name, seed))
+        .map(|mut s| efficiency_prepared(rec, s.as_mut()))
+        .collect()
+}
+
 /// Replays `strategy` over the whole space of `recording` and summarises it.
 pub fn efficiency(
     recording: &Recording,

@@ -35,21 +35,24 @@ fn escape(s: &str) -> String {
 }
 
 /// An SVG line plot of convergence: each curve is (strategy name, best-so-far as % of the
-/// exhaustive best after each evaluation, see [`percent_of_best`]). The y axis spans from a
-/// round value below the lowest point plotted after the first evaluation to 100%, with a dashed
-/// line at the 98% target.
+/// exhaustive best after each evaluation, see [`percent_of_best`]). Evaluations run on a log
+/// axis (most of the story is in the first few percent of the space), with a dashed vertical
+/// line at 10% of the space and a dashed horizontal one at the 98% target; the y axis spans
+/// from a multiple of 10% at or below the lowest point (but not below 50%: lower points sit on
+/// the axis) to 100%.
 pub fn plot_convergence(curves: &[(String, Vec<f64>)], title: &str) -> String {
     let (w, h) = (720.0, 440.0);
     let (left, right, top, bottom) = (64.0, 170.0, 40.0, 52.0);
     let (pw, ph) = (w - left - right, h - top - bottom);
-    let max_x = curves.iter().map(|c| c.1.len()).max().unwrap_or(0).max(1) as f64;
+    let max_x = curves.iter().map(|c| c.1.len()).max().unwrap_or(0).max(2) as f64;
     let lowest = curves
         .iter()
         .flat_map(|c| c.1.iter().copied())
         .filter(|v| v.is_finite() && *v > 0.0)
         .fold(100.0f64, f64::min);
-    let y_min = ((lowest.min(90.0) / 10.0).floor() * 10.0).clamp(0.0, 90.0);
-    let x_of = |i: f64| left + pw * i / max_x;
+    let y_min = ((lowest.min(90.0) / 10.0).floor() * 10.0).clamp(50.0, 90.0);
+    // Evaluation i (1-based) on a log axis from 1 to max_x.
+    let x_of = |i: f64| left + pw * i.max(1.0).ln() / max_x.ln();
     let y_of = |v: f64| top + ph * (1.0 - (v.clamp(y_min, 100.0) - y_min) / (100.0 - y_min));
 
     let mut s = String::new();
@@ -58,15 +61,21 @@ pub fn plot_convergence(curves: &[(String, Vec<f64>)], title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let shown: String = if title.chars().count() > 95 {
+        title.chars().take(94).chain(std::iter::once('…')).collect()
+    } else {
+        title.to_string()
+    };
     let _ = writeln!(
         s,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        left + pw / 2.0,
-        escape(title)
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="12">{}</text>"#,
+        w / 2.0,
+        escape(&shown)
     );
-    // Grid and ticks.
-    for k in 0..=5 {
-        let v = y_min + (100.0 - y_min) * f64::from(k) / 5.0;
+    // Grid and ticks: every 10% (5% on a short axis); 1, 2, 5 × powers of ten.
+    let step = if 100.0 - y_min <= 20.0 { 5.0 } else { 10.0 };
+    let mut v = y_min;
+    while v <= 100.0 + 1e-9 {
         let y = y_of(v);
         let _ = writeln!(
             s,
@@ -75,17 +84,38 @@ pub fn plot_convergence(curves: &[(String, Vec<f64>)], title: &str) -> String {
             left - 6.0,
             y + 4.0
         );
+        v += step;
     }
-    for k in 0..=5 {
-        let i = max_x * f64::from(k) / 5.0;
-        let x = x_of(i);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{i:.0}</text>"##,
-            top + ph,
-            top + ph + 16.0
-        );
+    let mut decade = 1.0f64;
+    while decade <= max_x {
+        for m in [1.0, 2.0, 5.0] {
+            let i = decade * m;
+            if i > max_x {
+                break;
+            }
+            let x = x_of(i);
+            let label = if m == 1.0 || max_x < 1000.0 {
+                format!("{i:.0}")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
+                top + ph,
+                top + ph + 16.0
+            );
+        }
+        decade *= 10.0;
     }
+    let tenth = x_of((0.1 * max_x).ceil());
+    let _ = writeln!(
+        s,
+        r##"<line x1="{tenth:.1}" y1="{top}" x2="{tenth:.1}" y2="{:.1}" stroke="#888" stroke-dasharray="5,4"/><text x="{:.1}" y="{:.1}" fill="#555">10% of space</text>"##,
+        top + ph,
+        tenth + 4.0,
+        top + ph - 6.0
+    );
     let _ = writeln!(
         s,
         r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
@@ -98,7 +128,7 @@ pub fn plot_convergence(curves: &[(String, Vec<f64>)], title: &str) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">evaluations</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">evaluations (log scale)</text>"#,
         left + pw / 2.0,
         h - 12.0
     );
@@ -108,15 +138,23 @@ pub fn plot_convergence(curves: &[(String, Vec<f64>)], title: &str) -> String {
         top + ph / 2.0,
         top + ph / 2.0
     );
-    // One polyline per strategy; points thinned to at most ~2 per pixel.
+    // One polyline per strategy, drawn as the step function it is: a point only where the
+    // best-so-far changes (so a 10^5-evaluation curve stays small).
     for (k, (name, curve)) in curves.iter().enumerate() {
         let colour = COLOURS[k % COLOURS.len()];
-        let step = (curve.len() / (2 * pw as usize)).max(1);
         let mut pts = String::new();
+        let mut last: Option<f64> = None;
         for (i, &v) in curve.iter().enumerate() {
-            if i % step == 0 || i + 1 == curve.len() {
-                let _ = write!(pts, "{:.1},{:.1} ", x_of((i + 1) as f64), y_of(v));
+            let (x, y) = (x_of((i + 1) as f64), y_of(v));
+            match last {
+                Some(prev) if (prev - y).abs() < 0.05 && i + 1 < curve.len() => continue,
+                Some(prev) => {
+                    let _ = write!(pts, "{x:.1},{prev:.1} ");
+                }
+                None => {}
             }
+            let _ = write!(pts, "{x:.1},{y:.1} ");
+            last = Some(y);
         }
         let _ = writeln!(
             s,
@@ -136,6 +174,16 @@ pub fn plot_convergence(curves: &[(String, Vec<f64>)], title: &str) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// [`plot_convergence`] of efficiencies measured on one recording (their curves, as % of the
+/// recording's best).
+pub fn plot_efficiencies(effs: &[Efficiency], title: &str) -> String {
+    let curves: Vec<(String, Vec<f64>)> = effs
+        .iter()
+        .map(|e| (e.strategy.clone(), percent_of_best(&e.curve, e.best_us)))
+        .collect();
+    plot_convergence(&curves, title)
 }
 
 fn pct(f: f64) -> String {
@@ -255,8 +303,12 @@ mod tests {
         let opens = svg.matches('<').count();
         assert_eq!(opens, svg.matches('>').count());
         assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
-        // The y axis starts at 10% here (lowest point 10%) and tops out at 100%.
-        assert!(svg.contains(">10%<") && svg.contains(">100%<"), "{svg}");
+        // The y axis stops at 50% (the lowest point, 10%, sits on it) and tops out at 100%.
+        assert!(svg.contains(">50%<") && svg.contains(">100%<") && !svg.contains(">40%<"));
+        assert!(
+            svg.contains(">100<") && svg.contains("10% of space"),
+            "{svg}"
+        );
         let empty = plot_convergence(&[], "nothing");
         assert!(empty.starts_with("<svg") && !empty.contains("<polyline"));
     }
