@@ -3,7 +3,7 @@
 //! A strategy sees the legal candidates (indices into one slice) and the measurements so far,
 //! and proposes the next batch. The tuner owns the budget, de-duplication and legality, so a
 //! strategy only ranks; every strategy can therefore be scored against a recording of an
-//! exhaustive run with no GPU (see [`replay`]).
+//! exhaustive run with no GPU (see [`replay()`] and the [`replay`](mod@replay) module).
 //!
 //! - [`Exhaustive`]: every candidate in enumeration order (the baseline recordings come from).
 //! - [`Random`]: a seeded shuffle.
