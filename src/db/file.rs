@@ -42,8 +42,8 @@ impl Bucket {
 /// The tuned database of one architecture.
 ///
 /// Entries keep the order they were read or inserted in (so a loaded file is not re-sorted until
-/// it is written), and are indexed by problem (for exact hits) and by bucket (same direction, type and layouts; for nearest
-/// searches). Keys are parsed once, when an entry enters the database; an entry whose key does
+/// it is written), and are indexed by problem (for exact hits) and by bucket (direction, type
+/// and layouts; for nearest searches). Keys are parsed once, when an entry enters the database; an entry whose key does
 /// not parse is kept (and written back) so no data is lost, but lookups never return it and
 /// [`super::check`] reports it.
 #[derive(Debug, Clone)]
