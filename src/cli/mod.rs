@@ -3,6 +3,7 @@
 mod compile;
 mod db;
 mod lower;
+mod replay;
 mod selfcheck;
 mod space;
 mod tune;
@@ -42,6 +43,9 @@ enum Command {
     /// Tuned database tools: merge, diff, check, stale, export.
     #[command(subcommand)]
     Db(db::DbCommand),
+    /// Score the search strategies against recorded exhaustive runs (no GPU): efficiency
+    /// table, convergence plots, quick list.
+    Replay(replay::ReplayArgs),
     /// Verify every generated kernel of a sweep on this machine's GPU, and fault isolation.
     Selfcheck(selfcheck::SelfcheckArgs),
     /// Count a problem's candidates on an arch: raw, legal, rejected per reason.
@@ -132,6 +136,7 @@ pub fn run() -> i32 {
         Some(Command::Lower(a)) => lower::run(a),
         Some(Command::Space(a)) => space::run(a),
         Some(Command::Selfcheck(a)) => selfcheck::run(a),
+        Some(Command::Replay(a)) => replay::run(a),
         Some(Command::Lookup(a)) => db::lookup(a),
         Some(Command::Retune(a)) => tune::retune(a),
         Some(Command::Compile(a)) => compile::run(a),

@@ -1,0 +1,58 @@
+//! `convtune replay`: score every strategy against recorded exhaustive runs, with no GPU.
+
+use super::bad_input;
+use anyhow::Context as _;
+use convtune::search::{
+    efficiency_all, efficiency_table, plot_efficiencies, quick_list, quick_list::quick_list_table,
+    Recording,
+};
+use std::path::PathBuf;
+
+/// Arguments of `convtune replay`.
+#[derive(clap::Args)]
+pub struct ReplayArgs {
+    /// Folder of recordings (`*.json`, see recordings/README.md).
+    #[arg(default_value = "recordings")]
+    dir: PathBuf,
+    /// Write one convergence plot (SVG) per recording into this folder.
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
+    /// Seed of the randomised strategies.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Also print the quick list (set cover within 0.93 of each problem's best), this many configs.
+    #[arg(long, value_name = "N")]
+    quick_list: Option<usize>,
+}
+
+/// Prints the efficiency table (and the quick list), writes the plots.
+pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
+    let recs = Recording::load_dir(&args.dir).map_err(bad_input)?;
+    let mut rows = Vec::new();
+    for (path, rec) in &recs {
+        let prepared = rec.prepare().map_err(bad_input)?;
+        let effs = efficiency_all(&prepared, args.seed)?;
+        let label = format!(
+            "{}{}",
+            rec.problem,
+            if rec.synthetic { " (synthetic)" } else { "" }
+        );
+        if let Some(dir) = &args.svg {
+            std::fs::create_dir_all(dir)?;
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            let out = dir.join(format!("{name}.svg"));
+            std::fs::write(&out, plot_efficiencies(&effs, &label))
+                .with_context(|| format!("writing {}", out.display()))?;
+        }
+        rows.push((label, effs));
+    }
+    println!("{}", efficiency_table(&rows));
+    if let Some(n) = args.quick_list {
+        let only: Vec<Recording> = recs.into_iter().map(|(_, r)| r).collect();
+        println!(
+            "{}",
+            quick_list_table(&quick_list(&only, n).map_err(bad_input)?)
+        );
+    }
+    Ok(())
+}
