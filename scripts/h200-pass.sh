@@ -25,7 +25,7 @@ if [ "$configs" -gt 0 ]; then
 fi
 
 echo "== kill-and-resume on the first problem"
-first=$(grep -v '^#' "$suite" | grep -v '^\s*$' | head -1)
+first=${RESUME_PROBLEM:-$(grep -v '^#' "$suite" | grep -v '^\s*$' | head -1)}
 timeout -s KILL 8 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet >/dev/null 2>&1
 echo "killed after $(wc -l < "$R/resume.jsonl") journal records"
 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet 2>&1 | tee "$R/resume.log" | head -3
