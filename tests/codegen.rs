@@ -161,6 +161,9 @@ fn emulated_vector_loads() {
             [
                 "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va={v},vb={v},vc={v},lds=swz,sk=1,rs=1",
                 "v1:bm=32,bn=64,bk=16,wm=16,wn=32,st=1,va={v},vb={v},vc={v},lds=pad,sk=2,rs=1",
+                // C staged in passes (tile > pipeline); [k][row] tiles with bk > rows.
+                "v1:bm=64,bn=64,bk=16,wm=32,wn=32,st=1,va={v},vb={v},vc={v},lds=pad,sk=1,rs=1",
+                "v1:bm=32,bn=32,bk=64,wm=16,wn=16,st=2,va={v},vb={v},vc={v},lds=pad,sk=1,rs=1",
             ],
         ),
         (
@@ -168,6 +171,8 @@ fn emulated_vector_loads() {
             [
                 "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va={v},vb={v},vc={v},lds=swz,sk=1,rs=1",
                 "v1:bm=32,bn=64,bk=16,wm=32,wn=32,st=1,va={v},vb={v},vc={v},lds=pad,sk=2,rs=1",
+                "v1:bm=64,bn=64,bk=16,wm=32,wn=32,st=1,va={v},vb={v},vc={v},lds=pad,sk=1,rs=1",
+                "v1:bm=32,bn=32,bk=64,wm=16,wn=16,st=2,va={v},vb={v},vc={v},lds=pad,sk=1,rs=1",
             ],
         ),
     ] {
@@ -425,5 +430,54 @@ fn legal_configs_are_correct() {
             }
         }
         done += 1;
+    }
+}
+
+/// Legality and codegen agree: every config legality accepts can be generated (planning only,
+/// no LLVM: cheap enough for every legal config of realistic problems on every arch).
+#[test]
+fn every_legal_config_can_be_generated() {
+    use convtune::arch::Arch;
+    use convtune::codegen::launches;
+    use convtune::space::{enumerate_legal, SearchSpace};
+    let problems = [
+        "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+        "convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+        "convbfp16 -n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+        "conv -n 8 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 1 --layout NCHW",
+        "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -p 1 -q 1 -F 2 --layout NCHW",
+        "convfp16 -n 4 -c 96 -H 17 -W 17 -k 48 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 3 -F 4 --layout NCHW",
+    ];
+    for line in problems {
+        let p = problem(line);
+        let l = lower(&p);
+        for arch in Arch::ALL {
+            let target = Target::parse(arch.name).unwrap();
+            let legal = enumerate_legal(&p, &arch, &SearchSpace::default_for(&arch)).legal;
+            let mut failures = Vec::new();
+            for c in &legal {
+                match launches(&l, c, target) {
+                    Err(e) => failures.push(e.to_string()),
+                    Ok((kernels, _)) => {
+                        for k in kernels {
+                            if k.shared_bytes > arch.smem_per_block {
+                                failures.push(format!(
+                                    "{c}: {} needs {} bytes of shared memory, the arch has {}",
+                                    k.name, k.shared_bytes, arch.smem_per_block
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(
+                failures.is_empty(),
+                "{line} on {}: {} of {} legal configs cannot be generated, e.g.\n{}",
+                arch.name,
+                failures.len(),
+                legal.len(),
+                failures.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+            );
+        }
     }
 }

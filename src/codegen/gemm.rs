@@ -231,7 +231,8 @@ fn epilogue<'ctx>(
 /// Writes C through shared memory: each thread puts its accumulators (converted) into a tile
 /// whose lines run along C's contiguous dimension, then the block stores it in vectors of
 /// `vec_c` (legality guarantees each vector is wholly inside C or wholly in its padding, and
-/// aligned), one address computation per vector.
+/// aligned), one address computation per vector. A tile larger than the pipeline's shared
+/// memory goes through in passes of whole lines.
 #[allow(clippy::too_many_arguments)]
 fn epilogue_staged<'ctx>(
     kb: &Kb<'_, 'ctx>,
@@ -246,18 +247,6 @@ fn epilogue_staged<'ctx>(
     let dt = plan.dt;
     let et = kb.elem_ty(dt);
     let base = kb.shared_base();
-    let at = |kb: &Kb<'_, 'ctx>, m: IntValue<'ctx>, n: IntValue<'ctx>| {
-        let (line, pos) = if st.along_n { (m, n) } else { (n, m) };
-        kb.gep(et, base, kb.add(kb.mulc(line, st.stride as i64), pos))
-    };
-    // The A/B tiles are dead once every warp is past its last multiply.
-    kb.barrier();
-    let lay = math.layout(kb);
-    for (&v, &(ri, ci)) in math.values(kb).iter().zip(&lay.items) {
-        let p = at(kb, lay.rows[ri], lay.cols[ci]);
-        kb.store(super::builder::Mem::Shared, p, kb.narrow(v, dt), dt.bytes());
-    }
-    kb.barrier();
     let gemm = plan.gemm;
     let addr = Addressing::new(plan.problem, gemm, &gemm.c);
     let gpart = addr.part(kb, Dim::G, g, false);
@@ -265,25 +254,68 @@ fn epilogue_staged<'ctx>(
     let vty = kb.vec_ty(dt, st.vec);
     let align = st.vec * dt.bytes();
     let per_line = st.line / st.vec;
-    let vectors = st.lines * per_line;
-    for s in 0..vectors.div_ceil(plan.threads) {
-        let vid = kb.addc(tid, (s * plan.threads) as i64);
-        let body = |kb: &Kb<'_, 'ctx>| {
-            let line = kb.udivc(vid, per_line);
-            let pos = kb.mulc(kb.uremc(vid, per_line), st.vec as i64);
-            let (m, n) = if st.along_n { (line, pos) } else { (pos, line) };
-            let mp = addr.part(kb, Dim::M, kb.add(m0, m), plan.edge[0]);
-            let np = addr.part(kb, Dim::N, kb.add(n0, n), plan.edge[1]);
-            let (valid, off) = addr.resolve(kb, &[&gpart, &mp, &np]);
-            kb.if_then(valid, |kb| {
-                let v = kb.load(super::builder::Mem::Shared, vty, at(kb, m, n), align);
-                kb.store(super::builder::Mem::Global, kb.gep(et, out, off), v, align);
-            });
+    let lay = math.layout(kb);
+    let vals = math.values(kb);
+    let passes = st.passes();
+    // The A/B tiles are dead once every warp is past its last multiply.
+    kb.barrier();
+    for pass in 0..passes {
+        let first = pass * st.lines_per_pass;
+        let lines = st.lines_per_pass.min(st.lines - first);
+        // (line, position) of a tile element, lines relative to this pass.
+        let split = |m: IntValue<'ctx>, n: IntValue<'ctx>| {
+            let (line, pos) = if st.along_n { (m, n) } else { (n, m) };
+            (kb.addc(line, -(first as i64)), pos)
         };
-        if (s + 1) * plan.threads > vectors {
-            kb.if_then(kb.ultc(vid, vectors), body);
-        } else {
-            body(kb);
+        let at = |kb: &Kb<'_, 'ctx>, line: IntValue<'ctx>, pos: IntValue<'ctx>| {
+            kb.gep(et, base, kb.add(kb.mulc(line, st.stride as i64), pos))
+        };
+        for (&v, &(ri, ci)) in vals.iter().zip(&lay.items) {
+            let (line, pos) = split(lay.rows[ri], lay.cols[ci]);
+            let put = |kb: &Kb<'_, 'ctx>| {
+                kb.store(
+                    super::builder::Mem::Shared,
+                    at(kb, line, pos),
+                    kb.narrow(v, dt),
+                    dt.bytes(),
+                );
+            };
+            if passes == 1 {
+                put(kb);
+            } else {
+                kb.if_then(kb.ultc(line, lines), put);
+            }
+        }
+        kb.barrier();
+        let vectors = lines * per_line;
+        for s in 0..vectors.div_ceil(plan.threads) {
+            let vid = kb.addc(tid, (s * plan.threads) as i64);
+            let body = |kb: &Kb<'_, 'ctx>| {
+                let line = kb.udivc(vid, per_line);
+                let pos = kb.mulc(kb.uremc(vid, per_line), st.vec as i64);
+                let tile_line = kb.addc(line, first as i64);
+                let (m, n) = if st.along_n {
+                    (tile_line, pos)
+                } else {
+                    (pos, tile_line)
+                };
+                let mp = addr.part(kb, Dim::M, kb.add(m0, m), plan.edge[0]);
+                let np = addr.part(kb, Dim::N, kb.add(n0, n), plan.edge[1]);
+                let (valid, off) = addr.resolve(kb, &[&gpart, &mp, &np]);
+                kb.if_then(valid, |kb| {
+                    let v = kb.load(super::builder::Mem::Shared, vty, at(kb, line, pos), align);
+                    kb.store(super::builder::Mem::Global, kb.gep(et, out, off), v, align);
+                });
+            };
+            if (s + 1) * plan.threads > vectors {
+                kb.if_then(kb.ultc(vid, vectors), body);
+            } else {
+                body(kb);
+            }
+        }
+        if pass + 1 < passes {
+            // The next pass overwrites what this one just read.
+            kb.barrier();
         }
     }
 }

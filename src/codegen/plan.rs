@@ -79,27 +79,33 @@ impl SmemTile {
         }
     }
 
+    /// A tile of `lines` lines of `line` elements. `lds=pad` pads each line by one chunk only
+    /// when that costs no more than one chunk per tile row (what legality budgets: a `[k][row]`
+    /// tile has `block_k` lines); otherwise the lines are swizzled instead (no extra memory), or
+    /// left plain when they are not a power-of-two number of chunks.
     fn new(
         kmajor: bool,
         line: u32,
         lines: u32,
+        rows: u32,
         lds: LdsLayout,
         bytes: u32,
     ) -> Result<Self, String> {
         let chunk_elems = CHUNK / bytes;
         let line_bytes = line * bytes;
+        let chunks = line_bytes / CHUNK;
+        let swizzles = line_bytes.is_multiple_of(CHUNK) && chunks.is_power_of_two();
         let (stride, swizzle) = match lds {
-            LdsLayout::Padded => (line + chunk_elems, None),
+            LdsLayout::Padded if lines <= rows => (line + chunk_elems, None),
+            LdsLayout::Padded if swizzles => (line, Some(chunks)),
+            LdsLayout::Padded => (line, None),
+            LdsLayout::Swizzled if swizzles => (line, Some(chunks)),
             LdsLayout::Swizzled => {
-                let chunks = line_bytes / CHUNK;
-                if !line_bytes.is_multiple_of(CHUNK) || !chunks.is_power_of_two() {
-                    return Err(format!(
-                        "lds=swz needs shared-memory lines of a power-of-two number of 16-byte chunks; \
-                         this operand's lines are {line_bytes} bytes ({})",
-                        if kmajor { "block_k elements" } else { "block_m or block_n elements" }
-                    ));
-                }
-                (line, Some(chunks))
+                return Err(format!(
+                    "lds=swz needs shared-memory lines of a power-of-two number of 16-byte chunks; \
+                     this operand's lines are {line_bytes} bytes ({})",
+                    if kmajor { "block_k elements" } else { "block_m or block_n elements" }
+                ))
             }
         };
         Ok(SmemTile {
@@ -167,7 +173,9 @@ pub(crate) struct GemmPlan<'l> {
 }
 
 /// The C tile staged in shared memory (output type) so that threads store whole vectors along
-/// C's contiguous dimension: lines run along that dimension, padded by one 16-byte chunk.
+/// C's contiguous dimension: lines run along that dimension, padded by one 16-byte chunk. It
+/// reuses the pipeline's shared memory and never needs more: when the tile does not fit, it
+/// goes through in passes of `lines_per_pass` lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CStage {
     /// Lines run along N (C contiguous along N), else along M.
@@ -180,11 +188,18 @@ pub(crate) struct CStage {
     pub lines: u32,
     /// Elements from one line to the next.
     pub stride: u32,
-    /// Bytes of the staged tile.
-    pub bytes: u32,
+    /// Lines staged per pass.
+    pub lines_per_pass: u32,
 }
 
-fn c_stage(p: &ConvProblem, gemm: &Gemm, c: &PerfConfig) -> Result<CStage, String> {
+impl CStage {
+    /// Passes through shared memory.
+    pub fn passes(&self) -> u32 {
+        self.lines.div_ceil(self.lines_per_pass)
+    }
+}
+
+fn c_stage(p: &ConvProblem, gemm: &Gemm, c: &PerfConfig, budget: u64) -> Result<CStage, String> {
     let bytes = p.dtype().bytes();
     let vec = c.vec_c;
     if !vec.is_power_of_two() || vec * bytes > CHUNK {
@@ -209,13 +224,20 @@ fn c_stage(p: &ConvProblem, gemm: &Gemm, c: &PerfConfig) -> Result<CStage, Strin
         return Err(format!("width {vec} does not divide the tile ({line}) and GEMM ({len}) along C's contiguous dimension"));
     }
     let stride = line + CHUNK / bytes;
+    let fit = budget / (stride as u64 * bytes as u64);
+    if fit == 0 {
+        return Err(format!(
+            "one staged line ({} bytes) exceeds the pipeline's shared memory",
+            stride * bytes
+        ));
+    }
     Ok(CStage {
         along_n,
         vec,
         line,
         lines,
         stride,
-        bytes: lines * stride * bytes,
+        lines_per_pass: fit.min(lines as u64) as u32,
     })
 }
 
@@ -306,7 +328,7 @@ impl<'l> GemmPlan<'l> {
             } else {
                 (l.rows, c.block_k)
             };
-            SmemTile::new(l.along_k, line, lines, c.lds, bytes)
+            SmemTile::new(l.along_k, line, lines, l.rows, c.lds, bytes)
                 .map_err(|r| fail(format!("{name}: {r}")))
         };
         let mut sa = tile(&a, "A")?;
@@ -314,13 +336,12 @@ impl<'l> GemmPlan<'l> {
         sb.region = c.stages * sa.stage;
         sa.region = 0;
         let atomic = (c.split_k > 1).then_some(dt != DType::F32);
+        let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
         let c_stage = if c.vec_c > 1 && atomic.is_none() {
-            Some(c_stage(p, gemm, c).map_err(|r| fail(format!("vec_c: {r}")))?)
+            Some(c_stage(p, gemm, c, smem_bytes).map_err(|r| fail(format!("vec_c: {r}")))?)
         } else {
             None
         };
-        let pipeline_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
-        let smem_bytes = pipeline_bytes.max(c_stage.map_or(0, |s| s.bytes as u64));
         if smem_bytes > u32::MAX as u64 / 2 {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
@@ -443,4 +464,52 @@ fn tile_load(
         partial: !vectors.is_multiple_of(threads),
         async_copy: target.has_cp_async() && matches!(vb, 4 | 8 | 16),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lowering::lower;
+
+    fn plan_of(line: &str, cfg: &str, target: Target) -> (ConvProblem, PerfConfig, Target) {
+        (line.parse().unwrap(), cfg.parse().unwrap(), target)
+    }
+
+    #[test]
+    fn staged_c_reuses_pipeline_memory_in_passes() {
+        let (p, c, t) = plan_of(
+            "convbfp16 -n 2 -c 16 -H 5 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+            "v1:bm=64,bn=64,bk=16,wm=32,wn=32,st=1,va=8,vb=8,vc=8,lds=pad,sk=1,rs=1",
+            Target::Nvptx { sm: 90 },
+        );
+        let l = lower(&p);
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let st = plan.c_stage.unwrap();
+        // Output NHWC is contiguous along K (= M); lines of 64 + 8 bf16.
+        assert!(!st.along_n);
+        assert_eq!(st.stride, 72);
+        // Pipeline: (64 + 64) rows × (16 + 8) × 2 bytes = 6144 bytes: 42 lines per pass.
+        assert_eq!(plan.smem.bytes, 6144);
+        assert_eq!(st.lines_per_pass, 42);
+        assert_eq!(st.passes(), 2);
+    }
+
+    #[test]
+    fn transposed_tiles_pad_within_one_chunk_per_row() {
+        // bwd-weight NHWC: both operands' vectors run along M/N, tiles are [k][row].
+        let (p, c, t) = plan_of(
+            "convbfp16 -n 2 -c 16 -H 5 -W 4 -k 32 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+            "v1:bm=32,bn=32,bk=64,wm=16,wn=16,st=2,va=8,vb=8,vc=1,lds=pad,sk=1,rs=1",
+            Target::Nvptx { sm: 90 },
+        );
+        let l = lower(&p);
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        assert!(!plan.smem.a.kmajor && !plan.smem.b.kmajor);
+        // 64 k-lines would cost 64 chunks of padding, 32 rows budget 32: swizzled instead.
+        assert_eq!(plan.smem.a.swizzle, Some(4));
+        assert_eq!(plan.smem.bytes, 2 * (32 + 32) * 64 * 2);
+        let c = PerfConfig { block_k: 16, ..c };
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        assert_eq!((plan.smem.a.stride, plan.smem.a.swizzle), (40, None));
+    }
 }
