@@ -156,3 +156,122 @@ impl<'l> Addressing<'l> {
         (valid, kb.seli(valid, off, kb.c(0)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::builder::Kb;
+    use crate::codegen::{emu::spec::HostEmu, machine, Target};
+    use crate::lowering::lower;
+    use inkwell::{context::Context, OptimizationLevel};
+
+    /// For every operand of every sub-GEMM of `p`, JIT `(g, row, k) → (valid, offset)` for the
+    /// host and compare it with [`Operand::offset`] at every coordinate, including indices one
+    /// past the GEMM edge (which must be invalid).
+    fn agrees_with_offset(p: &ConvProblem) {
+        let l = lower(p);
+        let spec = HostEmu {
+            like: Target::Nvptx { sm: 90 },
+        };
+        let tm = machine::machine(&spec).unwrap();
+        for gemm in &l.gemms {
+            for (op, [d0, d1]) in gemm.operands() {
+                let ctx = Context::create();
+                let m = machine::new_module(&ctx, &spec, &tm, "index").unwrap();
+                // Argument 0: i32 (g, i0, i1) triples; argument 2: i32 (valid, offset) pairs.
+                let kb = Kb::kernel(&ctx, &m, &spec, "addr", [true, true, false, true]);
+                let lens = [gemm.g_len(), gemm.len(d0) + 1, gemm.len(d1) + 1];
+                let count = lens.iter().product::<u32>();
+                let i32t = kb.i32t().into();
+                kb.for_range(kb.c(0), kb.c(count as i64), |kb, i| {
+                    let arg = |j: i64| {
+                        let at = kb.gep(i32t, kb.param(0), kb.addc(kb.mulc(i, 3), j));
+                        kb.get(at, i32t).into_int_value()
+                    };
+                    let a = Addressing::new(p, gemm, op);
+                    let pg = a.part(kb, Dim::G, arg(0), false);
+                    let p0 = a.part(kb, d0, arg(1), true);
+                    let p1 = a.part(kb, d1, arg(2), true);
+                    let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
+                    let valid = crate::codegen::builder::ok(kb.raw().build_int_z_extend(
+                        valid,
+                        kb.i32t(),
+                        "",
+                    ));
+                    for (j, v) in [(0, valid), (1, off)] {
+                        kb.set(
+                            kb.gep(i32t, kb.param(2), kb.addc(kb.mulc(i, 2), j)),
+                            v.into(),
+                        );
+                    }
+                });
+                kb.finish();
+                machine::optimize(&m, &tm).unwrap();
+                let ee = m
+                    .create_jit_execution_engine(OptimizationLevel::None)
+                    .unwrap();
+                type F = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
+                // SAFETY: `addr` was emitted above with this signature.
+                let f = unsafe {
+                    std::mem::transmute::<usize, F>(ee.get_function_address("addr").unwrap())
+                };
+                let mut input = Vec::new();
+                for g in 0..lens[0] {
+                    for i0 in 0..lens[1] {
+                        for i1 in 0..lens[2] {
+                            input.extend([g as i32, i0 as i32, i1 as i32]);
+                        }
+                    }
+                }
+                let mut output = vec![0i32; 2 * count as usize];
+                let null = std::ptr::null_mut();
+                // SAFETY: buffers sized for `count` entries, as the function reads and writes.
+                unsafe {
+                    f(
+                        input.as_mut_ptr() as *mut u8,
+                        null,
+                        output.as_mut_ptr() as *mut u8,
+                        null,
+                        null,
+                    )
+                };
+                let mut coords: [Vec<u32>; 4] = Default::default();
+                for (n, t) in input.chunks(3).enumerate() {
+                    let idx = [(Dim::G, t[0] as u32), (d0, t[1] as u32), (d1, t[2] as u32)];
+                    let inside = idx.iter().all(|&(d, v)| v < gemm.len(d));
+                    let want = if inside {
+                        for &(d, v) in &idx {
+                            gemm.dims[d as usize].decompose(v, &mut coords[d as usize]);
+                        }
+                        op.offset(p, &coords)
+                    } else {
+                        None
+                    };
+                    let got = (output[2 * n] != 0).then_some(output[2 * n + 1] as u64);
+                    assert_eq!(
+                        got, want,
+                        "{p}: GEMM {} {:?} at {idx:?}",
+                        gemm.id, op.tensor
+                    );
+                    if got.is_none() {
+                        assert_eq!(output[2 * n + 1], 0, "invalid offsets are replaced by 0");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jitted_addressing_matches_operand_offset() {
+        for line in [
+            "conv -n 2 -c 6 -H 7 -W 5 -k 4 -y 3 -x 2 -p 1 -q 2 -u 2 -v 1 -l 1 -j 2 -g 2 -F 1",
+            "conv -n 2 -c 6 -H 7 -W 5 -k 4 -y 3 -x 2 -p 1 -q 2 -u 2 -v 1 -l 1 -j 2 -g 2 -F 2",
+            "conv -n 2 -c 6 -H 7 -W 5 -k 4 -y 3 -x 2 -p 1 -q 2 -u 2 -v 1 -l 1 -j 2 -g 2 -F 4",
+            "convbfp16 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 2 -q 2 -u 3 -v 2 -l 2 -j 1 -F 2 --layout NHWC",
+            "convfp16 -n 2 -c 4 -H 5 -W 9 -k 6 -y 1 -x 3 -q 1 -v 2 -F 4 --layout NHWC",
+            "conv -n 1 -c 2 -H 7 -W 5 -k 2 -y 2 -x 1 -u 3 -v 1 -F 2",
+        ] {
+            agrees_with_offset(&line.parse().unwrap());
+        }
+    }
+}
