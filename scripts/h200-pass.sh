@@ -30,7 +30,7 @@ timeout -s KILL 8 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --
 echo "killed after $(wc -l < "$R/resume.jsonl") journal records"
 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet 2>&1 | tee "$R/resume.log" | head -3
 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/fresh.toml" --journal "$R/fresh.jsonl" --quiet > "$R/fresh.log" 2>&1
-python3 - "$R" <<'PY'
+python3 - "$R" <<'PY' | tee "$R/resume.txt"
 import json, sys
 r = sys.argv[1]
 def cfgs(p): return sorted({json.loads(l)["config"] for l in open(p) if l.strip()})
@@ -38,8 +38,33 @@ a, b = cfgs(f"{r}/resume.jsonl"), cfgs(f"{r}/fresh.jsonl")
 print(f"resumed run evaluated {len(a)} configs, uninterrupted run {len(b)}; same set: {a == b}")
 PY
 
+if [ -n "${SCALE:-}" ]; then
+  echo "== scaling: $SCALE on one GPU, then on all GPUs (exhaustive order, budget 16: same candidates)"
+  for devs in 0 all; do
+    start=$(date +%s.%N)
+    "$BIN" --problems "$SCALE" --devices "$devs" --strategy exhaustive --budget 16 --db "$R/scale-$devs.toml" \
+      --journal "$R/scale-$devs.jsonl" --quiet > "$R/scale-$devs.log" 2>&1
+    end=$(date +%s.%N)
+    n=$(cat "$R"/scale-$devs.jsonl* | wc -l)
+    python3 -c "import sys; s=float(sys.argv[2])-float(sys.argv[1]); print(f'devices={sys.argv[3]}: {sys.argv[4]} candidates in {s:.1f} s = {int(sys.argv[4])/s:.2f} candidates/s')" "$start" "$end" "$devs" "$n" | tee -a "$R/scale.txt"
+  done
+  python3 - "$R" <<'PY' | tee -a "$R/scale.txt"
+import json, glob, sys
+r = sys.argv[1]
+def load(pat):
+    out = {}
+    for f in glob.glob(f"{r}/{pat}"):
+        for l in open(f):
+            if l.strip():
+                j = json.loads(l); out[(j["problem_key"], j["config"])] = j.get("time_us")
+    return out
+a, b = load("scale-0.jsonl*"), load("scale-all.jsonl*")
+print(f"same candidates evaluated on 1 and on all GPUs: {set(a) == set(b)} ({len(a)} vs {len(b)})")
+PY
+fi
+
 echo "== tune $suite (budget $budget per problem)"
-"$BIN" --problems "$suite" --budget "$budget" --db "$R/tuned.toml" --journal "$R/journal.jsonl" \
+"$BIN" --problems "$suite" --budget "$budget" --devices "${DEVICES:-0}" --db "$R/tuned.toml" --journal "$R/journal.jsonl" \
   --report "$R/report.json" --quiet 2>&1 | tee "$R/tune.log" | grep -v "^  " 
 
 if [ -n "${RECORD:-}" ]; then
