@@ -3,7 +3,7 @@
 use super::bruteforce::check_vector_access;
 use super::*;
 use crate::lowering::{lower, Dim, Gemm, Operand};
-use crate::problem::{ConvProblem, ConvSizes, DType, Direction, Layout};
+use crate::problem::{ConvProblem, DType, Direction};
 use crate::space::LdsLayout;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -333,38 +333,7 @@ fn explain_lists_every_rule() {
 }
 
 fn arb_problem() -> impl Strategy<Value = ConvProblem> {
-    let dir = prop_oneof![
-        Just(Direction::Fwd),
-        Just(Direction::BwdData),
-        Just(Direction::BwdWeight)
-    ];
-    let act = prop_oneof![Just(Layout::NGCHW), Just(Layout::NHWGC)];
-    let fil = prop_oneof![Just(Layout::GKCYX), Just(Layout::GKYXC)];
-    (
-        (1u32..3, 1u32..9, 1u32..9, 1u32..3),
-        (1u32..13, 1u32..13, 1u32..5, 1u32..5),
-        ([0u32..4, 0u32..4], [1u32..4, 1u32..4], [1u32..3, 1u32..3]),
-        (dir, act.clone(), fil, act),
-    )
-        .prop_filter_map(
-            "invalid problem",
-            |((n, cg, kg, g), (h, w, y, x), (pad, stride, dilation), (d, il, fl, ol))| {
-                let sizes = ConvSizes {
-                    n,
-                    c: cg * g,
-                    h,
-                    w,
-                    k: kg * g,
-                    y,
-                    x,
-                    pad,
-                    stride,
-                    dilation,
-                    groups: g,
-                };
-                ConvProblem::new(sizes, d, DType::F32, il, fl, ol).ok()
-            },
-        )
+    crate::problem::arbitrary::small_problem(9, 13)
 }
 
 /// Over random small problems, every operand of every sub-GEMM along both of its dimensions:

@@ -374,72 +374,63 @@ fn filter_coords(dims: &[GemmDim; 4]) -> [Affine; 5] {
     [ax("g"), ax("k"), ax("c"), ax("y"), ax("x")]
 }
 
+/// The filter-tap axes (c, y, x), with c innermost when tensor `t` is channels-last so that
+/// unit steps along the merged dimension walk memory.
+fn cyx_axes(p: &ConvProblem, t: Tensor) -> GemmDim {
+    let s = p.sizes();
+    let (c, y, x) = (("c", p.c_per_group()), ("y", s.y), ("x", s.x));
+    if channels_last(p, t) {
+        dim(&[y, x, c])
+    } else {
+        dim(&[c, y, x])
+    }
+}
+
+/// The GEMM of forward and backward weight: the same three tensor maps, with the operands in
+/// the roles the direction gives them.
+fn single_gemm(p: &ConvProblem, dims: [GemmDim; 4], roles: [Tensor; 3]) -> Gemm {
+    let coords = |t: Tensor| match t {
+        Tensor::Input => input_coords(p, &dims),
+        Tensor::Filter => filter_coords(&dims),
+        Tensor::Output => output_coords(&dims),
+    };
+    let [a, b, c] = roles.map(|tensor| Operand {
+        tensor,
+        coords: coords(tensor),
+    });
+    Gemm {
+        id: 0,
+        a,
+        b,
+        c,
+        dims,
+    }
+}
+
 /// Forward: C[k][n·ho·wo] = Σ_{c,y,x} W[k][c,y,x] · X[c,y,x][n·ho·wo].
 fn fwd(p: &ConvProblem) -> Gemm {
     let s = p.sizes();
     let [ho, wo] = p.out_size();
-    let (c, y, x) = (("c", p.c_per_group()), ("y", s.y), ("x", s.x));
-    let k_axes = if channels_last(p, Tensor::Input) {
-        dim(&[y, x, c])
-    } else {
-        dim(&[c, y, x])
-    };
     let dims = [
         dim(&[("g", s.groups)]),
         dim(&[("k", p.k_per_group())]),
         dim(&[("n", s.n), ("ho", ho), ("wo", wo)]),
-        k_axes,
+        cyx_axes(p, Tensor::Input),
     ];
-    Gemm {
-        id: 0,
-        a: Operand {
-            tensor: Tensor::Filter,
-            coords: filter_coords(&dims),
-        },
-        b: Operand {
-            tensor: Tensor::Input,
-            coords: input_coords(p, &dims),
-        },
-        c: Operand {
-            tensor: Tensor::Output,
-            coords: output_coords(&dims),
-        },
-        dims,
-    }
+    single_gemm(p, dims, [Tensor::Filter, Tensor::Input, Tensor::Output])
 }
 
 /// Backward weight: dW[k][c,y,x] = Σ_{n,ho,wo} dY[k][n,ho,wo] · X[n,ho,wo][c,y,x].
 fn bwd_weight(p: &ConvProblem) -> Gemm {
     let s = p.sizes();
     let [ho, wo] = p.out_size();
-    let (c, y, x) = (("c", p.c_per_group()), ("y", s.y), ("x", s.x));
-    let n_axes = if channels_last(p, Tensor::Filter) {
-        dim(&[y, x, c])
-    } else {
-        dim(&[c, y, x])
-    };
     let dims = [
         dim(&[("g", s.groups)]),
         dim(&[("k", p.k_per_group())]),
-        n_axes,
+        cyx_axes(p, Tensor::Filter),
         dim(&[("n", s.n), ("ho", ho), ("wo", wo)]),
     ];
-    Gemm {
-        id: 0,
-        a: Operand {
-            tensor: Tensor::Output,
-            coords: output_coords(&dims),
-        },
-        b: Operand {
-            tensor: Tensor::Input,
-            coords: input_coords(p, &dims),
-        },
-        c: Operand {
-            tensor: Tensor::Filter,
-            coords: filter_coords(&dims),
-        },
-        dims,
-    }
+    single_gemm(p, dims, [Tensor::Output, Tensor::Input, Tensor::Filter])
 }
 
 #[cfg(test)]

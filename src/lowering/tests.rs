@@ -1,7 +1,6 @@
 //! The lowering against the direct convolution: seeds' named problems and a property test.
 
 use super::*;
-use crate::problem::{ConvSizes, DType, Layout};
 use crate::reference::{direct_conv, random_tensor};
 use proptest::prelude::*;
 use rand::{rngs::StdRng, SeedableRng};
@@ -85,38 +84,7 @@ fn full_problem_sizes_of_seed_003() {
 }
 
 fn arb_problem() -> impl Strategy<Value = ConvProblem> {
-    let dir = prop_oneof![
-        Just(Direction::Fwd),
-        Just(Direction::BwdData),
-        Just(Direction::BwdWeight)
-    ];
-    let act = prop_oneof![Just(Layout::NGCHW), Just(Layout::NHWGC)];
-    let fil = prop_oneof![Just(Layout::GKCYX), Just(Layout::GKYXC)];
-    (
-        (1u32..3, 1u32..4, 1u32..4, 1u32..3),
-        (1u32..9, 1u32..9, 1u32..5, 1u32..5),
-        ([0u32..4, 0u32..4], [1u32..4, 1u32..4], [1u32..3, 1u32..3]),
-        (dir, act.clone(), fil, act),
-    )
-        .prop_filter_map(
-            "invalid problem",
-            |((n, cg, kg, g), (h, w, y, x), (pad, stride, dilation), (d, il, fl, ol))| {
-                let sizes = ConvSizes {
-                    n,
-                    c: cg * g,
-                    h,
-                    w,
-                    k: kg * g,
-                    y,
-                    x,
-                    pad,
-                    stride,
-                    dilation,
-                    groups: g,
-                };
-                ConvProblem::new(sizes, d, DType::F32, il, fl, ol).ok()
-            },
-        )
+    crate::problem::arbitrary::small_problem(4, 9)
 }
 
 proptest! {

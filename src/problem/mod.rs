@@ -13,6 +13,8 @@
 //! assert_eq!(p.out_size(), [1, 256]);
 //! ```
 
+#[cfg(test)]
+pub(crate) mod arbitrary;
 mod layout;
 pub mod parse;
 
