@@ -248,3 +248,32 @@ fn corrupt_or_illegal_database_is_reported_and_untouched() {
     let o = convtune(&["db", "check", &illegal]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
 }
+
+#[test]
+fn untuned_problem_falls_back_to_quick_list_then_heuristic() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none.toml");
+    let o = convtune(&[
+        "lookup",
+        "--problem",
+        "convbfp16 -n 8 -c 64 -H 30 -W 30 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+        "--arch",
+        "sm_90",
+        "--db",
+        none.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("source: quick list"), "{}", stdout(&o));
+    // No quick list ships for f32 backward weight: the cost model's pick, legal for the problem.
+    let o = convtune(&[
+        "lookup",
+        "--problem",
+        "conv -n 8 -c 16 -H 12 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1 -F 4",
+        "--arch",
+        "sm_90",
+        "--db",
+        none.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("source: heuristic"), "{}", stdout(&o));
+}

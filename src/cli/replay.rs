@@ -2,6 +2,7 @@
 
 use super::bad_input;
 use anyhow::Context as _;
+use convtune::lookup::QuickFile;
 use convtune::search::{
     efficiency_all, efficiency_table, plot_efficiencies, quick_list, quick_list::quick_list_table,
     Recording,
@@ -23,6 +24,10 @@ pub struct ReplayArgs {
     /// Also print the quick list (set cover within 0.93 of each problem's best), this many configs.
     #[arg(long, value_name = "N")]
     quick_list: Option<usize>,
+    /// Write the quick lists (with --quick-list) as `DIR/<arch>.toml`, the files that
+    /// `tuned-db/quick/` ships and lookups fall back to.
+    #[arg(long, value_name = "DIR", requires = "quick_list")]
+    write_quick: Option<PathBuf>,
 }
 
 /// Prints the efficiency table (and the quick list), writes the plots.
@@ -49,10 +54,24 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     println!("{}", efficiency_table(&rows));
     if let Some(n) = args.quick_list {
         let only: Vec<Recording> = recs.into_iter().map(|(_, r)| r).collect();
-        println!(
-            "{}",
-            quick_list_table(&quick_list(&only, n).map_err(bad_input)?)
-        );
+        let lists = quick_list(&only, n).map_err(bad_input)?;
+        println!("{}", quick_list_table(&lists));
+        if let Some(dir) = &args.write_quick {
+            std::fs::create_dir_all(dir)?;
+            let mut archs: Vec<&str> = lists.iter().map(|l| l.arch.as_str()).collect();
+            archs.dedup();
+            for arch in archs {
+                let mine: Vec<_> = lists.iter().filter(|l| l.arch == arch).cloned().collect();
+                let text = format!(
+                    "# Quick list for {arch}: written by `convtune replay --quick-list {n} --write-quick`\n\
+                     # from the recordings in recordings/. Lookups use it for problems no database tunes.\n{}",
+                    toml::to_string(&QuickFile::from_lists(&mine))?
+                );
+                let out = dir.join(format!("{arch}.toml"));
+                std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
+                eprintln!("wrote {}", out.display());
+            }
+        }
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! What a compiler calls: the config to build a problem's kernels with, and where it came from.
 //!
 //! Order: the tuned database (user layer over the system layer compiled into the binary; exact
-//! key, then the nearest tuned problem), then a heuristic (the cost model's best legal
+//! key, then the nearest tuned problem), then the shipped quick list, then a heuristic (the cost model's best legal
 //! candidate). Legality is re-checked for the problem at hand at every step, so a cached config
 //! that would be illegal here is never returned.
 //!
@@ -12,6 +12,10 @@
 //! let found = find_config(&p, &arch, None, None).unwrap();
 //! println!("{} ({})", found.config, found.source);
 //! ```
+
+mod quick;
+
+pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
 use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedDb};
@@ -79,6 +83,22 @@ pub fn find_config(
             source: hit.source,
             reason: hit.reason,
         });
+    }
+    let l = lower(problem);
+    for text in shipped_quick_list(arch.name).configs(problem.direction(), problem.dtype()) {
+        let Ok(cfg) = text.parse::<PerfConfig>() else {
+            continue;
+        };
+        if legality::check(&l, &cfg, arch).is_ok() {
+            return Ok(Found {
+                config: cfg,
+                source: Source::QuickList,
+                reason: format!(
+                    "{}; the first legal config of the shipped quick list",
+                    hit.reason
+                ),
+            });
+        }
     }
     let config = heuristic(problem, arch).ok_or_else(|| LookupError::NoLegalConfig {
         problem: problem.key(),
