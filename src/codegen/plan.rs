@@ -274,6 +274,9 @@ impl<'l> GemmPlan<'l> {
                 return Err(fail(format!("{name} must be positive")));
             }
         }
+        if c.mma == crate::space::MmaPath::Wgmma {
+            return Err(fail("mma=wg: the wgmma kernel is not generated yet".into()));
+        }
         if !c.block_m.is_multiple_of(c.warp_m) || !c.block_n.is_multiple_of(c.warp_n) {
             return Err(fail("the warp tile must divide the block tile".into()));
         }

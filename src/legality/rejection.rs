@@ -158,6 +158,12 @@ pub enum Rejection {
         /// Per-block limit.
         max: u32,
     },
+    /// The Hopper `wgmma` path (`mma=wg`) does not apply: arch, type or tile shape.
+    #[error("mma=wg (wgmma m64nNk16, sm_90 f16/bf16) cannot run this config: {why}")]
+    Wgmma {
+        /// What does not fit, in words.
+        why: String,
+    },
     /// A swizzled layout needs whole, power-of-two counts of 16-byte chunks per row.
     #[error("lds=swz needs shared-memory rows (bk × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
     SwizzleRow {
@@ -266,7 +272,7 @@ impl Rejection {
             Rejection::Threads { .. } => K::Threads,
             Rejection::Space { .. } => K::Space,
             Rejection::Oversized { .. } => K::Oversized,
-            Rejection::MmaShape { .. } => K::MmaShape,
+            Rejection::MmaShape { .. } | Rejection::Wgmma { .. } => K::MmaShape,
             Rejection::Registers { .. } => K::Registers,
             Rejection::SharedMemory { .. } | Rejection::SwizzleRow { .. } => K::SharedMemory,
             Rejection::SplitKDirection { .. } | Rejection::SplitKTooShort { .. } => K::SplitK,

@@ -6,8 +6,8 @@ use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{Arch, MathInstr, MathKind, Vendor};
 use crate::lowering::{Dim, Lowering};
-use crate::problem::{ConvProblem, Direction};
-use crate::space::{LdsLayout, PerfConfig};
+use crate::problem::{ConvProblem, DType, Direction};
+use crate::space::{LdsLayout, MmaPath, PerfConfig};
 
 /// Widest vector the width analysis considers, elements; the byte limit of the arch caps it
 /// further (16 elements is 16 bytes of the narrowest type we could ever add).
@@ -51,7 +51,7 @@ pub enum Rule {
 
 /// The parameters each level fixes, outermost loop first.
 pub const LEVEL_PARAMS: [&str; 8] = [
-    "bm, bn, wm, wn",
+    "bm, bn, wm, wn, mma",
     "bk",
     "st, lds",
     "sk",
@@ -246,7 +246,56 @@ impl Checker {
     }
 
     fn warps(cfg: &PerfConfig) -> u64 {
-        (cfg.block_m / cfg.warp_m.max(1)) as u64 * (cfg.block_n / cfg.warp_n.max(1)) as u64
+        let per_tile = match cfg.mma {
+            MmaPath::Sync => 1,
+            MmaPath::Wgmma => 4,
+        };
+        (cfg.block_m / cfg.warp_m.max(1)) as u64
+            * (cfg.block_n / cfg.warp_n.max(1)) as u64
+            * per_tile
+    }
+
+    /// Why the `wgmma` path cannot run `cfg` (fields up to `bk`), if it cannot. The kernel's
+    /// shared-memory tiles must be exactly the K-major 128-byte-swizzle layout the descriptors
+    /// describe: 64-element (128-byte) lines of K, so `bk` = 128 bytes, and both operands
+    /// stored `[row][k]`, which the loader does only when the operand is not contiguous along
+    /// its row dimension.
+    pub(super) fn wgmma_misfit(&self, cfg: &PerfConfig) -> Option<String> {
+        let arch = &self.arch;
+        if arch.vendor != Vendor::Nvidia || arch.name != "sm_90" {
+            return Some(format!("{} is not sm_90", arch.name));
+        }
+        let dt = self.problem.dtype();
+        if !matches!(dt, DType::F16 | DType::BF16) {
+            return Some(format!("{} is not f16 or bf16", dt.name()));
+        }
+        if cfg.warp_m != 64 {
+            return Some(format!(
+                "wm = {} (the warpgroup tile has 64 rows)",
+                cfg.warp_m
+            ));
+        }
+        if cfg.warp_n % 8 != 0 || cfg.warp_n > 256 {
+            return Some(format!("wn = {} (a multiple of 8 up to 256)", cfg.warp_n));
+        }
+        if cfg.block_k * self.elem_bytes != 128 {
+            return Some(format!(
+                "bk = {} ({} bytes; the 128-byte swizzle needs 128)",
+                cfg.block_k,
+                cfg.block_k * self.elem_bytes
+            ));
+        }
+        for ops in &self.vectors {
+            for (i, name) in [(0, "A"), (1, "B")] {
+                if ops[i].dim.is_some_and(|d| d != Dim::K) {
+                    return Some(format!(
+                        "{name} ({}) is contiguous along its rows, so its tile is not K-major",
+                        ops[i].tensor
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// (accumulators, fragments, staging) registers per thread.
@@ -254,6 +303,10 @@ impl Checker {
         let warp = self.arch.warp_size as u64;
         let eb = self.elem_bytes as u64;
         let (wm, wn) = (cfg.warp_m as u64, cfg.warp_n as u64);
+        if cfg.mma == MmaPath::Wgmma {
+            // A warpgroup's accumulators over its 128 threads; A and B stay in shared memory.
+            return ((wm * wn).div_ceil(4 * warp), 0, 0);
+        }
         let acc = (wm * wn).div_ceil(warp);
         let frag = match instr.kind {
             // A thread owns a (warp/8) × 8 grid cell: one column of A and one row of B per k.
@@ -393,6 +446,10 @@ impl Checker {
                 }
                 Ok(())
             }
+            Rule::MmaShape if cfg.mma == MmaPath::Wgmma => match self.wgmma_misfit(cfg) {
+                Some(why) => Err(Rejection::Wgmma { why }),
+                None => Ok(()),
+            },
             Rule::MmaShape => match self.instr(cfg) {
                 Some(_) => Ok(()),
                 None => Err(Rejection::MmaShape {
@@ -423,6 +480,12 @@ impl Checker {
                 Ok(())
             }
             Rule::SharedMemory => {
+                if cfg.mma == MmaPath::Wgmma && cfg.lds != LdsLayout::Swizzled {
+                    return Err(Rejection::Wgmma {
+                        why: "lds = pad (the descriptors describe the 128-byte swizzle: lds = swz)"
+                            .into(),
+                    });
+                }
                 if cfg.lds == LdsLayout::Swizzled {
                     // The XOR swizzle permutes 16-byte chunks within a row.
                     let row_bytes = cfg.block_k as u64 * self.elem_bytes as u64;

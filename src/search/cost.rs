@@ -339,6 +339,7 @@ mod tests {
             lds: LdsLayout::Swizzled,
             split_k: sk,
             raster: 1,
+            mma: crate::space::MmaPath::Sync,
         }
     }
 

@@ -2,13 +2,13 @@
 //! among the candidates, and a neighbour is one step up or down in one field. Local search walks
 //! this lattice from the measured winners; failures push their neighbours down the ranking.
 
-use crate::space::{LdsLayout, PerfConfig};
+use crate::space::{LdsLayout, MmaPath, PerfConfig};
 use std::collections::HashMap;
 
 /// Number of tuning fields in a [`PerfConfig`].
-pub(crate) const NFIELDS: usize = 12;
+pub(crate) const NFIELDS: usize = 13;
 
-/// The fields of a config as numbers, in the order of the `v1:` string.
+/// The fields of a config as numbers, in the order of the `v2:` string.
 pub(crate) fn fields(c: &PerfConfig) -> [u32; NFIELDS] {
     [
         c.block_m,
@@ -26,6 +26,10 @@ pub(crate) fn fields(c: &PerfConfig) -> [u32; NFIELDS] {
         },
         c.split_k,
         c.raster,
+        match c.mma {
+            MmaPath::Sync => 0,
+            MmaPath::Wgmma => 1,
+        },
     ]
 }
 
@@ -171,6 +175,11 @@ pub(crate) fn from_fields(f: &[u32; NFIELDS]) -> PerfConfig {
         },
         split_k: f[10],
         raster: f[11],
+        mma: if f[12] == 0 {
+            MmaPath::Sync
+        } else {
+            MmaPath::Wgmma
+        },
     }
 }
 
@@ -179,7 +188,7 @@ mod tests {
     use super::*;
 
     fn c(bm: u32, bn: u32, wm: u32, st: u32) -> PerfConfig {
-        from_fields(&[bm, bn, 32, wm, 32, st, 8, 8, 8, 1, 1, 1])
+        from_fields(&[bm, bn, 32, wm, 32, st, 8, 8, 8, 1, 1, 1, 0])
     }
 
     #[test]

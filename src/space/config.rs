@@ -13,6 +13,17 @@ pub enum LdsLayout {
     Swizzled,
 }
 
+/// Which matrix instruction computes the tile (NVIDIA): the question the database must answer
+/// per problem, since the Hopper path only wins where its larger tiles fill the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MmaPath {
+    /// Per-warp `mma.sync` (or MFMA / FMA: whatever the target's warp-level unit is).
+    Sync,
+    /// Hopper `wgmma.mma_async` (sm_90a): `warp_m × warp_n` is then a warpgroup's tile (four
+    /// consecutive warps), A and B read from shared memory through descriptors.
+    Wgmma,
+}
+
 /// The tuning parameters of one implicit-GEMM kernel. Every sub-GEMM of a problem runs with the
 /// same config, so it must be legal for each of them.
 ///
@@ -21,6 +32,8 @@ pub enum LdsLayout {
 /// `va`, `vb`, `vc` vector widths in elements for global loads of A and B and stores of C;
 /// `lds` shared-memory layout; `sk` split-K factor; `rs` block rasterisation (group of block
 /// rows that walk N together for L2 reuse; 1 = plain row-major order).
+/// `v2:` appends `mma` (`sync` or `wg`); a config with `mma=sync` prints as `v1:` so that old
+/// databases and new ones agree, and `v1:` strings parse as `mma=sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PerfConfig {
     /// Block tile rows (M).
@@ -47,18 +60,20 @@ pub struct PerfConfig {
     pub split_k: u32,
     /// Rasterisation group size.
     pub raster: u32,
+    /// Matrix instruction path.
+    pub mma: MmaPath,
 }
 
 /// Field names of the string form, in order.
-pub const FIELDS: [&str; 12] = [
-    "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs",
+pub const FIELDS: [&str; 13] = [
+    "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
 ];
 
 /// A perf-config string that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected the version prefix 'v1:'")]
+    #[error("perf config '{0}': expected the version prefix 'v1:' or 'v2:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -93,7 +108,12 @@ impl fmt::Display for PerfConfig {
         };
         write!(
             f,
-            "v1:bm={},bn={},bk={},wm={},wn={},st={},va={},vb={},vc={},lds={},sk={},rs={}",
+            "{}:bm={},bn={},bk={},wm={},wn={},st={},va={},vb={},vc={},lds={},sk={},rs={}",
+            if self.mma == MmaPath::Sync {
+                "v1"
+            } else {
+                "v2"
+            },
             self.block_m,
             self.block_n,
             self.block_k,
@@ -106,19 +126,30 @@ impl fmt::Display for PerfConfig {
             lds,
             self.split_k,
             self.raster
-        )
+        )?;
+        match self.mma {
+            MmaPath::Sync => Ok(()),
+            MmaPath::Wgmma => f.write_str(",mma=wg"),
+        }
     }
 }
 
 impl std::str::FromStr for PerfConfig {
     type Err = ConfigParseError;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let body = text
-            .strip_prefix("v1:")
-            .ok_or_else(|| ConfigParseError::Version(text.to_string()))?;
+        let (body, nfields) = match (text.strip_prefix("v1:"), text.strip_prefix("v2:")) {
+            (Some(b), _) => (b, 12),
+            (_, Some(b)) => (b, 13),
+            _ => return Err(ConfigParseError::Version(text.to_string())),
+        };
         let mut parts = body.split(',');
-        let mut values = [""; 12];
-        for (pos, (&name, slot)) in FIELDS.iter().zip(values.iter_mut()).enumerate() {
+        let mut values = ["sync"; 13];
+        for (pos, (&name, slot)) in FIELDS
+            .iter()
+            .zip(values.iter_mut())
+            .take(nfields)
+            .enumerate()
+        {
             let field_err = || ConfigParseError::Field {
                 text: text.to_string(),
                 expected: name,
@@ -156,6 +187,17 @@ impl std::str::FromStr for PerfConfig {
                 })
             }
         };
+        let mma = match values[12] {
+            "sync" => MmaPath::Sync,
+            "wg" => MmaPath::Wgmma,
+            v => {
+                return Err(ConfigParseError::Value {
+                    text: text.to_string(),
+                    field: "mma",
+                    value: v.to_string(),
+                })
+            }
+        };
         Ok(PerfConfig {
             block_m: num(0)?,
             block_n: num(1)?,
@@ -169,14 +211,19 @@ impl std::str::FromStr for PerfConfig {
             lds,
             split_k: num(10)?,
             raster: num(11)?,
+            mma,
         })
     }
 }
 
 impl PerfConfig {
-    /// Warps (waves) per block.
+    /// Warps (waves) per block: one per warp tile, four per warpgroup tile with `wgmma`.
     pub fn warps(&self) -> u32 {
-        (self.block_m / self.warp_m) * (self.block_n / self.warp_n)
+        let per_tile = match self.mma {
+            MmaPath::Sync => 1,
+            MmaPath::Wgmma => 4,
+        };
+        (self.block_m / self.warp_m) * (self.block_n / self.warp_n) * per_tile
     }
 }
 
@@ -199,11 +246,25 @@ mod tests {
             lds: LdsLayout::Swizzled,
             split_k: 1,
             raster: 8,
+            mma: MmaPath::Sync,
         };
         let s = c.to_string();
+        assert!(s.starts_with("v1:"));
         assert_eq!(s.parse::<PerfConfig>().unwrap(), c);
+        let w = PerfConfig {
+            mma: MmaPath::Wgmma,
+            ..c
+        };
+        let ws = w.to_string();
+        assert!(ws.starts_with("v2:") && ws.ends_with(",mma=wg"), "{ws}");
+        assert_eq!(ws.parse::<PerfConfig>().unwrap(), w);
+        assert_eq!(w.warps(), 4 * c.warps());
+        let v2sync = format!("v2:{},mma=sync", &s[3..]);
+        assert_eq!(v2sync.parse::<PerfConfig>().unwrap(), c);
+        assert!(ws.replace("mma=wg", "mma=x").parse::<PerfConfig>().is_err());
+        assert!(format!("{s},mma=wg").parse::<PerfConfig>().is_err());
         assert!(matches!(
-            "v2:bm=1".parse::<PerfConfig>(),
+            "v3:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         let e = s

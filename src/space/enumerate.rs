@@ -27,8 +27,17 @@ pub struct Enumeration {
     pub rejected: BTreeMap<RejectReasonKind, u64>,
 }
 
-/// Which of the 12 enumeration-order indices (see [`SearchSpace::iter_raw`]) each level fixes.
-const LEVEL_INDICES: [&[usize]; 8] = [&[0, 1, 2, 3], &[4], &[5, 6], &[7], &[8], &[9], &[10], &[11]];
+/// Which of the 13 enumeration-order indices (see [`SearchSpace::iter_raw`]) each level fixes.
+const LEVEL_INDICES: [&[usize]; 8] = [
+    &[0, 1, 2, 3, 4],
+    &[5],
+    &[6, 7],
+    &[8],
+    &[9],
+    &[10],
+    &[11],
+    &[12],
+];
 
 /// Enumerates the legal configs of a problem.
 pub fn enumerate_legal(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Enumeration {
@@ -59,7 +68,7 @@ pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) 
         rules: &rules,
         lens,
         below,
-        ix: [0; 12],
+        ix: [0; 13],
         out: Enumeration {
             legal: Vec::new(),
             raw: space.raw_size(),
@@ -76,9 +85,9 @@ struct Walk<'a> {
     space: &'a SearchSpace,
     checker: &'a Checker,
     rules: &'a [Vec<Rule>; 8],
-    lens: [usize; 12],
+    lens: [usize; 13],
     below: [u64; 8],
-    ix: [usize; 12],
+    ix: [usize; 13],
     out: Enumeration,
 }
 
@@ -211,7 +220,9 @@ mod tests {
             "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
         );
         let e = enumerate_legal(&p, &arch, &space);
-        assert_eq!(e.raw, 4_718_592);
+        assert_eq!(e.raw, 2 * 4_718_592);
+        // bwd-data NHWC: A (the filter) runs along M, so no tile is K-major and wgmma is out.
+        assert!(e.legal.iter().all(|c| c.mma == crate::space::MmaPath::Sync));
         assert_eq!(
             e.legal.len() as u64 + e.rejected.values().sum::<u64>(),
             e.raw

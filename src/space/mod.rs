@@ -5,6 +5,6 @@ mod config;
 mod enumerate;
 mod space_file;
 
-pub use config::{ConfigParseError, LdsLayout, PerfConfig, FIELDS};
+pub use config::{ConfigParseError, LdsLayout, MmaPath, PerfConfig, FIELDS};
 pub use enumerate::{enumerate_legal, enumerate_lowered, sample_legal, Enumeration};
 pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError};

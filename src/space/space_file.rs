@@ -2,7 +2,7 @@
 //! TOML that a user can copy and narrow (`--space FILE`). The defaults for each vendor are
 //! embedded in the binary from `search-spaces/`.
 
-use super::config::{LdsLayout, PerfConfig};
+use super::config::{LdsLayout, MmaPath, PerfConfig};
 use crate::arch::{Arch, Vendor};
 use crate::legality::Pruning;
 use serde::Deserialize;
@@ -79,6 +79,8 @@ struct ParamsRepr {
     lds: Spanned<Vec<String>>,
     split_k: Spanned<Vec<u32>>,
     raster: Spanned<Vec<u32>>,
+    #[serde(default)]
+    mma: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -141,6 +143,8 @@ pub struct SearchSpace {
     pub split_k: Vec<u32>,
     /// Raster group sizes.
     pub raster: Vec<u32>,
+    /// Matrix instruction paths (`mma = ["sync", "wg"]`; `["sync"]` when the file has no key).
+    pub mma: Vec<MmaPath>,
     /// Limits.
     pub constraints: Constraints,
 }
@@ -251,6 +255,36 @@ impl SearchSpace {
         if lds.is_empty() {
             return Err(invalid("lds", p.lds.span(), "the list is empty".into()));
         }
+        let mut mma = Vec::new();
+        match &p.mma {
+            None => mma.push(MmaPath::Sync),
+            Some(list) => {
+                for name in list.get_ref() {
+                    let m = match name.as_str() {
+                        "sync" => MmaPath::Sync,
+                        "wg" => MmaPath::Wgmma,
+                        other => {
+                            return Err(invalid(
+                                "mma",
+                                list.span(),
+                                format!("'{other}' is not 'sync' or 'wg'"),
+                            ))
+                        }
+                    };
+                    if mma.contains(&m) {
+                        return Err(invalid(
+                            "mma",
+                            list.span(),
+                            format!("'{name}' is listed twice"),
+                        ));
+                    }
+                    mma.push(m);
+                }
+                if mma.is_empty() {
+                    return Err(invalid("mma", list.span(), "the list is empty".into()));
+                }
+            }
+        }
         let c = &repr.constraints;
         let defaults = Constraints::default();
         let value =
@@ -301,6 +335,7 @@ impl SearchSpace {
             lds,
             split_k: list("split_k", &p.split_k, false)?,
             raster: list("raster", &p.raster, false)?,
+            mma,
             constraints,
         })
     }
@@ -311,12 +346,13 @@ impl SearchSpace {
     }
 
     /// List lengths in enumeration order (see [`RawIter`]).
-    pub(super) fn lengths(&self) -> [usize; 12] {
+    pub(super) fn lengths(&self) -> [usize; 13] {
         [
             self.block_m.len(),
             self.block_n.len(),
             self.warp_m.len(),
             self.warp_n.len(),
+            self.mma.len(),
             self.block_k.len(),
             self.stages.len(),
             self.lds.len(),
@@ -329,20 +365,21 @@ impl SearchSpace {
     }
 
     /// The config at list indices `ix` (enumeration order).
-    pub(super) fn at(&self, ix: &[usize; 12]) -> PerfConfig {
+    pub(super) fn at(&self, ix: &[usize; 13]) -> PerfConfig {
         PerfConfig {
             block_m: self.block_m[ix[0]],
             block_n: self.block_n[ix[1]],
             warp_m: self.warp_m[ix[2]],
             warp_n: self.warp_n[ix[3]],
-            block_k: self.block_k[ix[4]],
-            stages: self.stages[ix[5]],
-            lds: self.lds[ix[6]],
-            split_k: self.split_k[ix[7]],
-            raster: self.raster[ix[8]],
-            vec_a: self.vec_a[ix[9]],
-            vec_b: self.vec_b[ix[10]],
-            vec_c: self.vec_c[ix[11]],
+            mma: self.mma[ix[4]],
+            block_k: self.block_k[ix[5]],
+            stages: self.stages[ix[6]],
+            lds: self.lds[ix[7]],
+            split_k: self.split_k[ix[8]],
+            raster: self.raster[ix[9]],
+            vec_a: self.vec_a[ix[10]],
+            vec_b: self.vec_b[ix[11]],
+            vec_c: self.vec_c[ix[12]],
         }
     }
 
@@ -350,7 +387,7 @@ impl SearchSpace {
     pub fn iter_raw(&self) -> RawIter<'_> {
         RawIter {
             space: self,
-            ix: [0; 12],
+            ix: [0; 13],
             done: self.raw_size() == 0,
         }
     }
@@ -369,6 +406,7 @@ impl SearchSpace {
             && self.lds.contains(&cfg.lds)
             && self.split_k.contains(&cfg.split_k)
             && self.raster.contains(&cfg.raster)
+            && self.mma.contains(&cfg.mma)
     }
 
     /// The pruning rules this space adds to legality.
@@ -389,10 +427,10 @@ impl SearchSpace {
 }
 
 /// Iterates the raw product with the last field (`vc`) fastest; loop order
-/// bm, bn, wm, wn, bk, st, lds, sk, rs, va, vb, vc.
+/// bm, bn, wm, wn, mma, bk, st, lds, sk, rs, va, vb, vc.
 pub struct RawIter<'a> {
     space: &'a SearchSpace,
-    ix: [usize; 12],
+    ix: [usize; 13],
     done: bool,
 }
 
@@ -404,7 +442,7 @@ impl Iterator for RawIter<'_> {
         }
         let cfg = self.space.at(&self.ix);
         let lens = self.space.lengths();
-        let mut i = 12;
+        let mut i = 13;
         loop {
             if i == 0 {
                 self.done = true;
@@ -430,7 +468,13 @@ mod tests {
         for arch in Arch::ALL {
             let s = SearchSpace::default_for(&arch);
             assert_eq!(s.vendor, Some(arch.vendor));
-            assert_eq!(s.raw_size(), 4 * 4 * 3 * 4 * 4 * 4 * 4 * 4 * 4 * 2 * 4 * 3);
+            // NVIDIA lists both matrix paths (mma = ["sync", "wg"]); AMD only sync.
+            let paths = s.mma.len() as u64;
+            assert_eq!(paths, if arch.vendor == Vendor::Nvidia { 2 } else { 1 });
+            assert_eq!(
+                s.raw_size(),
+                4 * 4 * 3 * 4 * 4 * 4 * 4 * 4 * 4 * 2 * 4 * 3 * paths
+            );
             assert_eq!(s.iter_raw().take(3).count(), 3);
         }
     }

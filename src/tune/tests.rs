@@ -22,6 +22,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             lds: LdsLayout::Padded,
             split_k: 1,
             raster: 1,
+            mma: crate::space::MmaPath::Sync,
         })
         .collect()
 }
