@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # One measured pass on a GPU machine, everything side by side in one run:
 #   1. the GPU self-check (scripts/gpu-tests.sh),
-#   2. tuning a suite into a fresh database (with a kill-and-resume check on the first problem),
-#   3. cuDNN on the same problems through PyTorch (scripts/compare-cudnn.py), and the bf16 matmul rate.
+#   2. kill-and-resume of a tuning run,
+#   3. tuning a suite into a fresh database, then cuDNN on the same problems through PyTorch
+#      (scripts/compare-cudnn.py) with the bf16 matmul rate of this run,
+#   4. optional: SCALE=FILE one GPU vs all GPUs on the same candidates,
+#   5. optional: RECORD=FILE exhaustive recordings over search-spaces/nvidia-replay.toml.
 # Usage: scripts/h200-pass.sh SUITE BUDGET [SELFCHECK_CONFIGS]
-# Results go to $OUT (or ./out): logs, the database, the journal, the report, packed as results.tgz.
+# Results: $OUT/run/*, packed into $OUT/results.tgz after every stage (a cut-off run keeps what
+# it finished).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-scripts/suites/seeds.txt}
@@ -16,27 +20,42 @@ mkdir -p "$R"
 BIN=${BIN:-target/release/convtune}
 [ -f "$(dirname "$BIN")/libffi.so.8" ] && export LD_LIBRARY_PATH="$(dirname "$BIN")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
+pack() { tar czf "$OUT/results.tgz" -C "$OUT" run; }
 date -u +%FT%TZ | tee "$R/date.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$R/gpu.txt"
 
 if [ "$configs" -gt 0 ]; then
   echo "== selfcheck"
   BIN=$BIN CONFIGS=$configs LOG=$R/selfcheck.log timeout 240 scripts/gpu-tests.sh | tail -4
+  pack
 fi
 
-echo "== kill-and-resume on the first problem"
+echo "== kill-and-resume"
 first=${RESUME_PROBLEM:-$(grep -v '^#' "$suite" | grep -v '^\s*$' | head -1)}
-timeout -s KILL 8 "$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet >/dev/null 2>&1
-echo "killed after $(wc -l < "$R/resume.jsonl") journal records"
-"$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/resume.toml" --journal "$R/resume.jsonl" --quiet 2>&1 | tee "$R/resume.log" | head -3
-"$BIN" --problem "$first" --budget 40 --strategy exhaustive --db "$R/fresh.toml" --journal "$R/fresh.jsonl" --quiet > "$R/fresh.log" 2>&1
-python3 - "$R" <<'PY' | tee "$R/resume.txt"
+resume=(--problem "$first" --budget 40 --strategy exhaustive --quiet)
+timeout -s KILL "${RESUME_KILL:-8}" "$BIN" "${resume[@]}" --db "$R/resume.toml" --journal "$R/resume.jsonl" >/dev/null 2>&1
+echo "killed after $(wc -l < "$R/resume.jsonl") journal records" | tee "$R/resume.txt"
+"$BIN" "${resume[@]}" --db "$R/resume.toml" --journal "$R/resume.jsonl" > "$R/resume.log" 2>&1
+"$BIN" "${resume[@]}" --db "$R/fresh.toml" --journal "$R/fresh.jsonl" > "$R/fresh.log" 2>&1
+grep "evaluated" "$R/resume.log" | tee -a "$R/resume.txt"
+python3 - "$R" <<'PY' | tee -a "$R/resume.txt"
 import json, sys
 r = sys.argv[1]
 def cfgs(p): return sorted({json.loads(l)["config"] for l in open(p) if l.strip()})
 a, b = cfgs(f"{r}/resume.jsonl"), cfgs(f"{r}/fresh.jsonl")
 print(f"resumed run evaluated {len(a)} configs, uninterrupted run {len(b)}; same set: {a == b}")
 PY
+pack
+
+echo "== tune $suite (budget $budget per problem, devices ${DEVICES:-0})"
+"$BIN" --problems "$suite" --budget "$budget" --devices "${DEVICES:-0}" --db "$R/tuned.toml" \
+  --journal "$R/journal.jsonl" --report "$R/report.json" --quiet > "$R/tune.log" 2>&1
+grep -c "evaluated" "$R/tune.log"
+pack
+
+echo "== cuDNN"
+timeout 200 python3 scripts/compare-cudnn.py --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
+pack
 
 if [ -n "${SCALE:-}" ]; then
   echo "== scaling: $SCALE on one GPU, then on all GPUs (exhaustive order, budget 16: same candidates)"
@@ -61,21 +80,16 @@ def load(pat):
 a, b = load("scale-0.jsonl*"), load("scale-all.jsonl*")
 print(f"same candidates evaluated on 1 and on all GPUs: {set(a) == set(b)} ({len(a)} vs {len(b)})")
 PY
+  pack
 fi
-
-echo "== tune $suite (budget $budget per problem)"
-"$BIN" --problems "$suite" --budget "$budget" --devices "${DEVICES:-0}" --db "$R/tuned.toml" --journal "$R/journal.jsonl" \
-  --report "$R/report.json" --quiet 2>&1 | tee "$R/tune.log" | grep -v "^  " 
 
 if [ -n "${RECORD:-}" ]; then
   echo "== exhaustive recordings of $RECORD over search-spaces/nvidia-replay.toml"
-  timeout ${RECORD_SECS:-200} "$BIN" --problems "$RECORD" --strategy exhaustive --space search-spaces/nvidia-replay.toml \
-    --db "$R/record.toml" --journal "$R/record.jsonl" --quiet 2>&1 | grep -v "^  " | tee "$R/record.log"
+  timeout "${RECORD_SECS:-200}" "$BIN" --problems "$RECORD" --strategy exhaustive --space search-spaces/nvidia-replay.toml \
+    --db "$R/record.toml" --journal "$R/record.jsonl" --quiet > "$R/record.log" 2>&1
   python3 scripts/journal-to-recording.py "$R/record.jsonl" "$R/recordings" --arch sm_90 \
     --device "$(head -2 "$R/gpu.txt" | tail -1 | cut -d, -f1,2)"
+  pack
 fi
-
-echo "== cuDNN"
-timeout 200 python3 scripts/compare-cudnn.py --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
-tar czf "$OUT/results.tgz" -C "$OUT" run
-cp "$R/compare.txt" "$R/tune.log" "$OUT/" 2>/dev/null
+cp "$R/compare.txt" "$R/selfcheck.log" "$OUT/" 2>/dev/null
+echo "== done"
