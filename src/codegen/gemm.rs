@@ -13,6 +13,11 @@
 //!           register path: store tile t+1 into buffer (t+1)%S  (last read at t+1-S ≤ t-1)
 //! ```
 //! With one stage: load, barrier, multiply, barrier.
+//!
+//! With `wgmma` the multiply reads shared memory through the async proxy, so every thread
+//! fences (`fence.proxy.async.shared::cta`) its landed copies and stores before the barrier that
+//! precedes a multiply; the multiply waits for its own `wgmma` groups, so a buffer is free for
+//! the next copies once every warpgroup is past the following barrier.
 
 use super::builder::Kb;
 use super::index::Addressing;
@@ -101,6 +106,12 @@ fn pipeline<'ctx>(
     let stage_of = |kt: IntValue<'ctx>| kb.uremc(kb.sub(kt, lo), s);
     let multiply =
         |stage: IntValue<'ctx>| math.step(kb, a.stage_base(kb, stage), b.stage_base(kb, stage));
+    let async_reader = matches!(plan.math, super::plan::Math::Wgmma { .. });
+    let fence = |kb: &Kb<'_, 'ctx>| {
+        if async_reader {
+            kb.spec.fence_proxy_async(kb);
+        }
+    };
     if s == 1 {
         kb.for_range(lo, hi, |kb, kt| {
             let zero = kb.c(0);
@@ -116,6 +127,7 @@ fn pipeline<'ctx>(
                 kb.spec.cp_async_commit(kb);
                 kb.spec.cp_async_wait(kb, 0);
             }
+            fence(kb);
             kb.barrier();
             multiply(zero);
             kb.barrier();
@@ -145,6 +157,7 @@ fn pipeline<'ctx>(
         if any_async {
             kb.spec.cp_async_wait(kb, s - 2);
         }
+        fence(kb);
         kb.barrier();
         if any_async {
             let next = kb.addc(kt, (s - 1) as i64);

@@ -36,9 +36,12 @@ pub(crate) struct AccLayout<'ctx> {
 pub(crate) struct WarpMath<'p, 'ctx> {
     plan: &'p GemmPlan<'p>,
     lane: IntValue<'ctx>,
-    /// Warp tile origin in the block tile.
+    /// Warp tile origin in the block tile (with `wgmma`: this warp's 16-row slice of its
+    /// warpgroup's tile).
     m0: IntValue<'ctx>,
     n0: IntValue<'ctx>,
+    /// With `wgmma`: the warpgroup tile's first row (the A descriptor's first line).
+    g_m0: IntValue<'ctx>,
     acc_ty: BasicTypeEnum<'ctx>,
     acc: Vec<PointerValue<'ctx>>,
 }
@@ -50,9 +53,17 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let warp = kb.udivc(tid, plan.warp);
         let lane = kb.uremc(tid, plan.warp);
         let warps_n = c.block_n / c.warp_n;
-        let m0 = kb.mulc(kb.udivc(warp, warps_n), c.warp_m as i64);
-        let n0 = kb.mulc(kb.uremc(warp, warps_n), c.warp_n as i64);
+        // With wgmma a tile belongs to a warpgroup of 4 consecutive warps; warp w%4 of it
+        // holds rows 16·(w%4) .. +16 of the accumulators.
+        let (tile, slice) = match plan.math {
+            Math::Wgmma { .. } => (kb.udivc(warp, 4), kb.mulc(kb.uremc(warp, 4), 16)),
+            _ => (warp, kb.c(0)),
+        };
+        let g_m0 = kb.mulc(kb.udivc(tile, warps_n), c.warp_m as i64);
+        let m0 = kb.add(g_m0, slice);
+        let n0 = kb.mulc(kb.uremc(tile, warps_n), c.warp_n as i64);
         let (acc_ty, count): (BasicTypeEnum, u32) = match plan.math {
+            Math::Wgmma { n } => (kb.f32t().into(), n / 2),
             Math::Fma {
                 lanes_m, lanes_n, ..
             } => (
@@ -73,6 +84,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             lane,
             m0,
             n0,
+            g_m0,
             acc_ty,
             acc,
         }
@@ -88,7 +100,49 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             } => self.step_fma(kb, a, b, lanes_m, lanes_n, kvec),
             Math::Matrix(MatrixUnit::Mma16816) => self.step_mma(kb, a, b),
             Math::Matrix(MatrixUnit::Mfma { m, k }) => self.step_mfma(kb, a, b, m, k),
+            Math::Wgmma { n } => self.step_wgmma(kb, a, b, n),
         }
+    }
+
+    /// One K tile with `wgmma`: `bk/16` instructions of m64nNk16, both operands K-major in
+    /// shared memory. A stage's tile is `rows` lines of 128 bytes (64 f16/bf16 of K), 16-byte
+    /// chunk c of line r stored at chunk c ^ r%8, 1024-byte aligned: the PTX ISA's 128-byte
+    /// swizzle mode. Descriptor (PTX ISA "Matrix Descriptor Format"): bits 0-13 start address
+    /// / 16, 16-29 leading-dimension byte offset / 16 (unused for K-major swizzled layouts;
+    /// 1 as CUTLASS sets it), 32-45 stride byte offset / 16 (1024: from one 8-line group to
+    /// the next), 49-51 base offset (0: 1024-aligned), 62-63 swizzle mode (1 = 128-byte). The
+    /// k-th 16-element step starts 32·k bytes into the line; the hardware applies the XOR to
+    /// the address bits, so the unswizzled offset is what the descriptor holds.
+    fn step_wgmma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, n: u32) {
+        let c = &self.plan.cfg;
+        let line = 128i64;
+        let a_addr = kb.add(kb.spec.smem_addr(kb, a), kb.mulc(self.g_m0, line));
+        let b_addr = kb.add(kb.spec.smem_addr(kb, b), kb.mulc(self.n0, line));
+        let i64t = kb.ctx.i64_type();
+        let fixed = (1u64 << 16) | ((1024u64 >> 4) << 32) | (1u64 << 62);
+        let desc = |addr: IntValue<'ctx>| -> IntValue<'ctx> {
+            use super::builder::ok;
+            let r = kb.raw();
+            let a = ok(r.build_int_z_extend(addr, i64t, ""));
+            let a = ok(r.build_and(a, i64t.const_int(0x3FFFF, false), ""));
+            let a = ok(r.build_right_shift(a, i64t.const_int(4, false), false, ""));
+            ok(r.build_or(a, i64t.const_int(fixed, false), ""))
+        };
+        let mut acc: Vec<FloatValue> = self
+            .load_acc(kb)
+            .into_iter()
+            .map(|v| v.into_float_value())
+            .collect();
+        kb.spec.wgmma_fence(kb);
+        for kk in 0..c.block_k / 16 {
+            let off = (kk * 16 * self.plan.dt.bytes()) as i64;
+            let da = desc(kb.addc(a_addr, off));
+            let db = desc(kb.addc(b_addr, off));
+            acc = kb.spec.wgmma(kb, self.plan.dt, n, da, db, &acc);
+        }
+        kb.spec.wgmma_commit(kb);
+        kb.spec.wgmma_wait(kb, 0);
+        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
     }
 
     fn load_acc(&self, kb: &Kb<'_, 'ctx>) -> Vec<inkwell::values::BasicValueEnum<'ctx>> {
@@ -345,8 +399,16 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                     (0..tn).map(|j| kb.addc(ln, (j * lanes_n) as i64)).collect(),
                 )
             }
-            Math::Matrix(MatrixUnit::Mma16816) => {
-                let (fm, fnn) = (c.warp_m / 16, c.warp_n / 8);
+            Math::Matrix(MatrixUnit::Mma16816) | Math::Wgmma { .. } => {
+                // wgmma m64nN f32 D (PTX ISA "Register Fragments" for wgmma): warp w%4 of the
+                // warpgroup holds rows 16·(w%4) + [0, 16) (folded into m0), and each thread
+                // holds the m16n8 C fragment of mma.sync for each of the N/8 column blocks:
+                // d[4j + r] at row l/4 + 8·(r/2), column 8j + 2·(l%4) + r%2.
+                let fm = match self.plan.math {
+                    Math::Wgmma { .. } => 1,
+                    _ => c.warp_m / 16,
+                };
+                let fnn = c.warp_n / 8;
                 let r0 = kb.add(self.m0, kb.udivc(l, 4));
                 let c0 = kb.add(self.n0, kb.mulc(kb.uremc(l, 4), 2));
                 // rows[2i + h] = r0 + 16i + 8h; cols[2j + e] = c0 + 8j + e.

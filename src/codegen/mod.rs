@@ -143,16 +143,18 @@ pub fn compile_reference(problem: &ConvProblem, target: Target) -> Result<Compil
     compile_job(Job::Reference(problem), target)
 }
 
-fn spec_for(target: Target) -> Box<dyn TargetSpec> {
+fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
     match target {
-        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm }),
+        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm, arch_specific }),
         Target::Amdgpu { gfx } => Box::new(amdgpu::Amdgpu { gfx }),
     }
 }
 
 fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
+    let arch_specific =
+        matches!(job, Job::Conv { cfg, .. } if cfg.mma == crate::space::MmaPath::Wgmma);
     let launches = compile::plan(job, target)?;
-    let spec = spec_for(target);
+    let spec = spec_for(target, arch_specific);
     guarded(|| {
         let tm = machine::machine(spec.as_ref())?;
         let ctx = Context::create();

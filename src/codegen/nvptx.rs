@@ -14,6 +14,26 @@ use inkwell::{
 pub(crate) struct Nvptx {
     /// e.g. 90.
     pub sm: u32,
+    /// Whether the module uses arch-specific instructions (`wgmma`): then it is compiled for
+    /// `sm_90a`, which the H200's driver JIT-loads as it does `sm_90`.
+    pub arch_specific: bool,
+}
+
+impl Nvptx {
+    /// A void inline-asm statement with no operands that the optimiser keeps in place.
+    fn asm_stmt(kb: &Kb, text: &str) {
+        let ty = kb.ctx.void_type().fn_type(&[], false);
+        let f = kb.ctx.create_inline_asm(
+            ty,
+            text.to_string(),
+            "~{memory}".to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        super::builder::ok(kb.raw().build_indirect_call(ty, f, &[], ""));
+    }
 }
 
 const GLOBAL: u16 = 1;
@@ -27,7 +47,8 @@ impl TargetSpec for Nvptx {
         "nvptx64-nvidia-cuda".into()
     }
     fn cpu(&self) -> String {
-        format!("sm_{}", self.sm)
+        let a = if self.arch_specific { "a" } else { "" };
+        format!("sm_{}{a}", self.sm)
     }
     fn features(&self) -> String {
         // PTX ISA 8.0 covers sm_90 and everything the kernels use; the H200's driver JITs it.
@@ -177,6 +198,78 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             &[],
             &[kb.c(n as i64).into()],
         );
+    }
+    fn smem_addr<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
+        // An addrspace(3) pointer is the address in the shared window (what `cvta.to.shared`
+        // gives for a generic one).
+        super::builder::ok(kb.raw().build_ptr_to_int(ptr, kb.i32t(), ""))
+    }
+    fn fence_proxy_async(&self, kb: &Kb) {
+        Self::asm_stmt(kb, "fence.proxy.async.shared::cta;");
+    }
+    fn wgmma_fence(&self, kb: &Kb) {
+        Self::asm_stmt(kb, "wgmma.fence.sync.aligned;");
+    }
+    fn wgmma_commit(&self, kb: &Kb) {
+        Self::asm_stmt(kb, "wgmma.commit_group.sync.aligned;");
+    }
+    fn wgmma_wait(&self, kb: &Kb, n: u32) {
+        Self::asm_stmt(kb, &format!("wgmma.wait_group.sync.aligned {n};"));
+    }
+    fn wgmma<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        dt: DType,
+        n: u32,
+        da: IntValue<'ctx>,
+        db: IntValue<'ctx>,
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
+        // The accumulators are read-write ("+f" in CUDA): LLVM spells that as outputs "=f"
+        // and inputs tied to them ("0", "1", ...). Operands: $0..$q-1 the accumulators, $q and
+        // $q+1 the descriptors ("l": 64-bit), $q+2 the scale-d flag (1: d = a·b + d).
+        let q = acc.len();
+        let ty = if dt == DType::BF16 { "bf16" } else { "f16" };
+        let regs: Vec<String> = (0..q).map(|i| format!("${i}")).collect();
+        let text = format!(
+            "{{\n.reg .pred p;\nsetp.ne.b32 p, ${s}, 0;\n\
+             wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, ${a}, ${b}, p, 1, 1, 0, 0;\n}}",
+            regs = regs.join(", "),
+            a = q,
+            b = q + 1,
+            s = q + 2,
+        );
+        let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
+        cons.extend(["l".into(), "l".into(), "r".into()]);
+        cons.extend((0..q).map(|i| i.to_string()));
+        let f32t = kb.f32t();
+        let ret = kb.ctx.struct_type(&vec![f32t.into(); q], false);
+        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum> = vec![
+            kb.ctx.i64_type().into(),
+            kb.ctx.i64_type().into(),
+            kb.i32t().into(),
+        ];
+        params.extend((0..q).map(|_| inkwell::types::BasicMetadataTypeEnum::from(f32t)));
+        let fty = ret.fn_type(&params, false);
+        let f = kb
+            .ctx
+            .create_inline_asm(fty, text, cons.join(","), true, false, None, false);
+        let mut args: Vec<inkwell::values::BasicMetadataValueEnum> =
+            vec![da.into(), db.into(), kb.c(1).into()];
+        args.extend(
+            acc.iter()
+                .map(|&v| inkwell::values::BasicMetadataValueEnum::from(v)),
+        );
+        let call = super::builder::ok(kb.raw().build_indirect_call(fty, f, &args, ""));
+        let r = match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v,
+            inkwell::values::ValueKind::Instruction(_) => {
+                panic!("wgmma asm returns its accumulators")
+            }
+        };
+        (0..q as u32)
+            .map(|i| kb.field(r, i).into_float_value())
+            .collect()
     }
 }
 

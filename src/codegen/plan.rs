@@ -26,6 +26,12 @@ pub(crate) enum Math {
     },
     /// A matrix instruction.
     Matrix(MatrixUnit),
+    /// Hopper `wgmma.mma_async` m64nNk16: the warp tile is a warpgroup's (4 warps) 64 × `n`
+    /// tile, A and B read from K-major 128-byte-swizzled shared memory through descriptors.
+    Wgmma {
+        /// N of the instruction (= warp_n).
+        n: u32,
+    },
 }
 
 /// How one operand's tile moves from global to shared memory.
@@ -274,9 +280,6 @@ impl<'l> GemmPlan<'l> {
                 return Err(fail(format!("{name} must be positive")));
             }
         }
-        if c.mma == crate::space::MmaPath::Wgmma {
-            return Err(fail("mma=wg: the wgmma kernel is not generated yet".into()));
-        }
         if !c.block_m.is_multiple_of(c.warp_m) || !c.block_n.is_multiple_of(c.warp_n) {
             return Err(fail("the warp tile must divide the block tile".into()));
         }
@@ -286,7 +289,10 @@ impl<'l> GemmPlan<'l> {
             return Err(fail(format!("{threads} threads per block (at most 1024)")));
         }
         let units = target.matrix_units(dt);
-        let math = if units.is_empty() {
+        let wgmma = c.mma == crate::space::MmaPath::Wgmma;
+        let math = if wgmma {
+            wgmma_math(c, dt, target).map_err(|r| fail(format!("mma=wg: {r}")))?
+        } else if units.is_empty() {
             fma_math(c, warp, bytes).ok_or_else(|| {
                 fail(format!(
                     "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
@@ -336,6 +342,20 @@ impl<'l> GemmPlan<'l> {
         };
         let mut sa = tile(&a, "A")?;
         let mut sb = tile(&b, "B")?;
+        if wgmma {
+            // The descriptors describe K-major tiles of 128-byte lines with the 128-byte
+            // swizzle (16-byte chunk c of line r at c ^ r%8): exactly the `[row][k]` tile of
+            // `bk` = 128 bytes with 8 chunks per line, at 1024-byte-aligned stage bases.
+            for (t, name) in [(&sa, "A"), (&sb, "B")] {
+                if !t.kmajor || t.swizzle != Some(8) || t.stride * bytes != 128 {
+                    return Err(fail(format!(
+                        "mma=wg: {name}'s shared-memory tile is not K-major with 128-byte swizzled lines \
+                         (its vectors run along {}; lds must be swz)",
+                        if t.kmajor { "K" } else { "its rows" }
+                    )));
+                }
+            }
+        }
         sb.region = c.stages * sa.stage;
         sa.region = 0;
         let atomic = (c.split_k > 1).then_some(dt != DType::F32);
@@ -389,6 +409,31 @@ impl<'l> GemmPlan<'l> {
             self.gemm.g_len() as u64 * self.cfg.split_k as u64,
         ]
     }
+}
+
+/// The `wgmma` shape for `c`, or why there is none: sm_90 (compiled as sm_90a), f16/bf16, a
+/// 64 × N warpgroup tile with N a multiple of 8 up to 256, and `bk` one 128-byte swizzle line.
+fn wgmma_math(c: &PerfConfig, dt: DType, target: Target) -> Result<Math, String> {
+    match target {
+        Target::Nvptx { sm: 90 } => {}
+        t => return Err(format!("{t} has no wgmma (sm_90 only)")),
+    }
+    if !matches!(dt, DType::F16 | DType::BF16) {
+        return Err(format!("{} is not f16 or bf16", dt.name()));
+    }
+    if c.warp_m != 64 {
+        return Err(format!("wm = {} (a warpgroup tile has 64 rows)", c.warp_m));
+    }
+    if !c.warp_n.is_multiple_of(8) || c.warp_n > 256 {
+        return Err(format!("wn = {} (a multiple of 8 up to 256)", c.warp_n));
+    }
+    if c.block_k * dt.bytes() != 128 {
+        return Err(format!(
+            "bk = {} is not 128 bytes (one 128-byte swizzle line)",
+            c.block_k
+        ));
+    }
+    Ok(Math::Wgmma { n: c.warp_n })
 }
 
 /// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken

@@ -244,6 +244,42 @@ pub(crate) trait TargetSpec: Sync {
     fn cp_async_commit(&self, kb: &Kb);
     /// Waits until at most `n` groups of async copies are pending.
     fn cp_async_wait(&self, kb: &Kb, n: u32);
+    /// The shared-memory address (32 bits, as `wgmma` descriptors encode it) of `ptr`.
+    fn smem_addr<'ctx>(&self, _kb: &Kb<'_, 'ctx>, _ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
+        panic!("shared-memory descriptors requested on a target without wgmma")
+    }
+    /// `fence.proxy.async.shared::cta`: this thread's earlier shared-memory writes become
+    /// visible to async-proxy readers (`wgmma`) once a barrier follows.
+    fn fence_proxy_async(&self, _kb: &Kb) {
+        panic!("fence.proxy.async requested on a target without wgmma")
+    }
+    /// `wgmma.fence.sync.aligned`: orders earlier register and shared accesses before the
+    /// following `wgmma.mma_async`.
+    fn wgmma_fence(&self, _kb: &Kb) {
+        panic!("wgmma requested on a target without it")
+    }
+    /// `wgmma.commit_group.sync.aligned`.
+    fn wgmma_commit(&self, _kb: &Kb) {
+        panic!("wgmma requested on a target without it")
+    }
+    /// `wgmma.wait_group.sync.aligned n`.
+    fn wgmma_wait(&self, _kb: &Kb, _n: u32) {
+        panic!("wgmma requested on a target without it")
+    }
+    /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}` with A and B from the shared-
+    /// memory descriptors `da`, `db` (i64), both K-major (no transpose); `acc` are this
+    /// thread's `n/2` accumulators (d += a·b).
+    fn wgmma<'ctx>(
+        &self,
+        _kb: &Kb<'_, 'ctx>,
+        _dt: DType,
+        _n: u32,
+        _da: IntValue<'ctx>,
+        _db: IntValue<'ctx>,
+        _acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
+        panic!("wgmma requested on a target without it")
+    }
 }
 
 /// Declares (once per module) the dynamic shared-memory array `[0 x i8]` in `space`.
@@ -253,7 +289,9 @@ pub(crate) fn dynamic_shared<'ctx>(kb: &Kb<'_, 'ctx>, space: AddressSpace) -> Po
         let ty = kb.ctx.i8_type().array_type(0);
         let g = kb.module.add_global(ty, Some(space), NAME);
         g.set_linkage(inkwell::module::Linkage::External);
-        g.set_alignment(16);
+        // 1024: the 128-byte swizzle of wgmma descriptors is a function of address bits 4-9,
+        // so tiles must start at 1024-byte boundaries of the shared window.
+        g.set_alignment(1024);
         g
     });
     g.as_pointer_value()

@@ -177,6 +177,9 @@ pub struct Checker {
     /// Per sub-GEMM, per operand (A, B, C).
     pub(super) vectors: Vec<[OperandVector; 3]>,
     pub(super) pruning: Option<Pruning>,
+    /// Why some sub-GEMM's A or B tile cannot be K-major (the `wgmma` layout), if so: the
+    /// code generator stores a tile `[k][row]` when its operand is contiguous along the rows.
+    pub(super) not_kmajor: Option<String>,
 }
 
 fn round_up_pow2(x: u32) -> u64 {
@@ -203,7 +206,20 @@ impl Checker {
                 }
             }));
         }
+        let mut not_kmajor = None;
+        for g in &lowering.gemms {
+            for (op, row, name) in [(&g.a, Dim::M, "A"), (&g.b, Dim::N, "B")] {
+                let d = op.contiguity(&p, g, [row, Dim::K]).dim;
+                if not_kmajor.is_none() && d.is_some_and(|d| d != Dim::K) {
+                    not_kmajor = Some(format!(
+                        "{name} ({}) is contiguous along its rows, so its tile is not K-major",
+                        op.tensor.name()
+                    ));
+                }
+            }
+        }
         Checker {
+            not_kmajor,
             problem: p,
             arch: *arch,
             elem_bytes: p.dtype().bytes(),
@@ -275,7 +291,7 @@ impl Checker {
                 cfg.warp_m
             ));
         }
-        if cfg.warp_n % 8 != 0 || cfg.warp_n > 256 {
+        if !cfg.warp_n.is_multiple_of(8) || cfg.warp_n > 256 {
             return Some(format!("wn = {} (a multiple of 8 up to 256)", cfg.warp_n));
         }
         if cfg.block_k * self.elem_bytes != 128 {
@@ -285,17 +301,7 @@ impl Checker {
                 cfg.block_k * self.elem_bytes
             ));
         }
-        for ops in &self.vectors {
-            for (i, name) in [(0, "A"), (1, "B")] {
-                if ops[i].dim.is_some_and(|d| d != Dim::K) {
-                    return Some(format!(
-                        "{name} ({}) is contiguous along its rows, so its tile is not K-major",
-                        ops[i].tensor
-                    ));
-                }
-            }
-        }
-        None
+        self.not_kmajor.clone()
     }
 
     /// (accumulators, fragments, staging) registers per thread.

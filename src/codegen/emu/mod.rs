@@ -22,6 +22,7 @@
 
 mod runtime;
 pub(crate) mod spec;
+mod wgmma;
 
 use super::compile::{self, guarded, Job, Launches};
 use super::{machine, CodegenError, Kernel, Target};

@@ -125,7 +125,7 @@ impl<'r> Block<'r> {
         }
     }
 
-    fn record(&self, msg: String) {
+    pub(super) fn record(&self, msg: String) {
         let mut v = self.violations.lock().unwrap_or_else(|e| e.into_inner());
         v.count += 1;
         if v.messages.len() < MAX_MESSAGES {
@@ -133,7 +133,7 @@ impl<'r> Block<'r> {
         }
     }
 
-    fn in_smem(&self, p: usize, bytes: usize) -> bool {
+    pub(super) fn in_smem(&self, p: usize, bytes: usize) -> bool {
         let s = self.smem as usize;
         p >= s && p + bytes <= s + self.smem_len
     }
@@ -160,6 +160,8 @@ pub(crate) struct Thread<'b, 'r> {
     scratch: RefCell<[u128; 4]>,
     groups: RefCell<Vec<Vec<Copy>>>,
     open: RefCell<Vec<Copy>>,
+    /// `wgmma` protocol state (see `wgmma.rs`).
+    pub(super) wg: RefCell<super::wgmma::WgState>,
 }
 
 impl<'b, 'r> Thread<'b, 'r> {
@@ -170,10 +172,11 @@ impl<'b, 'r> Thread<'b, 'r> {
             scratch: RefCell::new([0; 4]),
             groups: RefCell::new(Vec::new()),
             open: RefCell::new(Vec::new()),
+            wg: RefCell::new(Default::default()),
         }
     }
 
-    fn record(&self, what: &str) {
+    pub(super) fn record(&self, what: &str) {
         let b = self.block;
         b.record(format!("block {:?} thread {}: {what}", b.bid, self.tid));
     }
@@ -182,6 +185,10 @@ impl<'b, 'r> Thread<'b, 'r> {
     pub fn finish(&self) {
         if !self.groups.borrow().is_empty() || !self.open.borrow().is_empty() {
             self.record("cp.async copies still pending at kernel exit");
+        }
+        let wg = *self.wg.borrow();
+        if wg.uncommitted > 0 || wg.groups > 0 {
+            self.record("wgmma operations not committed or not waited for at kernel exit");
         }
     }
 
@@ -215,12 +222,12 @@ impl<'b, 'r> Thread<'b, 'r> {
 ///
 /// # Safety
 /// `ctx` is the `&Thread` the emulator passed to the kernel, alive for the call.
-unsafe fn thread<'a>(ctx: *const u8) -> &'a Thread<'a, 'a> {
+pub(super) unsafe fn thread<'a>(ctx: *const u8) -> &'a Thread<'a, 'a> {
     // SAFETY: see the function contract.
     unsafe { &*(ctx as *const Thread) }
 }
 
-fn half_to_f32(bits: u16, code: u32) -> f32 {
+pub(super) fn half_to_f32(bits: u16, code: u32) -> f32 {
     if code == 1 {
         half::bf16::from_bits(bits).to_f32()
     } else {
@@ -510,5 +517,22 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ("emu_cp_async", emu_cp_async as *const () as usize),
         ("emu_cp_commit", emu_cp_commit as *const () as usize),
         ("emu_cp_wait", emu_cp_wait as *const () as usize),
+        ("emu_wgmma", super::wgmma::emu_wgmma as *const () as usize),
+        (
+            "emu_wgmma_fence",
+            super::wgmma::emu_wgmma_fence as *const () as usize,
+        ),
+        (
+            "emu_wgmma_commit",
+            super::wgmma::emu_wgmma_commit as *const () as usize,
+        ),
+        (
+            "emu_wgmma_wait",
+            super::wgmma::emu_wgmma_wait as *const () as usize,
+        ),
+        (
+            "emu_fence_proxy",
+            super::wgmma::emu_fence_proxy as *const () as usize,
+        ),
     ]
 }

@@ -288,4 +288,54 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
     fn cp_async_wait(&self, kb: &Kb, n: u32) {
         Self::rt(kb, "emu_cp_wait", None, &[kb.c(n as i64).into()]);
     }
+    fn smem_addr<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
+        // The offset into the block's shared memory: what the GPU's shared window address is
+        // when the dynamic shared memory starts at 0 (1024-aligned on the GPU).
+        use crate::codegen::builder::ok;
+        let i64t = kb.ctx.i64_type();
+        let r = kb.raw();
+        let p = ok(r.build_ptr_to_int(ptr, i64t, ""));
+        let base = ok(r.build_ptr_to_int(kb.shared_base(), i64t, ""));
+        let off = ok(r.build_int_sub(p, base, ""));
+        ok(r.build_int_truncate(off, kb.i32t(), ""))
+    }
+    fn fence_proxy_async(&self, kb: &Kb) {
+        Self::rt(kb, "emu_fence_proxy", None, &[]);
+    }
+    fn wgmma_fence(&self, kb: &Kb) {
+        Self::rt(kb, "emu_wgmma_fence", None, &[]);
+    }
+    fn wgmma_commit(&self, kb: &Kb) {
+        Self::rt(kb, "emu_wgmma_commit", None, &[]);
+    }
+    fn wgmma_wait(&self, kb: &Kb, n: u32) {
+        Self::rt(kb, "emu_wgmma_wait", None, &[kb.c(n as i64).into()]);
+    }
+    fn wgmma<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        dt: DType,
+        n: u32,
+        da: IntValue<'ctx>,
+        db: IntValue<'ctx>,
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
+        let f32t: BasicTypeEnum = kb.f32t().into();
+        let vals: Vec<BasicValueEnum> = acc.iter().map(|&v| v.into()).collect();
+        let pc = Self::array(kb, f32t, &vals, acc.len() as u32);
+        let args = [
+            kb.c(half_code(dt) as i64).into(),
+            kb.c(n as i64).into(),
+            da.into(),
+            db.into(),
+            pc.into(),
+        ];
+        Self::rt(kb, "emu_wgmma", None, &args);
+        (0..acc.len())
+            .map(|i| {
+                kb.get(kb.gep(f32t, pc, kb.c(i as i64)), f32t)
+                    .into_float_value()
+            })
+            .collect()
+    }
 }

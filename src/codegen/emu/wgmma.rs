@@ -1,0 +1,166 @@
+//! Hopper `wgmma` in the emulator: `wgmma.mma_async` computed from its shared-memory
+//! descriptors, written from the PTX ISA independently of the kernel side (`math.rs`), and the
+//! fence / commit / wait protocol checked per thread.
+//!
+//! Descriptor (PTX ISA "Matrix Descriptor Format" for wgmma): bits 0-13 start address >> 4,
+//! 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension byte offset >> 4, 49-51
+//! base offset, 62-63 swizzle mode (0 none, 1 128-byte, 2 64-byte, 3 32-byte). Only what the
+//! kernels use is emulated: K-major operands (no transpose) in 128-byte swizzle mode with base
+//! offset 0. There a matrix is groups of 8 lines of 128 bytes; line r of the operand (a row of
+//! A, a column of B) is at `start + (r/8)·SBO + (r%8)·128`, its k-th element 2·k bytes further,
+//! and the swizzle XORs address bits 4-6 with bits 7-9 (16-byte chunk c of line r%8 lies at
+//! chunk c ^ r%8 when the atom is 1024-byte aligned). The leading-dimension offset is unused
+//! in this mode (the 16 k of one instruction lie within one 128-byte line).
+//!
+//! The accumulator layout of m64nNk16 with f32 D: warp w of the warpgroup owns rows
+//! 16w..16w+15; lane l holds d[i] at row 16w + l/4 + 8·((i%4)/2), column 8·(i/4) + 2·(l%4) +
+//! i%2.
+//!
+//! What is not emulated: asynchrony (the product is computed when issued, so a kernel that reads
+//! accumulators before `wait_group` is not caught), and the proxy ordering that
+//! `fence.proxy.async` provides (a memory-model property the host cannot observe).
+
+use super::runtime::{half_to_f32, thread};
+
+/// One thread's `wgmma` protocol state.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WgState {
+    /// A `wgmma.fence` since the last `wait_group`.
+    pub fenced: bool,
+    /// `mma_async` issued since the last commit.
+    pub uncommitted: u32,
+    /// Committed groups not yet waited for.
+    pub groups: u32,
+}
+
+/// Decoded fields of a descriptor: (start, lbo, sbo, base offset, mode).
+fn decode(d: u64) -> (usize, usize, usize, u64, u64) {
+    let f = |lo: u32| ((d >> lo) & 0x3FFF) as usize;
+    (f(0) << 4, f(16) << 4, f(32) << 4, (d >> 49) & 7, d >> 62)
+}
+
+/// Shared-memory byte offset of element (line r, k) of a K-major 128-byte-swizzled operand.
+fn sw128_offset(start: usize, sbo: usize, r: usize, k: usize) -> usize {
+    let off = start + (r / 8) * sbo + (r % 8) * 128 + 2 * k;
+    off ^ ((off >> 3) & 0x70)
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16}` (no transposes,
+/// scale-d = 1): `acc` (n/2 floats) += this thread's part of A·B. `code`: 0 f16, 1 bf16.
+pub(crate) extern "C" fn emu_wgmma(
+    ctx: *const u8,
+    code: u32,
+    n: u32,
+    da: u64,
+    db: u64,
+    acc: *mut f32,
+) {
+    // SAFETY: `ctx` is the running thread's context (host spec contract).
+    let t = unsafe { thread(ctx) };
+    let n = n as usize;
+    {
+        let mut wg = t.wg.borrow_mut();
+        if !wg.fenced {
+            t.record("wgmma.mma_async without a wgmma.fence since the last wait_group");
+        }
+        wg.uncommitted += 1;
+    }
+    if t.block.threads % 128 != 0 {
+        t.record("wgmma in a block that is not whole warpgroups");
+        return;
+    }
+    if n == 0 || !n.is_multiple_of(8) || n > 256 {
+        t.record(&format!("wgmma with n = {n}"));
+        return;
+    }
+    let base = t.block.smem as usize;
+    let mut ops = Vec::new();
+    for (name, d, lines) in [("A", da, 64usize), ("B", db, n)] {
+        let (start, _lbo, sbo, base_off, mode) = decode(d);
+        if mode != 1 || base_off != 0 {
+            t.record(&format!(
+                "wgmma {name} descriptor {d:#x}: swizzle mode {mode}, base offset {base_off} \
+                 (only 128-byte swizzle with base offset 0 is emulated)"
+            ));
+            return;
+        }
+        // Every 16-byte chunk the instruction reads must lie in shared memory.
+        let mut m = vec![[0f32; 16]; lines];
+        for (r, row) in m.iter_mut().enumerate() {
+            for half in 0..2 {
+                let chunk = base + sw128_offset(start, sbo, r, 8 * half);
+                if !chunk.is_multiple_of(16) || !t.block.in_smem(chunk, 16) {
+                    t.record(&format!(
+                        "wgmma {name} line {r}: chunk at shared offset {:#x} outside shared memory or misaligned",
+                        chunk - base
+                    ));
+                    return;
+                }
+            }
+            for (k, v) in row.iter_mut().enumerate() {
+                let at = base + sw128_offset(start, sbo, r, k);
+                // SAFETY: the chunk holding `at` was checked to lie in shared memory.
+                let bits = unsafe { std::ptr::read_unaligned(at as *const u16) };
+                *v = half_to_f32(bits, code);
+            }
+        }
+        ops.push(m);
+    }
+    let (a, b) = (&ops[0], &ops[1]);
+    let w = ((t.tid / 32) % 4) as usize;
+    let lane = (t.tid % 32) as usize;
+    // SAFETY: the host spec passes n/2 floats.
+    let d = unsafe { std::slice::from_raw_parts_mut(acc, n / 2) };
+    for (i, x) in d.iter_mut().enumerate() {
+        let row = 16 * w + lane / 4 + 8 * ((i % 4) / 2);
+        let col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+        *x = (0..16).fold(*x, |s, k| s + a[row][k] * b[col][k]);
+    }
+}
+
+/// `wgmma.fence.sync.aligned`.
+pub(crate) extern "C" fn emu_wgmma_fence(ctx: *const u8) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    t.wg.borrow_mut().fenced = true;
+}
+
+/// `wgmma.commit_group.sync.aligned`.
+pub(crate) extern "C" fn emu_wgmma_commit(ctx: *const u8) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let mut wg = t.wg.borrow_mut();
+    wg.uncommitted = 0;
+    wg.groups += 1;
+}
+
+/// `wgmma.wait_group.sync.aligned n`.
+pub(crate) extern "C" fn emu_wgmma_wait(ctx: *const u8, n: u32) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let mut wg = t.wg.borrow_mut();
+    wg.groups = wg.groups.min(n);
+    wg.fenced = false;
+}
+
+/// `fence.proxy.async.shared::cta`: nothing to do on the host (see the module doc).
+pub(crate) extern "C" fn emu_fence_proxy(_ctx: *const u8) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_fields_and_swizzle() {
+        let d = (0x2400u64 >> 4) | (1 << 16) | ((1024u64 >> 4) << 32) | (1 << 62);
+        assert_eq!(decode(d), (0x2400, 16, 1024, 0, 1));
+        // Line 0 is unpermuted; line 3's chunk 0 lies at chunk 3, chunk 5 at chunk 6.
+        assert_eq!(sw128_offset(0, 1024, 0, 9), 18);
+        assert_eq!(sw128_offset(0, 1024, 3, 0), 3 * 128 + 3 * 16);
+        assert_eq!(sw128_offset(0, 1024, 3, 40), 3 * 128 + 6 * 16);
+        // Line 9: second 8-line group (SBO) at its line 1; a start 32 bytes into the line
+        // (the second k16 step) swizzles as the unshifted address would.
+        assert_eq!(sw128_offset(0, 1024, 9, 0), 1024 + 128 + 16);
+        assert_eq!(sw128_offset(32, 1024, 1, 0), 128 + (2 ^ 1) * 16);
+    }
+}

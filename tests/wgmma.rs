@@ -1,0 +1,195 @@
+//! The Hopper `wgmma` path (`mma=wg`), run on the CPU emulator, where `wgmma.mma_async` is
+//! computed from its shared-memory descriptors (128-byte swizzle decoded independently of the
+//! kernel side), and compared bit-exactly with the f64 direct convolution (data are multiples
+//! of 1/8: every product and sum is exact in f32, whatever the order).
+
+use convtune::codegen::emu::emulate_conv;
+use convtune::codegen::{compile_conv, CodegenError, Target};
+use convtune::lowering::lower;
+use convtune::problem::{ConvProblem, DType, Tensor};
+use convtune::reference::direct_conv;
+use convtune::space::{MmaPath, PerfConfig};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+const H200: Target = Target::Nvptx { sm: 90 };
+
+fn problem(line: &str) -> ConvProblem {
+    line.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+fn cfg(s: &str) -> PerfConfig {
+    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn data(p: &ConvProblem, seed: u64) -> [Vec<f64>; 3] {
+    let mut rng = StdRng::seed_from_u64(seed);
+    Tensor::ALL.map(|t| {
+        (0..p.tensor_elems(t))
+            .map(|_| rng.gen_range(-16i32..=16) as f64 / 8.0)
+            .collect()
+    })
+}
+
+fn round(dt: DType, v: f64) -> f64 {
+    match dt {
+        DType::F32 => v as f32 as f64,
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+    }
+}
+
+/// Emulates one candidate: `Ok(false)` when codegen refuses the config (not a wgmma shape for
+/// this problem), `Ok(true)` when it ran with no bad access and agrees bit-exactly.
+fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
+    let mut t = data(p, 11);
+    let want = direct_conv(p, &t[0], &t[1], &t[2]);
+    let rep = match emulate_conv(&lower(p), c, H200, &mut t) {
+        Ok(r) => r,
+        Err(CodegenError::Config { .. }) => return false,
+        Err(e) => panic!("{p} {c}: {e}"),
+    };
+    assert_eq!(rep.violations, 0, "{p}\n{c}: {:#?}", rep.messages);
+    let w = p.direction().written() as usize;
+    let dt = p.dtype();
+    let bad: Vec<usize> = t[w]
+        .iter()
+        .zip(&want)
+        .enumerate()
+        .filter(|(_, (g, x))| {
+            let x = round(dt, **x);
+            g.to_bits() != x.to_bits() && !(**g == 0.0 && x == 0.0)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{p}\n{c}: {} of {} differ, first at {} ({} vs {})",
+        bad.len(),
+        want.len(),
+        bad[0],
+        t[w][bad[0]],
+        want[bad[0]]
+    );
+    true
+}
+
+/// One and two warpgroups (along M and along N), N = 64, 32, 24 and 128, 1-4 stages, cp.async
+/// (8 and 16 bytes) and register-path loads, plain and staged C stores.
+const CONFIGS: [&str; 6] = [
+    "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+    "v2:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
+    "v2:bm=64,bn=128,bk=64,wm=64,wn=64,st=1,va=1,vb=1,vc=1,lds=swz,sk=1,rs=2,mma=wg",
+    "v2:bm=64,bn=32,bk=64,wm=64,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=wg",
+    "v2:bm=64,bn=48,bk=64,wm=64,wn=24,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+    "v2:bm=64,bn=128,bk=64,wm=64,wn=128,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
+];
+
+/// NHWC forward (both tiles K-major): padding, stride, dilation, groups, odd sizes, channels
+/// that leave partial K tiles.
+const SHAPES: [&str; 5] = [
+    "-n 2 -c 16 -H 5 -W 4 -k 24 -y 3 -x 3 -p 1 -q 1",
+    "-n 1 -c 32 -H 6 -W 7 -k 16 -y 2 -x 2 -u 2 -v 2 -g 2",
+    "-n 3 -c 72 -H 5 -W 3 -k 72 -y 1 -x 1",
+    "-n 2 -c 8 -H 9 -W 7 -k 80 -y 3 -x 2 -p 2 -q 1 -l 2 -j 1",
+    // seed 003's shape, small: 1x2 filter, stride 1x2.
+    "-n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2",
+];
+
+#[test]
+fn emulated_wgmma_fwd_nhwc_bit_exact() {
+    let mut ran = 0;
+    for (si, shape) in SHAPES.iter().enumerate() {
+        for (di, dt) in ["convbfp16", "convfp16"].iter().enumerate() {
+            for k in 0..2 {
+                let c = cfg(CONFIGS[(2 * si + di + 3 * k) % CONFIGS.len()]);
+                let p = problem(&format!("{dt} {shape} -F 1 --layout NHWC"));
+                assert!(
+                    check(&p, &c),
+                    "{p} {c}: codegen refused a forward NHWC wgmma config"
+                );
+                ran += 1;
+            }
+        }
+    }
+    assert_eq!(ran, 20);
+}
+
+/// Other directions and layouts: whatever codegen accepts must be exact; what it refuses must
+/// be what legality refuses (tiles that are not K-major).
+#[test]
+fn emulated_wgmma_other_directions_where_legal() {
+    let arch = convtune::arch::Arch::SM_90;
+    let mut ran = 0;
+    for shape in &SHAPES[..3] {
+        for dir in [1, 2, 4] {
+            for layout in ["NCHW", "NHWC"] {
+                let p = problem(&format!("convbfp16 {shape} -F {dir} --layout {layout}"));
+                let c = cfg(
+                    "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+                );
+                let legal = convtune::legality::check(&lower(&p), &c, &arch).is_ok();
+                let ran_it = check(&p, &c);
+                assert_eq!(legal, ran_it, "{p} {c}: legality and codegen disagree");
+                ran += usize::from(ran_it);
+            }
+        }
+    }
+    println!("{ran} non-forward-NHWC wgmma candidates agree");
+}
+
+#[test]
+fn wgmma_is_refused_off_sm90_and_for_f32() {
+    let c = cfg(CONFIGS[0]);
+    assert_eq!(c.mma, MmaPath::Wgmma);
+    let p = problem("convbfp16 -n 2 -c 16 -H 5 -W 4 -k 24 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let l = lower(&p);
+    assert!(matches!(
+        compile_conv(&l, &c, Target::Nvptx { sm: 80 }),
+        Err(CodegenError::Config { .. })
+    ));
+    let pf = problem("conv -n 2 -c 16 -H 5 -W 4 -k 24 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    assert!(matches!(
+        compile_conv(&lower(&pf), &c, H200),
+        Err(CodegenError::Config { .. })
+    ));
+    let pad = cfg(&CONFIGS[0].replace("lds=swz", "lds=pad"));
+    assert!(matches!(
+        compile_conv(&l, &pad, H200),
+        Err(CodegenError::Config { .. })
+    ));
+}
+
+/// The PTX: sm_90a, and the instruction sequence with 64-bit descriptors and tied
+/// accumulators (a syntax check short of ptxas, which is not on this machine).
+#[test]
+fn wgmma_ptx_shape() {
+    let p = problem("convbfp16 -n 4 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let c = cfg("v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg");
+    let ptx = compile_conv(&lower(&p), &c, H200).unwrap().ptx.unwrap();
+    assert!(ptx.contains(".target sm_90a"), "{}", &ptx[..400]);
+    assert!(ptx.contains(".align 1024 .b8 convtune_dyn_smem"));
+    assert_eq!(
+        ptx.matches("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16")
+            .count(),
+        4
+    );
+    assert!(ptx.contains("wgmma.fence.sync.aligned;"));
+    assert!(ptx.contains("wgmma.commit_group.sync.aligned;"));
+    assert!(ptx.contains("wgmma.wait_group.sync.aligned 0;"));
+    assert!(ptx.contains("fence.proxy.async.shared::cta;"));
+    assert!(!ptx.contains("mma.sync"));
+    let line = ptx.lines().find(|l| l.contains("wgmma.mma_async")).unwrap();
+    // 64 accumulators, two 64-bit descriptors, the scale-d predicate and four immediates.
+    let regs = line.split('{').nth(1).unwrap().split('}').next().unwrap();
+    assert_eq!(regs.split(',').count(), 64);
+    assert!(regs.split(',').all(|r| r.trim().starts_with("%f")));
+    let tail = line.split('}').nth(1).unwrap();
+    assert!(
+        tail.contains("%rd") && tail.trim_end().ends_with("p, 1, 1, 0, 0;"),
+        "{tail}"
+    );
+    // A sync config of the same problem stays sm_90.
+    let s = cfg("v1:bm=128,bn=128,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
+    let ptx = compile_conv(&lower(&p), &s, H200).unwrap().ptx.unwrap();
+    assert!(ptx.contains(".target sm_90\n"));
+}
