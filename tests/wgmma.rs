@@ -114,6 +114,41 @@ fn emulated_wgmma_fwd_nhwc_bit_exact() {
     assert_eq!(ran, 20);
 }
 
+/// Backward data (A = filter, M-major in NHWC: transposed A) and backward weight (A and B both
+/// MN-major), NHWC: the block is 64 along each MN-major operand.
+#[test]
+fn emulated_wgmma_bwd_nhwc_transposed_bit_exact() {
+    let bwd_data = [
+        "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+        "v2:bm=64,bn=128,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
+        "v2:bm=64,bn=256,bk=64,wm=64,wn=256,st=2,va=4,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
+        "v2:bm=64,bn=48,bk=64,wm=64,wn=24,st=1,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+    ];
+    let bwd_weight = [
+        "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+        "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=2,rs=1,mma=wg",
+        "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=4,va=4,vb=4,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+    ];
+    let mut ran = 0;
+    for (si, shape) in SHAPES.iter().enumerate() {
+        for (di, dt) in ["convbfp16", "convfp16"].iter().enumerate() {
+            for (dir, configs) in [(2, &bwd_data[..]), (4, &bwd_weight[..])] {
+                let c = cfg(configs[(si + di) % configs.len()]);
+                let p = problem(&format!("{dt} {shape} -F {dir} --layout NHWC"));
+                let legal = convtune::legality::check(&lower(&p), &c, &convtune::arch::Arch::SM_90);
+                if legal.is_err() {
+                    // split-K needs K / split_k >= bk; nothing else may refuse these.
+                    assert!(c.split_k > 1, "{p} {c}: {legal:?}");
+                    continue;
+                }
+                assert!(check(&p, &c), "{p} {c}: codegen refused a legal config");
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 17, "{ran}");
+}
+
 /// Other directions and layouts: whatever codegen accepts must be exact; what it refuses must
 /// be what legality refuses (tiles that are not K-major).
 #[test]
@@ -178,6 +213,8 @@ fn wgmma_ptx_shape() {
     assert!(ptx.contains("wgmma.wait_group.sync.aligned 0;"));
     assert!(ptx.contains("fence.proxy.async.shared::cta;"));
     assert!(!ptx.contains("mma.sync"));
+    // Forward NHWC: both operands K-major, no transposes.
+    assert!(ptx.contains("p, 1, 1, 0, 0;"));
     let line = ptx.lines().find(|l| l.contains("wgmma.mma_async")).unwrap();
     // 64 accumulators, two 64-bit descriptors, the scale-d predicate and four immediates.
     let regs = line.split('{').nth(1).unwrap().split('}').next().unwrap();
@@ -192,4 +229,9 @@ fn wgmma_ptx_shape() {
     let s = cfg("v1:bm=128,bn=128,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
     let ptx = compile_conv(&lower(&p), &s, H200).unwrap().ptx.unwrap();
     assert!(ptx.contains(".target sm_90\n"));
+    // Backward weight NHWC: A M-major and B N-major (imm-trans-a = imm-trans-b = 1).
+    let bw = problem("convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC");
+    let c = cfg("v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg");
+    let ptx = compile_conv(&lower(&bw), &c, H200).unwrap().ptx.unwrap();
+    assert!(ptx.contains("p, 1, 1, 1, 1;"));
 }

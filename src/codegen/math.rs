@@ -104,29 +104,52 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         }
     }
 
-    /// One K tile with `wgmma`: `bk/16` instructions of m64nNk16, both operands K-major in
-    /// shared memory. A stage's tile is `rows` lines of 128 bytes (64 f16/bf16 of K), 16-byte
-    /// chunk c of line r stored at chunk c ^ r%8, 1024-byte aligned: the PTX ISA's 128-byte
-    /// swizzle mode. Descriptor (PTX ISA "Matrix Descriptor Format"): bits 0-13 start address
-    /// / 16, 16-29 leading-dimension byte offset / 16 (unused for K-major swizzled layouts;
-    /// 1 as CUTLASS sets it), 32-45 stride byte offset / 16 (1024: from one 8-line group to
-    /// the next), 49-51 base offset (0: 1024-aligned), 62-63 swizzle mode (1 = 128-byte). The
-    /// k-th 16-element step starts 32·k bytes into the line; the hardware applies the XOR to
-    /// the address bits, so the unswizzled offset is what the descriptor holds.
+    /// One K tile with `wgmma`: `bk/16` instructions of m64nNk16 from shared memory. Each
+    /// stage's tile is 128-byte lines, 16-byte chunk c of line r stored at chunk c ^ r%8,
+    /// 1024-byte aligned: the PTX ISA's 128-byte swizzle mode. Descriptor (PTX ISA "Matrix
+    /// Descriptor Format"): bits 0-13 start address / 16, 16-29 leading-dimension byte offset
+    /// / 16, 32-45 stride byte offset / 16, 49-51 base offset (0: 1024-aligned), 62-63 swizzle
+    /// mode (1 = 128-byte). The hardware applies the XOR to the address bits, so descriptors
+    /// hold unswizzled addresses.
+    /// - K-major (`[row][k]`, lines of 64 k): 8-line groups of rows 1024 bytes apart (stride
+    ///   offset); the leading offset is unused (16 bytes, as CUTLASS sets it); the k-th k16
+    ///   step starts 32·k bytes into the line.
+    /// - MN-major (`[k][row]`, transposed mode, lines of the 64 rows): 8-line groups of k
+    ///   1024 bytes apart; one 64-row block, so the offset to a next one is never used. The
+    ///   PTX ISA names the k-group offset "stride" and the row-block offset "leading" for this
+    ///   mode; both are set to 1024 so the layout is the same under either reading. The k-th
+    ///   k16 step starts 16 lines (2048 bytes) further.
     fn step_wgmma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, n: u32) {
         let c = &self.plan.cfg;
-        let line = 128i64;
-        let a_addr = kb.add(kb.spec.smem_addr(kb, a), kb.mulc(self.g_m0, line));
-        let b_addr = kb.add(kb.spec.smem_addr(kb, b), kb.mulc(self.n0, line));
+        let eb = self.plan.dt.bytes() as i64;
+        let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
+        // Start of the warpgroup's rows: a line each (K-major), or 2 bytes each (MN-major,
+        // where the tile's 64 rows are the warpgroup's, so the origin is 0).
+        let origin = |t: &SmemTile, base: PointerValue<'ctx>, row0: IntValue<'ctx>| {
+            let per_row = if t.kmajor { 128 } else { eb };
+            kb.add(kb.spec.smem_addr(kb, base), kb.mulc(row0, per_row))
+        };
+        let a_addr = origin(ta, a, self.g_m0);
+        let b_addr = origin(tb, b, self.n0);
         let i64t = kb.ctx.i64_type();
-        let fixed = (1u64 << 16) | ((1024u64 >> 4) << 32) | (1u64 << 62);
-        let desc = |addr: IntValue<'ctx>| -> IntValue<'ctx> {
+        let fixed = |t: &SmemTile| {
+            let lbo: u64 = if t.kmajor { 16 } else { 1024 };
+            ((lbo >> 4) << 16) | ((1024u64 >> 4) << 32) | (1u64 << 62)
+        };
+        let desc = |t: &SmemTile, addr: IntValue<'ctx>| -> IntValue<'ctx> {
             use super::builder::ok;
             let r = kb.raw();
             let a = ok(r.build_int_z_extend(addr, i64t, ""));
             let a = ok(r.build_and(a, i64t.const_int(0x3FFFF, false), ""));
             let a = ok(r.build_right_shift(a, i64t.const_int(4, false), false, ""));
-            ok(r.build_or(a, i64t.const_int(fixed, false), ""))
+            ok(r.build_or(a, i64t.const_int(fixed(t), false), ""))
+        };
+        let step = |t: &SmemTile, kk: u32| -> i64 {
+            if t.kmajor {
+                kk as i64 * 16 * eb
+            } else {
+                kk as i64 * 16 * 128
+            }
         };
         let mut acc: Vec<FloatValue> = self
             .load_acc(kb)
@@ -135,10 +158,10 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             .collect();
         kb.spec.wgmma_fence(kb);
         for kk in 0..c.block_k / 16 {
-            let off = (kk * 16 * self.plan.dt.bytes()) as i64;
-            let da = desc(kb.addc(a_addr, off));
-            let db = desc(kb.addc(b_addr, off));
-            acc = kb.spec.wgmma(kb, self.plan.dt, n, da, db, &acc);
+            let da = desc(ta, kb.addc(a_addr, step(ta, kk)));
+            let db = desc(tb, kb.addc(b_addr, step(tb, kk)));
+            let trans = [!ta.kmajor, !tb.kmajor];
+            acc = kb.spec.wgmma(kb, self.plan.dt, n, trans, da, db, &acc);
         }
         kb.spec.wgmma_commit(kb);
         kb.spec.wgmma_wait(kb, 0);

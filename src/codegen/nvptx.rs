@@ -221,6 +221,7 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         kb: &Kb<'_, 'ctx>,
         dt: DType,
         n: u32,
+        trans: [bool; 2],
         da: IntValue<'ctx>,
         db: IntValue<'ctx>,
         acc: &[FloatValue<'ctx>],
@@ -233,7 +234,9 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let regs: Vec<String> = (0..q).map(|i| format!("${i}")).collect();
         let text = format!(
             "{{\n.reg .pred p;\nsetp.ne.b32 p, ${s}, 0;\n\
-             wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, ${a}, ${b}, p, 1, 1, 0, 0;\n}}",
+             wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, ${a}, ${b}, p, 1, 1, {ta}, {tb};\n}}",
+            ta = u8::from(trans[0]),
+            tb = u8::from(trans[1]),
             regs = regs.join(", "),
             a = q,
             b = q + 1,

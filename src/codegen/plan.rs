@@ -343,15 +343,23 @@ impl<'l> GemmPlan<'l> {
         let mut sa = tile(&a, "A")?;
         let mut sb = tile(&b, "B")?;
         if wgmma {
-            // The descriptors describe K-major tiles of 128-byte lines with the 128-byte
-            // swizzle (16-byte chunk c of line r at c ^ r%8): exactly the `[row][k]` tile of
-            // `bk` = 128 bytes with 8 chunks per line, at 1024-byte-aligned stage bases.
-            for (t, name) in [(&sa, "A"), (&sb, "B")] {
-                if !t.kmajor || t.swizzle != Some(8) || t.stride * bytes != 128 {
+            // The descriptors describe tiles of 128-byte lines with the 128-byte swizzle
+            // (16-byte chunk c of line r at c ^ r%8) at 1024-byte-aligned stage bases. K-major:
+            // the `[row][k]` tile of `bk` = 128 bytes. MN-major (the transposed mode, for an
+            // operand contiguous along its rows): the `[k][row]` tile when its rows are one
+            // 128-byte line (64 elements) and the warpgroup tile spans all of them.
+            for (t, name, extent, rows) in [
+                (&sa, "A", c.warp_m, c.block_m),
+                (&sb, "B", c.warp_n, c.block_n),
+            ] {
+                let lines_ok = t.swizzle == Some(8) && t.stride * bytes == 128;
+                let mn_ok = t.kmajor || (rows == 64 && extent == 64);
+                if !lines_ok || !mn_ok {
                     return Err(fail(format!(
-                        "mma=wg: {name}'s shared-memory tile is not K-major with 128-byte swizzled lines \
-                         (its vectors run along {}; lds must be swz)",
-                        if t.kmajor { "K" } else { "its rows" }
+                        "mma=wg: {name}'s shared-memory tile is not 128-byte swizzled lines of K \
+                         or, when its vectors run along its rows, of 64 rows that one warpgroup \
+                         tile spans (vectors along {}, {rows} rows, lds must be swz)",
+                        if t.kmajor { "K" } else { "the rows" }
                     )));
                 }
             }

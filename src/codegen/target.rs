@@ -267,13 +267,15 @@ pub(crate) trait TargetSpec: Sync {
         panic!("wgmma requested on a target without it")
     }
     /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}` with A and B from the shared-
-    /// memory descriptors `da`, `db` (i64), both K-major (no transpose); `acc` are this
-    /// thread's `n/2` accumulators (d += a·b).
+    /// memory descriptors `da`, `db` (i64); `trans[i]`: operand i is MN-major (imm-trans 1),
+    /// else K-major; `acc` are this thread's `n/2` accumulators (d += a·b).
+    #[allow(clippy::too_many_arguments)]
     fn wgmma<'ctx>(
         &self,
         _kb: &Kb<'_, 'ctx>,
         _dt: DType,
         _n: u32,
+        _trans: [bool; 2],
         _da: IntValue<'ctx>,
         _db: IntValue<'ctx>,
         _acc: &[FloatValue<'ctx>],

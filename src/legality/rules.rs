@@ -177,9 +177,10 @@ pub struct Checker {
     /// Per sub-GEMM, per operand (A, B, C).
     pub(super) vectors: Vec<[OperandVector; 3]>,
     pub(super) pruning: Option<Pruning>,
-    /// Why some sub-GEMM's A or B tile cannot be K-major (the `wgmma` layout), if so: the
-    /// code generator stores a tile `[k][row]` when its operand is contiguous along the rows.
-    pub(super) not_kmajor: Option<String>,
+    /// Whether some sub-GEMM's A (index 0) or B (1) tile is MN-major: the code generator
+    /// stores a tile `[k][row]` when its operand is contiguous along the rows, and `wgmma`
+    /// reads such a tile (transposed mode) only when it is one 64-row line per k.
+    pub(super) mn_major: [bool; 2],
 }
 
 fn round_up_pow2(x: u32) -> u64 {
@@ -206,20 +207,15 @@ impl Checker {
                 }
             }));
         }
-        let mut not_kmajor = None;
+        let mut mn_major = [false; 2];
         for g in &lowering.gemms {
-            for (op, row, name) in [(&g.a, Dim::M, "A"), (&g.b, Dim::N, "B")] {
+            for (i, (op, row)) in [(&g.a, Dim::M), (&g.b, Dim::N)].into_iter().enumerate() {
                 let d = op.contiguity(&p, g, [row, Dim::K]).dim;
-                if not_kmajor.is_none() && d.is_some_and(|d| d != Dim::K) {
-                    not_kmajor = Some(format!(
-                        "{name} ({}) is contiguous along its rows, so its tile is not K-major",
-                        op.tensor.name()
-                    ));
-                }
+                mn_major[i] |= d.is_some_and(|d| d != Dim::K);
             }
         }
         Checker {
-            not_kmajor,
+            mn_major,
             problem: p,
             arch: *arch,
             elem_bytes: p.dtype().bytes(),
@@ -272,10 +268,10 @@ impl Checker {
     }
 
     /// Why the `wgmma` path cannot run `cfg` (fields up to `bk`), if it cannot. The kernel's
-    /// shared-memory tiles must be exactly the K-major 128-byte-swizzle layout the descriptors
-    /// describe: 64-element (128-byte) lines of K, so `bk` = 128 bytes, and both operands
-    /// stored `[row][k]`, which the loader does only when the operand is not contiguous along
-    /// its row dimension.
+    /// shared-memory tiles must be exactly the 128-byte-swizzle layouts the descriptors
+    /// describe: K-major tiles of 64-element (128-byte) lines of K, so `bk` = 128 bytes, or,
+    /// for an operand contiguous along its rows (stored `[k][row]`), MN-major tiles of one
+    /// 64-row line per k.
     pub(super) fn wgmma_misfit(&self, cfg: &PerfConfig) -> Option<String> {
         let arch = &self.arch;
         if arch.vendor != Vendor::Nvidia || arch.name != "sm_90" {
@@ -301,7 +297,19 @@ impl Checker {
                 cfg.block_k * self.elem_bytes
             ));
         }
-        self.not_kmajor.clone()
+        for (i, name, block, warp) in [
+            (0, "A", cfg.block_m, cfg.warp_m),
+            (1, "B", cfg.block_n, cfg.warp_n),
+        ] {
+            if self.mn_major[i] && (block != 64 || warp != 64) {
+                return Some(format!(
+                    "{name} is contiguous along its rows (an MN-major tile), which wgmma reads \
+                     only as one 64-row line per k: block and warpgroup tile 64 along it, not \
+                     {block} and {warp}"
+                ));
+            }
+        }
+        None
     }
 
     /// (accumulators, fragments, staging) registers per thread.

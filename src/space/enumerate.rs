@@ -221,8 +221,14 @@ mod tests {
         );
         let e = enumerate_legal(&p, &arch, &space);
         assert_eq!(e.raw, 2 * 4_718_592);
-        // bwd-data NHWC: A (the filter) runs along M, so no tile is K-major and wgmma is out.
-        assert!(e.legal.iter().all(|c| c.mma == crate::space::MmaPath::Sync));
+        // bwd-data NHWC: A (the filter) runs along M, so wgmma reads it M-major, one 64-row
+        // line per k: only block_m = 64.
+        let wg: Vec<_> = e
+            .legal
+            .iter()
+            .filter(|c| c.mma == crate::space::MmaPath::Wgmma)
+            .collect();
+        assert!(!wg.is_empty() && wg.iter().all(|c| c.block_m == 64 && c.block_k == 64));
         assert_eq!(
             e.legal.len() as u64 + e.rejected.values().sum::<u64>(),
             e.raw

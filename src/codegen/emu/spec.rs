@@ -316,6 +316,7 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
         kb: &Kb<'_, 'ctx>,
         dt: DType,
         n: u32,
+        trans: [bool; 2],
         da: IntValue<'ctx>,
         db: IntValue<'ctx>,
         acc: &[FloatValue<'ctx>],
@@ -326,6 +327,8 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
         let args = [
             kb.c(half_code(dt) as i64).into(),
             kb.c(n as i64).into(),
+            kb.c(i64::from(trans[0]) | (i64::from(trans[1]) << 1))
+                .into(),
             da.into(),
             db.into(),
             pc.into(),

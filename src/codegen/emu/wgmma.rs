@@ -5,12 +5,15 @@
 //! Descriptor (PTX ISA "Matrix Descriptor Format" for wgmma): bits 0-13 start address >> 4,
 //! 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension byte offset >> 4, 49-51
 //! base offset, 62-63 swizzle mode (0 none, 1 128-byte, 2 64-byte, 3 32-byte). Only what the
-//! kernels use is emulated: K-major operands (no transpose) in 128-byte swizzle mode with base
-//! offset 0. There a matrix is groups of 8 lines of 128 bytes; line r of the operand (a row of
-//! A, a column of B) is at `start + (r/8)·SBO + (r%8)·128`, its k-th element 2·k bytes further,
-//! and the swizzle XORs address bits 4-6 with bits 7-9 (16-byte chunk c of line r%8 lies at
-//! chunk c ^ r%8 when the atom is 1024-byte aligned). The leading-dimension offset is unused
-//! in this mode (the 16 k of one instruction lie within one 128-byte line).
+//! kernels use is emulated: the 128-byte swizzle mode with base offset 0, where a matrix is
+//! groups of 8 lines of 128 bytes and the swizzle XORs address bits 4-6 with bits 7-9 (16-byte
+//! chunk c of line r%8 lies at chunk c ^ r%8 when the atom is 1024-byte aligned).
+//! - K-major (imm-trans 0): line r is row r of A (column r of B), at `start + (r/8)·SBO +
+//!   (r%8)·128`, element k 2·k bytes further; the leading-dimension offset is unused (the 16
+//!   k of one instruction lie within one 128-byte line).
+//! - MN-major (imm-trans 1): line k holds 64 consecutive rows (columns of B), at `start +
+//!   (k/8)·SBO + (k%8)·128`, row r at 2·(r%64) bytes further plus (r/64)·LBO (the next
+//!   64-row block).
 //!
 //! The accumulator layout of m64nNk16 with f32 D: warp w of the warpgroup owns rows
 //! 16w..16w+15; lane l holds d[i] at row 16w + l/4 + 8·((i%4)/2), column 8·(i/4) + 2·(l%4) +
@@ -41,16 +44,27 @@ fn decode(d: u64) -> (usize, usize, usize, u64, u64) {
 
 /// Shared-memory byte offset of element (line r, k) of a K-major 128-byte-swizzled operand.
 fn sw128_offset(start: usize, sbo: usize, r: usize, k: usize) -> usize {
-    let off = start + (r / 8) * sbo + (r % 8) * 128 + 2 * k;
+    swizzle(start + (r / 8) * sbo + (r % 8) * 128 + 2 * k)
+}
+
+/// Shared-memory byte offset of element (row r, k) of an MN-major 128-byte-swizzled operand.
+fn sw128_mn_offset(start: usize, lbo: usize, sbo: usize, r: usize, k: usize) -> usize {
+    swizzle(start + (k / 8) * sbo + (k % 8) * 128 + (r / 64) * lbo + 2 * (r % 64))
+}
+
+/// The 128-byte swizzle: address bits 4-6 XOR bits 7-9.
+fn swizzle(off: usize) -> usize {
     off ^ ((off >> 3) & 0x70)
 }
 
-/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16}` (no transposes,
-/// scale-d = 1): `acc` (n/2 floats) += this thread's part of A·B. `code`: 0 f16, 1 bf16.
+/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16}` (scale-d = 1): `acc`
+/// (n/2 floats) += this thread's part of A·B. `code`: 0 f16, 1 bf16; `trans` bit 0: A is
+/// M-major (imm-trans-a 1), bit 1: B is N-major.
 pub(crate) extern "C" fn emu_wgmma(
     ctx: *const u8,
     code: u32,
     n: u32,
+    trans: u32,
     da: u64,
     db: u64,
     acc: *mut f32,
@@ -75,8 +89,18 @@ pub(crate) extern "C" fn emu_wgmma(
     }
     let base = t.block.smem as usize;
     let mut ops = Vec::new();
-    for (name, d, lines) in [("A", da, 64usize), ("B", db, n)] {
-        let (start, _lbo, sbo, base_off, mode) = decode(d);
+    for (name, d, lines, mn) in [
+        ("A", da, 64usize, trans & 1 != 0),
+        ("B", db, n, trans & 2 != 0),
+    ] {
+        let (start, lbo, sbo, base_off, mode) = decode(d);
+        let at = |r: usize, k: usize| {
+            if mn {
+                sw128_mn_offset(start, lbo, sbo, r, k)
+            } else {
+                sw128_offset(start, sbo, r, k)
+            }
+        };
         if mode != 1 || base_off != 0 {
             t.record(&format!(
                 "wgmma {name} descriptor {d:#x}: swizzle mode {mode}, base offset {base_off} \
@@ -84,23 +108,20 @@ pub(crate) extern "C" fn emu_wgmma(
             ));
             return;
         }
-        // Every 16-byte chunk the instruction reads must lie in shared memory.
+        // Every element the instruction reads must lie in shared memory.
         let mut m = vec![[0f32; 16]; lines];
         for (r, row) in m.iter_mut().enumerate() {
-            for half in 0..2 {
-                let chunk = base + sw128_offset(start, sbo, r, 8 * half);
-                if !chunk.is_multiple_of(16) || !t.block.in_smem(chunk, 16) {
+            for (k, v) in row.iter_mut().enumerate() {
+                let p = base + at(r, k);
+                if !t.block.in_smem(p, 2) {
                     t.record(&format!(
-                        "wgmma {name} line {r}: chunk at shared offset {:#x} outside shared memory or misaligned",
-                        chunk - base
+                        "wgmma {name} element ({r}, {k}): shared offset {:#x} outside shared memory",
+                        at(r, k)
                     ));
                     return;
                 }
-            }
-            for (k, v) in row.iter_mut().enumerate() {
-                let at = base + sw128_offset(start, sbo, r, k);
-                // SAFETY: the chunk holding `at` was checked to lie in shared memory.
-                let bits = unsafe { std::ptr::read_unaligned(at as *const u16) };
+                // SAFETY: `p` and its 2 bytes were checked to lie in shared memory.
+                let bits = unsafe { std::ptr::read_unaligned(p as *const u16) };
                 *v = half_to_f32(bits, code);
             }
         }
@@ -162,5 +183,9 @@ mod tests {
         // (the second k16 step) swizzles as the unshifted address would.
         assert_eq!(sw128_offset(0, 1024, 9, 0), 1024 + 128 + 16);
         assert_eq!(sw128_offset(32, 1024, 1, 0), 128 + (2 ^ 1) * 16);
+        // MN-major: line k (k-groups SBO apart), rows along the line, 64-row blocks LBO apart.
+        assert_eq!(sw128_mn_offset(0, 8192, 1024, 8, 0), 16);
+        assert_eq!(sw128_mn_offset(0, 8192, 1024, 0, 9), 1024 + 128 + 16);
+        assert_eq!(sw128_mn_offset(0, 8192, 1024, 70, 0), 8192 + 12);
     }
 }
