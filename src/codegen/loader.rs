@@ -20,7 +20,17 @@ pub(crate) fn smem_elem<'ctx>(
     k: IntValue<'ctx>,
 ) -> IntValue<'ctx> {
     let (line, pos) = if t.kmajor { (row, k) } else { (k, row) };
-    let base = kb.mulc(line, t.stride as i64);
+    let (base, pos) = match t.row_blocks {
+        // wgmma's MN-major blocks: 64 rows a line, `bk` lines a block.
+        Some(block) => (
+            kb.add(
+                kb.mulc(kb.udivc(row, 64), block as i64),
+                kb.mulc(k, t.stride as i64),
+            ),
+            kb.uremc(row, 64),
+        ),
+        None => (kb.mulc(line, t.stride as i64), pos),
+    };
     match t.swizzle {
         None => kb.add(base, pos),
         Some(chunks) => {

@@ -114,26 +114,31 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
     /// - K-major (`[row][k]`, lines of 64 k): 8-line groups of rows 1024 bytes apart (stride
     ///   offset); the leading offset is unused (16 bytes, as CUTLASS sets it); the k-th k16
     ///   step starts 32·k bytes into the line.
-    /// - MN-major (`[k][row]`, transposed mode, lines of the 64 rows): 8-line groups of k
-    ///   1024 bytes apart; one 64-row block, so the offset to a next one is never used. The
-    ///   PTX ISA names the k-group offset "stride" and the row-block offset "leading" for this
-    ///   mode; both are set to 1024 so the layout is the same under either reading. The k-th
-    ///   k16 step starts 16 lines (2048 bytes) further.
+    /// - MN-major (`[k][row]`, transposed mode): blocks of 64 rows, each `bk` lines of 128
+    ///   bytes (one per k); 8-line groups of k 1024 bytes apart (stride offset), 64-row blocks
+    ///   `bk`·128 bytes apart (leading offset, as CUTLASS's canonical MN-major layouts have
+    ///   it). The k-th k16 step starts 16 lines (2048 bytes) further.
     fn step_wgmma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, n: u32) {
         let c = &self.plan.cfg;
         let eb = self.plan.dt.bytes() as i64;
         let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
-        // Start of the warpgroup's rows: a line each (K-major), or 2 bytes each (MN-major,
-        // where the tile's 64 rows are the warpgroup's, so the origin is 0).
+        // Start of the warpgroup's rows: a line each (K-major), or whole 64-row blocks
+        // (MN-major: the warpgroup origin is a multiple of 64).
         let origin = |t: &SmemTile, base: PointerValue<'ctx>, row0: IntValue<'ctx>| {
-            let per_row = if t.kmajor { 128 } else { eb };
-            kb.add(kb.spec.smem_addr(kb, base), kb.mulc(row0, per_row))
+            let off = match t.row_blocks {
+                None => kb.mulc(row0, 128),
+                Some(block) => kb.mulc(kb.udivc(row0, 64), block as i64 * eb),
+            };
+            kb.add(kb.spec.smem_addr(kb, base), off)
         };
         let a_addr = origin(ta, a, self.g_m0);
         let b_addr = origin(tb, b, self.n0);
         let i64t = kb.ctx.i64_type();
         let fixed = |t: &SmemTile| {
-            let lbo: u64 = if t.kmajor { 16 } else { 1024 };
+            let lbo: u64 = match t.row_blocks {
+                None => 16,
+                Some(block) => block as u64 * eb as u64,
+            };
             ((lbo >> 4) << 16) | ((1024u64 >> 4) << 32) | (1u64 << 62)
         };
         let desc = |t: &SmemTile, addr: IntValue<'ctx>| -> IntValue<'ctx> {

@@ -73,6 +73,10 @@ pub(crate) struct SmemTile {
     pub stage: u32,
     /// First element of this operand's region (its stages follow each other).
     pub region: u32,
+    /// `wgmma`'s MN-major layout of a `[k][row]` tile: the rows split into blocks of 64 (one
+    /// 128-byte line per k each), a block being `bk` lines and the next block this many
+    /// elements further; `None`: plain lines of all rows.
+    pub row_blocks: Option<u32>,
 }
 
 impl SmemTile {
@@ -121,6 +125,7 @@ impl SmemTile {
             chunk_elems,
             stage: lines * stride,
             region: 0,
+            row_blocks: None,
         })
     }
 }
@@ -346,19 +351,25 @@ impl<'l> GemmPlan<'l> {
             // The descriptors describe tiles of 128-byte lines with the 128-byte swizzle
             // (16-byte chunk c of line r at c ^ r%8) at 1024-byte-aligned stage bases. K-major:
             // the `[row][k]` tile of `bk` = 128 bytes. MN-major (the transposed mode, for an
-            // operand contiguous along its rows): the `[k][row]` tile when its rows are one
-            // 128-byte line (64 elements) and the warpgroup tile spans all of them.
+            // operand contiguous along its rows): the `[k][row]` tile laid out as blocks of 64
+            // rows (one 128-byte line per k), which the warpgroup tile covers whole.
             for (t, name, extent, rows) in [
-                (&sa, "A", c.warp_m, c.block_m),
-                (&sb, "B", c.warp_n, c.block_n),
+                (&mut sa, "A", c.warp_m, c.block_m),
+                (&mut sb, "B", c.warp_n, c.block_n),
             ] {
+                if !t.kmajor && c.lds == LdsLayout::Swizzled && rows % 64 == 0 && extent % 64 == 0 {
+                    // MN-major: blocks of 64 rows, each `bk` swizzled lines of 128 bytes.
+                    t.stride = 64;
+                    t.swizzle = Some(8);
+                    t.row_blocks = Some(64 * c.block_k);
+                }
                 let lines_ok = t.swizzle == Some(8) && t.stride * bytes == 128;
-                let mn_ok = t.kmajor || (rows == 64 && extent == 64);
-                if !lines_ok || !mn_ok {
+                if !lines_ok {
                     return Err(fail(format!(
                         "mma=wg: {name}'s shared-memory tile is not 128-byte swizzled lines of K \
-                         or, when its vectors run along its rows, of 64 rows that one warpgroup \
-                         tile spans (vectors along {}, {rows} rows, lds must be swz)",
+                         or, when its vectors run along its rows, of 64-row blocks that the \
+                         warpgroup tile covers whole (vectors along {}, {rows} rows, warpgroup \
+                         tile {extent}, lds must be swz)",
                         if t.kmajor { "K" } else { "the rows" }
                     )));
                 }

@@ -179,7 +179,7 @@ pub struct Checker {
     pub(super) pruning: Option<Pruning>,
     /// Whether some sub-GEMM's A (index 0) or B (1) tile is MN-major: the code generator
     /// stores a tile `[k][row]` when its operand is contiguous along the rows, and `wgmma`
-    /// reads such a tile (transposed mode) only when it is one 64-row line per k.
+    /// reads such a tile (transposed mode) in blocks of 64 rows.
     pub(super) mn_major: [bool; 2],
 }
 
@@ -270,8 +270,8 @@ impl Checker {
     /// Why the `wgmma` path cannot run `cfg` (fields up to `bk`), if it cannot. The kernel's
     /// shared-memory tiles must be exactly the 128-byte-swizzle layouts the descriptors
     /// describe: K-major tiles of 64-element (128-byte) lines of K, so `bk` = 128 bytes, or,
-    /// for an operand contiguous along its rows (stored `[k][row]`), MN-major tiles of one
-    /// 64-row line per k.
+    /// for an operand contiguous along its rows (stored `[k][row]`), MN-major tiles in blocks
+    /// of 64 rows.
     pub(super) fn wgmma_misfit(&self, cfg: &PerfConfig) -> Option<String> {
         let arch = &self.arch;
         if arch.vendor != Vendor::Nvidia || arch.name != "sm_90" {
@@ -301,11 +301,11 @@ impl Checker {
             (0, "A", cfg.block_m, cfg.warp_m),
             (1, "B", cfg.block_n, cfg.warp_n),
         ] {
-            if self.mn_major[i] && (block != 64 || warp != 64) {
+            if self.mn_major[i] && (block % 64 != 0 || warp % 64 != 0) {
                 return Some(format!(
                     "{name} is contiguous along its rows (an MN-major tile), which wgmma reads \
-                     only as one 64-row line per k: block and warpgroup tile 64 along it, not \
-                     {block} and {warp}"
+                     in blocks of 64 rows: block and warpgroup tile must be multiples of 64 \
+                     along it, not {block} and {warp}"
                 ));
             }
         }
