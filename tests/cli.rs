@@ -136,7 +136,35 @@ fn compile_writes_ptx_with_mma() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let ptx = std::fs::read_to_string(&out).unwrap();
-    assert!(ptx.contains("mma.sync"));
+    // The config comes from the shipped database (or the heuristic): a tensor-core kernel.
+    assert!(ptx.contains("mma.sync") || ptx.contains("wgmma.mma_async"));
+    for (config, instr, target) in [
+        (
+            "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1",
+            "mma.sync",
+            ".target sm_90\n",
+        ),
+        (
+            "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
+            "wgmma.mma_async",
+            ".target sm_90a",
+        ),
+    ] {
+        let o = convtune(&[
+            "compile",
+            "--problem",
+            "convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+            "--arch",
+            "sm_90",
+            "--config",
+            config,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{config}: {}", stderr(&o));
+        let ptx = std::fs::read_to_string(&out).unwrap();
+        assert!(ptx.contains(instr) && ptx.contains(target), "{config}");
+    }
 }
 
 const ENTRY: &str = r#"[header]
@@ -261,9 +289,21 @@ fn untuned_problem_falls_back_to_quick_list_then_heuristic() {
         "sm_90",
         "--db",
         none.to_str().unwrap(),
+        "--no-system-db",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("source: quick list"), "{}", stdout(&o));
+    // With the shipped database, the nearest tuned problem of the same kind serves it.
+    let o = convtune(&[
+        "lookup",
+        "--problem",
+        "convbfp16 -n 8 -c 64 -H 30 -W 30 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+        "--arch",
+        "sm_90",
+        "--db",
+        none.to_str().unwrap(),
+    ]);
+    assert!(stdout(&o).contains("source: nearest"), "{}", stdout(&o));
     // No quick list ships for f32 backward weight: the cost model's pick, legal for the problem.
     let o = convtune(&[
         "lookup",

@@ -476,7 +476,12 @@ fn every_legal_config_can_be_generated() {
                 arch.name,
                 failures.len(),
                 legal.len(),
-                failures.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+                failures
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("\n")
             );
         }
     }

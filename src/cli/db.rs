@@ -4,7 +4,7 @@ use super::{bad_input, ArchArg, ProblemArg};
 use anyhow::{anyhow, Context as _};
 use clap::Subcommand;
 use convtune::db::{self, TunedDb};
-use convtune::lookup::{find_config, LegalityCheck};
+use convtune::lookup::{find_config_in, LegalityCheck};
 use convtune::runtime::cuda_devices;
 use std::path::{Path, PathBuf};
 
@@ -137,6 +137,9 @@ pub struct LookupArgs {
     /// User database (default: $CONVTUNE_DB, else $XDG_DATA_HOME/convtune/<arch>.toml).
     #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
+    /// Ignore the system database compiled into this binary.
+    #[arg(long)]
+    no_system_db: bool,
 }
 
 /// Prints the config a compiler would use for a problem, and where it came from.
@@ -153,7 +156,16 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let found = find_config(&p, &arch, user.as_ref(), None)?;
+    let system = if args.no_system_db {
+        None
+    } else {
+        db::system(arch.name)?
+    };
+    let layers = db::Layered {
+        system,
+        user: user.as_ref(),
+    };
+    let found = find_config_in(&p, &arch, layers, None)?;
     println!("{}", found.config);
     println!("source: {}", found.source);
     println!("why: {}", found.reason);

@@ -65,7 +65,8 @@ pub enum LookupError {
     },
 }
 
-/// Finds the config for a problem: database layers, then the heuristic.
+/// Finds the config for a problem: database layers (the user's over the compiled-in system
+/// database), then the quick list, then the heuristic.
 pub fn find_config(
     problem: &ConvProblem,
     arch: &Arch,
@@ -76,6 +77,16 @@ pub fn find_config(
         system: db::system(arch.name)?,
         user,
     };
+    find_config_in(problem, arch, layers, fingerprint)
+}
+
+/// [`find_config`] over explicit database layers (e.g. without the system database).
+pub fn find_config_in(
+    problem: &ConvProblem,
+    arch: &Arch,
+    layers: Layered<'_>,
+    fingerprint: Option<&Fingerprint>,
+) -> Result<Found, LookupError> {
     let hit = layers.lookup(problem, arch.name, fingerprint, &LegalityCheck);
     if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
         return Ok(Found {

@@ -52,6 +52,19 @@ impl std::fmt::Display for Fingerprint {
     }
 }
 
+/// The database keeps the stable subset of a fingerprint (no arch: a database file is per arch;
+/// no memory clock: it does not decide which config wins).
+impl From<&Fingerprint> for crate::db::Fingerprint {
+    fn from(f: &Fingerprint) -> Self {
+        crate::db::Fingerprint {
+            gpu: f.gpu.clone(),
+            compute_units: f.compute_units,
+            driver: f.driver.clone(),
+            clock_mhz: f.clock_mhz,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,18 +106,5 @@ mod tests {
             h200().to_string(),
             "NVIDIA H200 (sm_90, 132 CUs, driver 13.0, 1980 MHz)"
         );
-    }
-}
-
-/// The database keeps the stable subset of a fingerprint (no arch: a database file is per arch;
-/// no memory clock: it does not decide which config wins).
-impl From<&Fingerprint> for crate::db::Fingerprint {
-    fn from(f: &Fingerprint) -> Self {
-        crate::db::Fingerprint {
-            gpu: f.gpu.clone(),
-            compute_units: f.compute_units,
-            driver: f.driver.clone(),
-            clock_mhz: f.clock_mhz,
-        }
     }
 }
