@@ -3,7 +3,6 @@
 //! LLVM C API cannot build, so they live in the prelude IR.
 
 use super::builder::{ok, Kb};
-use super::nvptx::half_to_f32_generic;
 use super::target::{dynamic_shared, Target, TargetSpec};
 use crate::problem::DType;
 use inkwell::{
@@ -83,14 +82,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
 !0 = !{}
 "#
         .into()
-    }
-    fn half_to_f32<'ctx>(
-        &self,
-        kb: &Kb<'_, 'ctx>,
-        v: IntValue<'ctx>,
-        dt: DType,
-    ) -> FloatValue<'ctx> {
-        half_to_f32_generic(kb, v, dt)
     }
     fn f32_to_half<'ctx>(
         &self,

@@ -100,14 +100,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
 "#
         .into()
     }
-    fn half_to_f32<'ctx>(
-        &self,
-        kb: &Kb<'_, 'ctx>,
-        v: IntValue<'ctx>,
-        dt: DType,
-    ) -> FloatValue<'ctx> {
-        half_to_f32_generic(kb, v, dt)
-    }
     fn f32_to_half<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,

@@ -187,13 +187,16 @@ pub(crate) trait TargetSpec: Sync {
     /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
     /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`.
     fn prelude_ir(&self) -> String;
-    /// f16/bf16 bits (i16) to f32.
+    /// f16/bf16 bits (i16) to f32; exact, so every real target shares one implementation (the
+    /// emulator overrides it to call its own checked conversion).
     fn half_to_f32<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,
         v: IntValue<'ctx>,
         dt: DType,
-    ) -> FloatValue<'ctx>;
+    ) -> FloatValue<'ctx> {
+        super::nvptx::half_to_f32_generic(kb, v, dt)
+    }
     /// f32 to f16/bf16 bits (i16), round to nearest even.
     fn f32_to_half<'ctx>(
         &self,
