@@ -1,7 +1,7 @@
 //! `convtune space`: how many candidates a problem has on an arch, and why the rest are illegal.
 
 use super::{bad_input, ArchArg, ProblemArg};
-use convtune::legality;
+use convtune::legality::{self, RejectReasonKind};
 use convtune::lowering::lower;
 use convtune::space::{enumerate_lowered, PerfConfig};
 
@@ -58,6 +58,9 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     println!("  legal    {:>10}", e.legal.len());
     for (reason, n) in &e.rejected {
         println!("  rejected {n:>10}  {reason}");
+        if let Some(why) = vector_example(&l, &arch, &e.legal, *reason) {
+            println!("                       e.g. {why}");
+        }
     }
     if args.list {
         for c in &e.legal {
@@ -65,4 +68,30 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// For a vector-width rejection kind, one concrete reason: the first legal config with that
+/// operand's width doubled until the rule rejects it.
+fn vector_example(
+    l: &convtune::lowering::Lowering,
+    arch: &convtune::arch::Arch,
+    legal: &[PerfConfig],
+    kind: RejectReasonKind,
+) -> Option<String> {
+    let field: fn(&mut PerfConfig) -> &mut u32 = match kind {
+        RejectReasonKind::VectorA => |c| &mut c.vec_a,
+        RejectReasonKind::VectorB => |c| &mut c.vec_b,
+        RejectReasonKind::VectorC => |c| &mut c.vec_c,
+        _ => return None,
+    };
+    let mut cfg = *legal.first()?;
+    while *field(&mut cfg) < 16 {
+        *field(&mut cfg) *= 2;
+        if let Err(e) = legality::check(l, &cfg, arch) {
+            if e.kind() == kind {
+                return Some(e.to_string());
+            }
+        }
+    }
+    None
 }
