@@ -5,51 +5,16 @@
 use convtune::codegen::emu::{emulate_conv, emulate_faulting, emulate_reference};
 use convtune::codegen::{compile_conv, compile_reference, Target};
 use convtune::lowering::lower;
-use convtune::problem::{ConvProblem, DType, Tensor};
+use convtune::problem::{ConvProblem, DType};
 use convtune::reference::direct_conv;
 use convtune::space::PerfConfig;
+mod common;
+
+use common::{cfg, data, mismatches, problem};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const H200: Target = Target::Nvptx { sm: 90 };
 const MI200: Target = Target::Amdgpu { gfx: "gfx90a" };
-
-fn problem(line: &str) -> ConvProblem {
-    line.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
-}
-
-fn cfg(s: &str) -> PerfConfig {
-    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
-}
-
-/// Tensors of multiples of 1/8 in [-2, 2]: exact in every dtype, products and sums exact in f32.
-fn data(p: &ConvProblem, seed: u64) -> [Vec<f64>; 3] {
-    let mut rng = StdRng::seed_from_u64(seed);
-    Tensor::ALL.map(|t| {
-        (0..p.tensor_elems(t))
-            .map(|_| rng.gen_range(-16i32..=16) as f64 / 8.0)
-            .collect()
-    })
-}
-
-fn round(dt: DType, v: f64) -> f64 {
-    match dt {
-        DType::F32 => v as f32 as f64,
-        DType::F16 => half::f16::from_f64(v).to_f64(),
-        DType::BF16 => half::bf16::from_f64(v).to_f64(),
-    }
-}
-
-/// Index of the first element that differs from the reference, with both values.
-fn first_mismatch(p: &ConvProblem, got: &[f64], want: &[f64]) -> Option<(usize, f64, f64)> {
-    got.iter()
-        .zip(want)
-        .enumerate()
-        .find(|(_, (g, w))| {
-            g.to_bits() != round(p.dtype(), **w).to_bits()
-                && !(**g == 0.0 && round(p.dtype(), **w) == 0.0)
-        })
-        .map(|(i, (g, w))| (i, *g, *w))
-}
 
 /// Emulates one candidate on `like` and demands bit-exact agreement and no bad access.
 fn check(p: &ConvProblem, c: &PerfConfig, like: Target) {
@@ -59,14 +24,13 @@ fn check(p: &ConvProblem, c: &PerfConfig, like: Target) {
         emulate_conv(&lower(p), c, like, &mut t).unwrap_or_else(|e| panic!("{p} {c} {like}: {e}"));
     assert_eq!(rep.violations, 0, "{p}\n{c} on {like}: {:#?}", rep.messages);
     let w = p.direction().written() as usize;
-    if let Some((i, g, x)) = first_mismatch(p, &t[w], &want) {
-        let bad = t[w]
-            .iter()
-            .zip(&want)
-            .filter(|(g, x)| g.to_bits() != round(p.dtype(), **x).to_bits())
-            .count();
+    let bad = mismatches(p, &t[w], &want);
+    if let Some(&i) = bad.first() {
         panic!(
-            "{p}\n{c} on {like}: element {i} is {g}, want {x} ({bad} of {} differ)",
+            "{p}\n{c} on {like}: element {i} is {}, want {} ({} of {} differ)",
+            t[w][i],
+            want[i],
+            bad.len(),
             want.len()
         );
     }
@@ -203,7 +167,7 @@ fn emulated_reference_kernel() {
                     let rep = emulate_reference(&p, H200, &mut t).unwrap();
                     assert_eq!(rep.violations, 0, "{p}: {:#?}", rep.messages);
                     let w = p.direction().written() as usize;
-                    assert_eq!(first_mismatch(&p, &t[w], &want), None, "{p}");
+                    assert_eq!(mismatches(&p, &t[w], &want), Vec::<usize>::new(), "{p}");
                 }
             }
         }

@@ -6,37 +6,14 @@
 use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, CodegenError, Target};
 use convtune::lowering::lower;
-use convtune::problem::{ConvProblem, DType, Tensor};
+use convtune::problem::ConvProblem;
 use convtune::reference::direct_conv;
 use convtune::space::{MmaPath, PerfConfig};
-use rand::{rngs::StdRng, Rng, SeedableRng};
+mod common;
+
+use common::{cfg, data, mismatches, problem};
 
 const H200: Target = Target::Nvptx { sm: 90 };
-
-fn problem(line: &str) -> ConvProblem {
-    line.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
-}
-
-fn cfg(s: &str) -> PerfConfig {
-    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
-}
-
-fn data(p: &ConvProblem, seed: u64) -> [Vec<f64>; 3] {
-    let mut rng = StdRng::seed_from_u64(seed);
-    Tensor::ALL.map(|t| {
-        (0..p.tensor_elems(t))
-            .map(|_| rng.gen_range(-16i32..=16) as f64 / 8.0)
-            .collect()
-    })
-}
-
-fn round(dt: DType, v: f64) -> f64 {
-    match dt {
-        DType::F32 => v as f32 as f64,
-        DType::F16 => half::f16::from_f64(v).to_f64(),
-        DType::BF16 => half::bf16::from_f64(v).to_f64(),
-    }
-}
 
 /// Emulates one candidate: `Ok(false)` when codegen refuses the config (not a wgmma shape for
 /// this problem), `Ok(true)` when it ran with no bad access and agrees bit-exactly.
@@ -50,17 +27,7 @@ fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
     };
     assert_eq!(rep.violations, 0, "{p}\n{c}: {:#?}", rep.messages);
     let w = p.direction().written() as usize;
-    let dt = p.dtype();
-    let bad: Vec<usize> = t[w]
-        .iter()
-        .zip(&want)
-        .enumerate()
-        .filter(|(_, (g, x))| {
-            let x = round(dt, **x);
-            g.to_bits() != x.to_bits() && !(**g == 0.0 && x == 0.0)
-        })
-        .map(|(i, _)| i)
-        .collect();
+    let bad = mismatches(p, &t[w], &want);
     assert!(
         bad.is_empty(),
         "{p}\n{c}: {} of {} differ, first at {} ({} vs {})",
