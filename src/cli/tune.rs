@@ -71,8 +71,9 @@ pub struct TuneArgs {
     pub inject_faults: usize,
 }
 
-/// Whether any tuning flag was given (the bare form needs a problem).
 impl TuneArgs {
+    /// Whether a problem was given: the bare `convtune` form tunes only then, and otherwise
+    /// prints what is missing instead of starting a GPU worker.
     pub fn wants_tuning(&self) -> bool {
         self.problem.is_some() || self.problems.is_some()
     }
