@@ -11,6 +11,21 @@ fn convtune(args: &[&str]) -> Output {
         .expect("runs")
 }
 
+/// `convtune lookup` of a problem on sm_90 with a user database.
+fn lookup(problem: &str, db: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "lookup",
+        "--problem",
+        problem,
+        "--arch",
+        "sm_90",
+        "--db",
+        db,
+    ];
+    args.extend_from_slice(extra);
+    convtune(&args)
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -211,28 +226,20 @@ fn db_merge_check_diff_lookup() {
     assert!(o.status.success() && !stdout(&o).contains("no differences"));
     let o = convtune(&["db", "check", c.to_str().unwrap()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let o = convtune(&[
-        "lookup",
-        "--problem",
+    let o = lookup(
         "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
-        "--arch",
-        "sm_90",
-        "--db",
         c.to_str().unwrap(),
-    ]);
+        &[],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with(OTHER), "{}", stdout(&o));
     assert!(stdout(&o).contains("exact"), "{}", stdout(&o));
     // A problem one size off gets the nearest tuned problem's config, re-checked for legality.
-    let o = convtune(&[
-        "lookup",
-        "--problem",
+    let o = lookup(
         "conv -n 16 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
-        "--arch",
-        "sm_90",
-        "--db",
         c.to_str().unwrap(),
-    ]);
+        &[],
+    );
     assert!(stdout(&o).contains("nearest"), "{}", stdout(&o));
 }
 
@@ -281,39 +288,26 @@ fn corrupt_or_illegal_database_is_reported_and_untouched() {
 fn untuned_problem_falls_back_to_quick_list_then_heuristic() {
     let dir = tempfile::tempdir().unwrap();
     let none = dir.path().join("none.toml");
-    let o = convtune(&[
-        "lookup",
-        "--problem",
+    let o = lookup(
         "convbfp16 -n 8 -c 64 -H 30 -W 30 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
-        "--arch",
-        "sm_90",
-        "--db",
         none.to_str().unwrap(),
-        "--no-system-db",
-    ]);
+        &["--no-system-db"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("source: quick list"), "{}", stdout(&o));
     // With the shipped database, the nearest tuned problem of the same kind serves it.
-    let o = convtune(&[
-        "lookup",
-        "--problem",
+    let o = lookup(
         "convbfp16 -n 8 -c 64 -H 30 -W 30 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
-        "--arch",
-        "sm_90",
-        "--db",
         none.to_str().unwrap(),
-    ]);
+        &[],
+    );
     assert!(stdout(&o).contains("source: nearest"), "{}", stdout(&o));
     // No quick list ships for f32 backward weight: the cost model's pick, legal for the problem.
-    let o = convtune(&[
-        "lookup",
-        "--problem",
+    let o = lookup(
         "conv -n 8 -c 16 -H 12 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1 -F 4",
-        "--arch",
-        "sm_90",
-        "--db",
         none.to_str().unwrap(),
-    ]);
+        &[],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("source: heuristic"), "{}", stdout(&o));
 }

@@ -98,24 +98,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             }
         }
     }
-    fn ldmatrix_x4<'ctx>(
-        &self,
-        _kb: &Kb<'_, 'ctx>,
-        _ptr: PointerValue<'ctx>,
-        _trans: bool,
-    ) -> [IntValue<'ctx>; 4] {
-        panic!("ldmatrix requested on AMDGPU: the matrix unit is chosen from the target")
-    }
-    fn mma_16816<'ctx>(
-        &self,
-        _kb: &Kb<'_, 'ctx>,
-        _dt: DType,
-        _a: [IntValue<'ctx>; 4],
-        _b: [IntValue<'ctx>; 2],
-        _c: [FloatValue<'ctx>; 4],
-    ) -> [FloatValue<'ctx>; 4] {
-        panic!("mma.sync requested on AMDGPU: the matrix unit is chosen from the target")
-    }
     fn mfma<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,
@@ -140,22 +122,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let z = kb.c(0).into();
         kb.intrinsic(&name, &[], &[a, b, c.into(), z, z, z])
             .into_vector_value()
-    }
-    fn cp_async<'ctx>(
-        &self,
-        _kb: &Kb<'_, 'ctx>,
-        _dst: PointerValue<'ctx>,
-        _src: PointerValue<'ctx>,
-        _bytes: u32,
-        _src_bytes: IntValue<'ctx>,
-    ) {
-        panic!("cp.async requested on AMDGPU: the pipeline is chosen from the target")
-    }
-    fn cp_async_commit(&self, _kb: &Kb) {
-        panic!("cp.async requested on AMDGPU")
-    }
-    fn cp_async_wait(&self, _kb: &Kb, _n: u32) {
-        panic!("cp.async requested on AMDGPU")
     }
 }
 

@@ -6,7 +6,7 @@ use super::target::{dynamic_shared, Target, TargetSpec};
 use crate::problem::DType;
 use inkwell::{
     context::Context,
-    values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
+    values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue},
     AddressSpace,
 };
 
@@ -155,18 +155,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         args.extend(c.iter().map(|&v| BasicValueEnum::from(v)));
         let r = kb.intrinsic(name, &[], &args);
         std::array::from_fn(|i| kb.field(r, i as u32).into_float_value())
-    }
-    fn mfma<'ctx>(
-        &self,
-        _kb: &Kb<'_, 'ctx>,
-        _dt: DType,
-        _m: u32,
-        _k: u32,
-        _a: BasicValueEnum<'ctx>,
-        _b: BasicValueEnum<'ctx>,
-        _c: VectorValue<'ctx>,
-    ) -> VectorValue<'ctx> {
-        panic!("MFMA requested on NVPTX: the matrix unit is chosen from the target")
     }
     fn cp_async<'ctx>(
         &self,

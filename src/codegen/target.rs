@@ -207,46 +207,62 @@ pub(crate) trait TargetSpec: Sync {
     /// `ldmatrix.sync.aligned.m8n8.x4[.trans].b16` from a shared address (NVIDIA).
     fn ldmatrix_x4<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
-        ptr: PointerValue<'ctx>,
-        trans: bool,
-    ) -> [IntValue<'ctx>; 4];
+        _kb: &Kb<'_, 'ctx>,
+        _ptr: PointerValue<'ctx>,
+        _trans: bool,
+    ) -> [IntValue<'ctx>; 4] {
+        panic!(
+            "ldmatrix requested on a target without it: the matrix unit is chosen from the target"
+        )
+    }
     /// `mma.sync m16n8k16` f32 += f16/bf16 × f16/bf16 (NVIDIA); operands as packed i32 pairs.
     fn mma_16816<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
-        dt: DType,
-        a: [IntValue<'ctx>; 4],
-        b: [IntValue<'ctx>; 2],
-        c: [FloatValue<'ctx>; 4],
-    ) -> [FloatValue<'ctx>; 4];
+        _kb: &Kb<'_, 'ctx>,
+        _dt: DType,
+        _a: [IntValue<'ctx>; 4],
+        _b: [IntValue<'ctx>; 2],
+        _c: [FloatValue<'ctx>; 4],
+    ) -> [FloatValue<'ctx>; 4] {
+        panic!(
+            "mma.sync requested on a target without it: the matrix unit is chosen from the target"
+        )
+    }
     /// `v_mfma_f32_{m}x{m}x{k}` (AMD): `a`, `b` are this lane's `k·m/64` elements (a float for
     /// f32, `<n x i16>` bits for f16/bf16), `c` is `<m·m/64 x float>`.
     #[allow(clippy::too_many_arguments)]
     fn mfma<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
-        dt: DType,
-        m: u32,
-        k: u32,
-        a: BasicValueEnum<'ctx>,
-        b: BasicValueEnum<'ctx>,
-        c: VectorValue<'ctx>,
-    ) -> VectorValue<'ctx>;
+        _kb: &Kb<'_, 'ctx>,
+        _dt: DType,
+        _m: u32,
+        _k: u32,
+        _a: BasicValueEnum<'ctx>,
+        _b: BasicValueEnum<'ctx>,
+        _c: VectorValue<'ctx>,
+    ) -> VectorValue<'ctx> {
+        panic!("MFMA requested on a target without it: the matrix unit is chosen from the target")
+    }
     /// Asynchronous global→shared copy of `bytes` (4, 8 or 16) that reads `src_bytes` (a
     /// runtime value, `bytes` or 0) and zero-fills the rest (NVIDIA `cp.async`).
     fn cp_async<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
-        dst: PointerValue<'ctx>,
-        src: PointerValue<'ctx>,
-        bytes: u32,
-        src_bytes: IntValue<'ctx>,
-    );
+        _kb: &Kb<'_, 'ctx>,
+        _dst: PointerValue<'ctx>,
+        _src: PointerValue<'ctx>,
+        _bytes: u32,
+        _src_bytes: IntValue<'ctx>,
+    ) {
+        panic!("cp.async requested on a target without it: the pipeline is chosen from the target")
+    }
     /// Closes the current group of async copies.
-    fn cp_async_commit(&self, kb: &Kb);
+    fn cp_async_commit(&self, _kb: &Kb) {
+        panic!("cp.async requested on a target without it")
+    }
     /// Waits until at most `n` groups of async copies are pending.
-    fn cp_async_wait(&self, kb: &Kb, n: u32);
+    fn cp_async_wait(&self, _kb: &Kb, _n: u32) {
+        panic!("cp.async requested on a target without it")
+    }
     /// The shared-memory address (32 bits, as `wgmma` descriptors encode it) of `ptr`.
     fn smem_addr<'ctx>(&self, _kb: &Kb<'_, 'ctx>, _ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
         panic!("shared-memory descriptors requested on a target without wgmma")
