@@ -16,8 +16,12 @@
 //!
 //! With `wgmma` the multiply reads shared memory through the async proxy, so every thread
 //! fences (`fence.proxy.async.shared::cta`) its landed copies and stores before the barrier that
-//! precedes a multiply; the multiply waits for its own `wgmma` groups, so a buffer is free for
-//! the next copies once every warpgroup is past the following barrier.
+//! precedes a multiply. With two stages the multiply waits for its own `wgmma` group, so a
+//! buffer is free for the next copies once every warpgroup is past the following barrier. With
+//! three or more, tile t's group is still running when the multiply returns (only t-1's is
+//! retired), so the copies run `S-2` tiles ahead instead of `S-1`: at tile t they refill the
+//! buffer of t-2, which every warpgroup retired before the barrier that opens tile t; a
+//! register-path store of tile t+1 lands in the buffer of t+1-S ≤ t-2 likewise.
 
 use super::builder::Kb;
 use super::index::Addressing;
@@ -100,6 +104,13 @@ fn pipeline<'ctx>(
     hi: IntValue<'ctx>,
 ) {
     let s = plan.smem.stages;
+    // Tiles in flight ahead of the one multiplied.
+    let ahead = match plan.math {
+        super::plan::Math::Wgmma {
+            in_flight: true, ..
+        } => s - 2,
+        _ => s - 1,
+    };
     let loaders = [a, b];
     let any_async = loaders.iter().any(|l| l.load.async_copy);
     let any_regs = loaders.iter().any(|l| !l.load.async_copy);
@@ -134,7 +145,7 @@ fn pipeline<'ctx>(
         });
         return;
     }
-    for i in 0..s - 1 {
+    for i in 0..ahead {
         let kt = kb.addc(lo, i as i64);
         if any_async {
             kb.if_then(kb.ult(kt, hi), |kb| {
@@ -155,12 +166,12 @@ fn pipeline<'ctx>(
     }
     kb.for_range(lo, hi, |kb, kt| {
         if any_async {
-            kb.spec.cp_async_wait(kb, s - 2);
+            kb.spec.cp_async_wait(kb, ahead - 1);
         }
         fence(kb);
         kb.barrier();
         if any_async {
-            let next = kb.addc(kt, (s - 1) as i64);
+            let next = kb.addc(kt, ahead as i64);
             kb.if_then(kb.ult(next, hi), |kb| {
                 for l in loaders.iter().filter(|l| l.load.async_copy) {
                     l.issue_async(kb, next, stage_of(next));
@@ -186,6 +197,7 @@ fn pipeline<'ctx>(
             });
         }
     });
+    math.drain(kb);
     if any_async {
         // No copy may still be in flight when the kernel ends (the last groups are empty, but
         // the count is what the hardware tracks).

@@ -63,7 +63,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let m0 = kb.add(g_m0, slice);
         let n0 = kb.mulc(kb.uremc(tile, warps_n), c.warp_n as i64);
         let (acc_ty, count): (BasicTypeEnum, u32) = match plan.math {
-            Math::Wgmma { n } => (kb.f32t().into(), n / 2),
+            Math::Wgmma { n, .. } => (kb.f32t().into(), n / 2),
             Math::Fma {
                 lanes_m, lanes_n, ..
             } => (
@@ -100,7 +100,24 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             } => self.step_fma(kb, a, b, lanes_m, lanes_n, kvec),
             Math::Matrix(MatrixUnit::Mma16816) => self.step_mma(kb, a, b),
             Math::Matrix(MatrixUnit::Mfma { m, k }) => self.step_mfma(kb, a, b, m, k),
-            Math::Wgmma { n } => self.step_wgmma(kb, a, b, n),
+            Math::Wgmma { n, in_flight } => self.step_wgmma(kb, a, b, n, in_flight),
+        }
+    }
+
+    /// After the last K tile: waits for a `wgmma` group still in flight, so the accumulators
+    /// hold their final values.
+    pub fn drain(&self, kb: &Kb<'_, 'ctx>) {
+        if let Math::Wgmma {
+            in_flight: true, ..
+        } = self.plan.math
+        {
+            let acc: Vec<FloatValue> = self
+                .load_acc(kb)
+                .into_iter()
+                .map(|v| v.into_float_value())
+                .collect();
+            let acc = kb.spec.wgmma_wait(kb, 0, &acc);
+            self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
         }
     }
 
@@ -118,7 +135,18 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
     ///   bytes (one per k); 8-line groups of k 1024 bytes apart (stride offset), 64-row blocks
     ///   `bk`·128 bytes apart (leading offset, as CUTLASS's canonical MN-major layouts have
     ///   it). The k-th k16 step starts 16 lines (2048 bytes) further.
-    fn step_wgmma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>, n: u32) {
+    ///
+    /// With `in_flight` the step returns with its own group still running (`wait_group 1`
+    /// retires the previous tile's), so the tensor cores work through the next tile's barrier
+    /// and copies; the accumulators pass through each wait (see `TargetSpec::wgmma_wait`).
+    fn step_wgmma(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        a: PointerValue<'ctx>,
+        b: PointerValue<'ctx>,
+        n: u32,
+        in_flight: bool,
+    ) {
         let c = &self.plan.cfg;
         let eb = self.plan.dt.bytes() as i64;
         let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
@@ -169,7 +197,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             acc = kb.spec.wgmma(kb, self.plan.dt, n, trans, da, db, &acc);
         }
         kb.spec.wgmma_commit(kb);
-        kb.spec.wgmma_wait(kb, 0);
+        let acc = kb.spec.wgmma_wait(kb, u32::from(in_flight), &acc);
         self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
     }
 

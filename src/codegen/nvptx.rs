@@ -34,6 +34,51 @@ impl Nvptx {
         );
         super::builder::ok(kb.raw().build_indirect_call(ty, f, &[], ""));
     }
+
+    /// Inline asm `text` that reads `lead` and then the floats `acc`, and returns new values
+    /// for all of `acc` (an f32 struct); `cons` are the full LLVM constraints.
+    fn asm_floats<'ctx>(
+        kb: &Kb<'_, 'ctx>,
+        text: &str,
+        cons: &[String],
+        lead: &[inkwell::values::BasicMetadataValueEnum<'ctx>],
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
+        use inkwell::types::BasicMetadataTypeEnum;
+        use inkwell::values::BasicMetadataValueEnum;
+        let f32t = kb.f32t();
+        let ret = kb.ctx.struct_type(&vec![f32t.into(); acc.len()], false);
+        let mut params: Vec<BasicMetadataTypeEnum> = lead
+            .iter()
+            .map(|v| match v {
+                BasicMetadataValueEnum::IntValue(i) => i.get_type().into(),
+                other => panic!("asm lead operand {other:?} is not an integer"),
+            })
+            .collect();
+        params.extend(acc.iter().map(|_| BasicMetadataTypeEnum::from(f32t)));
+        let fty = ret.fn_type(&params, false);
+        let f = kb.ctx.create_inline_asm(
+            fty,
+            text.to_string(),
+            cons.join(","),
+            true,
+            false,
+            None,
+            false,
+        );
+        let mut args = lead.to_vec();
+        args.extend(acc.iter().map(|&v| BasicMetadataValueEnum::from(v)));
+        let call = super::builder::ok(kb.raw().build_indirect_call(fty, f, &args, ""));
+        let r = match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v,
+            inkwell::values::ValueKind::Instruction(_) => {
+                panic!("inline asm with outputs returns a value")
+            }
+        };
+        (0..acc.len() as u32)
+            .map(|i| kb.field(r, i).into_float_value())
+            .collect()
+    }
 }
 
 const GLOBAL: u16 = 1;
@@ -193,8 +238,18 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
     fn wgmma_commit(&self, kb: &Kb) {
         Self::asm_stmt(kb, "wgmma.commit_group.sync.aligned;");
     }
-    fn wgmma_wait(&self, kb: &Kb, n: u32) {
-        Self::asm_stmt(kb, &format!("wgmma.wait_group.sync.aligned {n};"));
+    fn wgmma_wait<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        n: u32,
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
+        // "+f" on every accumulator, spelled as outputs tied to inputs (see `wgmma`).
+        let q = acc.len();
+        let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
+        cons.extend((0..q).map(|i| i.to_string()));
+        cons.push("~{memory}".into());
+        Self::asm_floats(kb, &format!("wgmma.wait_group.sync.aligned {n};"), &cons, &[], acc)
     }
     fn wgmma<'ctx>(
         &self,
@@ -225,34 +280,7 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
         cons.extend(["l".into(), "l".into(), "r".into()]);
         cons.extend((0..q).map(|i| i.to_string()));
-        let f32t = kb.f32t();
-        let ret = kb.ctx.struct_type(&vec![f32t.into(); q], false);
-        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum> = vec![
-            kb.ctx.i64_type().into(),
-            kb.ctx.i64_type().into(),
-            kb.i32t().into(),
-        ];
-        params.extend((0..q).map(|_| inkwell::types::BasicMetadataTypeEnum::from(f32t)));
-        let fty = ret.fn_type(&params, false);
-        let f = kb
-            .ctx
-            .create_inline_asm(fty, text, cons.join(","), true, false, None, false);
-        let mut args: Vec<inkwell::values::BasicMetadataValueEnum> =
-            vec![da.into(), db.into(), kb.c(1).into()];
-        args.extend(
-            acc.iter()
-                .map(|&v| inkwell::values::BasicMetadataValueEnum::from(v)),
-        );
-        let call = super::builder::ok(kb.raw().build_indirect_call(fty, f, &args, ""));
-        let r = match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v,
-            inkwell::values::ValueKind::Instruction(_) => {
-                panic!("wgmma asm returns its accumulators")
-            }
-        };
-        (0..q as u32)
-            .map(|i| kb.field(r, i).into_float_value())
-            .collect()
+        Self::asm_floats(kb, &text, &cons, &[da.into(), db.into(), kb.c(1).into()], acc)
     }
 }
 

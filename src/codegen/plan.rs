@@ -31,6 +31,10 @@ pub(crate) enum Math {
     Wgmma {
         /// N of the instruction (= warp_n).
         n: u32,
+        /// Whether one K tile's `wgmma` group stays in flight while the next is issued
+        /// (`wait_group 1`): with three or more stages, so that the buffer the copies refill is
+        /// two tiles old and every warpgroup has finished reading it.
+        in_flight: bool,
     },
 }
 
@@ -452,7 +456,10 @@ fn wgmma_math(c: &PerfConfig, dt: DType, target: Target) -> Result<Math, String>
             c.block_k
         ));
     }
-    Ok(Math::Wgmma { n: c.warp_n })
+    Ok(Math::Wgmma {
+        n: c.warp_n,
+        in_flight: c.stages >= 3,
+    })
 }
 
 /// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken

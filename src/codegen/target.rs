@@ -281,8 +281,14 @@ pub(crate) trait TargetSpec: Sync {
     fn wgmma_commit(&self, _kb: &Kb) {
         panic!("wgmma requested on a target without it")
     }
-    /// `wgmma.wait_group.sync.aligned n`.
-    fn wgmma_wait(&self, _kb: &Kb, _n: u32) {
+    /// `wgmma.wait_group.sync.aligned n`, with this thread's accumulators passed through it:
+    /// their later uses then depend on the wait, so no compiler can read them before it.
+    fn wgmma_wait<'ctx>(
+        &self,
+        _kb: &Kb<'_, 'ctx>,
+        _n: u32,
+        _acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
         panic!("wgmma requested on a target without it")
     }
     /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}` with A and B from the shared-

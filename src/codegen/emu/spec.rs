@@ -308,8 +308,14 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
     fn wgmma_commit(&self, kb: &Kb) {
         Self::rt(kb, "emu_wgmma_commit", None, &[]);
     }
-    fn wgmma_wait(&self, kb: &Kb, n: u32) {
+    fn wgmma_wait<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        n: u32,
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>> {
         Self::rt(kb, "emu_wgmma_wait", None, &[kb.c(n as i64).into()]);
+        acc.to_vec()
     }
     fn wgmma<'ctx>(
         &self,
