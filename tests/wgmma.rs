@@ -41,12 +41,13 @@ fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
 }
 
 /// One and two warpgroups (along M and along N), N = 64, 32, 24 and 128, 1-4 stages, cp.async
-/// (8 and 16 bytes) and register-path loads, plain and staged C stores.
+/// (8 and 16 bytes) and register-path loads, plain and staged C stores, a group kept in flight
+/// (`mma=wg1`).
 const CONFIGS: [&str; 6] = [
     "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
     "v2:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
     "v2:bm=64,bn=128,bk=64,wm=64,wn=64,st=1,va=1,vb=1,vc=1,lds=swz,sk=1,rs=2,mma=wg",
-    "v2:bm=64,bn=32,bk=64,wm=64,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=wg",
+    "v2:bm=64,bn=32,bk=64,wm=64,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=wg1",
     "v2:bm=64,bn=48,bk=64,wm=64,wn=24,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
     "v2:bm=64,bn=128,bk=64,wm=64,wn=128,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
 ];
@@ -90,13 +91,13 @@ fn emulated_wgmma_bwd_nhwc_transposed_bit_exact() {
         "v2:bm=64,bn=128,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
         "v2:bm=64,bn=256,bk=64,wm=64,wn=256,st=2,va=4,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
         "v2:bm=64,bn=48,bk=64,wm=64,wn=24,st=1,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1,mma=wg",
-        "v2:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
+        "v2:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1",
         "v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
     ];
     let bwd_weight = [
         "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg",
         "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=2,rs=1,mma=wg",
-        "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=4,va=4,vb=4,vc=1,lds=swz,sk=1,rs=1,mma=wg",
+        "v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=4,va=4,vb=4,vc=1,lds=swz,sk=1,rs=1,mma=wg1",
         "v2:bm=64,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",
         "v2:bm=128,bn=128,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=2,rs=1,mma=wg",
         "v2:bm=128,bn=256,bk=64,wm=64,wn=256,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg",

@@ -151,8 +151,7 @@ fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
 }
 
 fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
-    let arch_specific =
-        matches!(job, Job::Conv { cfg, .. } if cfg.mma == crate::space::MmaPath::Wgmma);
+    let arch_specific = matches!(job, Job::Conv { cfg, .. } if cfg.mma.is_wgmma());
     let launches = compile::plan(job, target)?;
     let spec = spec_for(target, arch_specific);
     guarded(|| {

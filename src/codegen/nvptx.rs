@@ -249,7 +249,13 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
         cons.extend((0..q).map(|i| i.to_string()));
         cons.push("~{memory}".into());
-        Self::asm_floats(kb, &format!("wgmma.wait_group.sync.aligned {n};"), &cons, &[], acc)
+        Self::asm_floats(
+            kb,
+            &format!("wgmma.wait_group.sync.aligned {n};"),
+            &cons,
+            &[],
+            acc,
+        )
     }
     fn wgmma<'ctx>(
         &self,
@@ -280,7 +286,13 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
         cons.extend(["l".into(), "l".into(), "r".into()]);
         cons.extend((0..q).map(|i| i.to_string()));
-        Self::asm_floats(kb, &text, &cons, &[da.into(), db.into(), kb.c(1).into()], acc)
+        Self::asm_floats(
+            kb,
+            &text,
+            &cons,
+            &[da.into(), db.into(), kb.c(1).into()],
+            acc,
+        )
     }
 }
 

@@ -32,8 +32,8 @@ pub(crate) enum Math {
         /// N of the instruction (= warp_n).
         n: u32,
         /// Whether one K tile's `wgmma` group stays in flight while the next is issued
-        /// (`wait_group 1`): with three or more stages, so that the buffer the copies refill is
-        /// two tiles old and every warpgroup has finished reading it.
+        /// (`wait_group 1`, `mma = wg1`; three stages or more, so that the buffer the copies
+        /// refill is two tiles old and every warpgroup has finished reading it).
         in_flight: bool,
     },
 }
@@ -298,9 +298,9 @@ impl<'l> GemmPlan<'l> {
             return Err(fail(format!("{threads} threads per block (at most 1024)")));
         }
         let units = target.matrix_units(dt);
-        let wgmma = c.mma == crate::space::MmaPath::Wgmma;
+        let wgmma = c.mma.is_wgmma();
         let math = if wgmma {
-            wgmma_math(c, dt, target).map_err(|r| fail(format!("mma=wg: {r}")))?
+            wgmma_math(c, dt, target).map_err(|r| fail(format!("mma={}: {r}", c.mma.name())))?
         } else if units.is_empty() {
             fma_math(c, warp, bytes).ok_or_else(|| {
                 fail(format!(
@@ -456,9 +456,16 @@ fn wgmma_math(c: &PerfConfig, dt: DType, target: Target) -> Result<Math, String>
             c.block_k
         ));
     }
+    let in_flight = c.mma == crate::space::MmaPath::WgmmaInFlight;
+    if in_flight && c.stages < 3 {
+        return Err(format!(
+            "mma = wg1 needs three stages or more (st = {})",
+            c.stages
+        ));
+    }
     Ok(Math::Wgmma {
         n: c.warp_n,
-        in_flight: c.stages >= 3,
+        in_flight,
     })
 }
 

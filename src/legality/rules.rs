@@ -7,7 +7,7 @@ use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{Arch, MathInstr, MathKind};
 use crate::lowering::{Dim, Lowering};
 use crate::problem::{ConvProblem, Direction};
-use crate::space::{LdsLayout, MmaPath, PerfConfig};
+use crate::space::{LdsLayout, PerfConfig};
 
 mod resources;
 
@@ -364,7 +364,7 @@ impl Checker {
                 }
                 Ok(())
             }
-            Rule::MmaShape if cfg.mma == MmaPath::Wgmma => match self.wgmma_misfit(cfg) {
+            Rule::MmaShape if cfg.mma.is_wgmma() => match self.wgmma_misfit(cfg) {
                 Some(why) => Err(Rejection::Wgmma { why }),
                 None => Ok(()),
             },
@@ -398,10 +398,19 @@ impl Checker {
                 Ok(())
             }
             Rule::SharedMemory => {
-                if cfg.mma == MmaPath::Wgmma && cfg.lds != LdsLayout::Swizzled {
+                if cfg.mma.is_wgmma() && cfg.lds != LdsLayout::Swizzled {
                     return Err(Rejection::Wgmma {
                         why: "lds = pad (the descriptors describe the 128-byte swizzle: lds = swz)"
                             .into(),
+                    });
+                }
+                if cfg.mma == crate::space::MmaPath::WgmmaInFlight && cfg.stages < 3 {
+                    return Err(Rejection::Wgmma {
+                        why: format!(
+                            "mma = wg1 with st = {}: a group in flight while the copies refill \
+                             the buffer two tiles back needs three stages or more",
+                            cfg.stages
+                        ),
                     });
                 }
                 if cfg.lds == LdsLayout::Swizzled {

@@ -26,10 +26,7 @@ pub(crate) fn fields(c: &PerfConfig) -> [u32; NFIELDS] {
         },
         c.split_k,
         c.raster,
-        match c.mma {
-            MmaPath::Sync => 0,
-            MmaPath::Wgmma => 1,
-        },
+        MmaPath::ALL.iter().position(|&m| m == c.mma).unwrap_or(0) as u32,
     ]
 }
 
@@ -175,11 +172,7 @@ pub(crate) fn from_fields(f: &[u32; NFIELDS]) -> PerfConfig {
         },
         split_k: f[10],
         raster: f[11],
-        mma: if f[12] == 0 {
-            MmaPath::Sync
-        } else {
-            MmaPath::Wgmma
-        },
+        mma: MmaPath::ALL[f[12] as usize],
     }
 }
 

@@ -20,8 +20,38 @@ pub enum MmaPath {
     /// Per-warp `mma.sync` (or MFMA / FMA: whatever the target's warp-level unit is).
     Sync,
     /// Hopper `wgmma.mma_async` (sm_90a): `warp_m × warp_n` is then a warpgroup's tile (four
-    /// consecutive warps), A and B read from shared memory through descriptors.
+    /// consecutive warps), A and B read from shared memory through descriptors. Each K tile
+    /// waits for its own group (`wait_group 0`); copies run `stages - 1` tiles ahead.
     Wgmma,
+    /// `wgmma` with one group kept in flight (`wait_group 1`): the tensor cores run through the
+    /// next tile's barrier and copy issue, but the copies run only `stages - 2` tiles ahead
+    /// (the buffer they refill must be two tiles old), so it needs three stages or more. Which
+    /// of the two wins depends on the problem (occupancy against overlap): a knob, not a rule.
+    WgmmaInFlight,
+}
+
+impl MmaPath {
+    /// Every path, in the lattice order the search walks.
+    pub const ALL: [MmaPath; 3] = [MmaPath::Sync, MmaPath::Wgmma, MmaPath::WgmmaInFlight];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        match self {
+            MmaPath::Sync => "sync",
+            MmaPath::Wgmma => "wg",
+            MmaPath::WgmmaInFlight => "wg1",
+        }
+    }
+
+    /// The path called `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether the tile is computed by Hopper `wgmma` (either variant).
+    pub fn is_wgmma(self) -> bool {
+        self != MmaPath::Sync
+    }
 }
 
 /// The tuning parameters of one implicit-GEMM kernel. Every sub-GEMM of a problem runs with the
@@ -129,7 +159,7 @@ impl fmt::Display for PerfConfig {
         )?;
         match self.mma {
             MmaPath::Sync => Ok(()),
-            MmaPath::Wgmma => f.write_str(",mma=wg"),
+            m => write!(f, ",mma={}", m.name()),
         }
     }
 }
@@ -187,17 +217,11 @@ impl std::str::FromStr for PerfConfig {
                 })
             }
         };
-        let mma = match values[12] {
-            "sync" => MmaPath::Sync,
-            "wg" => MmaPath::Wgmma,
-            v => {
-                return Err(ConfigParseError::Value {
-                    text: text.to_string(),
-                    field: "mma",
-                    value: v.to_string(),
-                })
-            }
-        };
+        let mma = MmaPath::from_name(values[12]).ok_or_else(|| ConfigParseError::Value {
+            text: text.to_string(),
+            field: "mma",
+            value: values[12].to_string(),
+        })?;
         Ok(PerfConfig {
             block_m: num(0)?,
             block_n: num(1)?,
@@ -221,7 +245,7 @@ impl PerfConfig {
     pub fn warps(&self) -> u32 {
         let per_tile = match self.mma {
             MmaPath::Sync => 1,
-            MmaPath::Wgmma => 4,
+            MmaPath::Wgmma | MmaPath::WgmmaInFlight => 4,
         };
         (self.block_m / self.warp_m) * (self.block_n / self.warp_n) * per_tile
     }

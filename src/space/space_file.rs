@@ -260,17 +260,13 @@ impl SearchSpace {
             None => mma.push(MmaPath::Sync),
             Some(list) => {
                 for name in list.get_ref() {
-                    let m = match name.as_str() {
-                        "sync" => MmaPath::Sync,
-                        "wg" => MmaPath::Wgmma,
-                        other => {
-                            return Err(invalid(
-                                "mma",
-                                list.span(),
-                                format!("'{other}' is not 'sync' or 'wg'"),
-                            ))
-                        }
-                    };
+                    let m = MmaPath::from_name(name).ok_or_else(|| {
+                        invalid(
+                            "mma",
+                            list.span(),
+                            format!("'{name}' is not 'sync', 'wg' or 'wg1'"),
+                        )
+                    })?;
                     if mma.contains(&m) {
                         return Err(invalid(
                             "mma",
@@ -468,12 +464,15 @@ mod tests {
         for arch in Arch::ALL {
             let s = SearchSpace::default_for(&arch);
             assert_eq!(s.vendor, Some(arch.vendor));
-            // NVIDIA lists both matrix paths (mma = ["sync", "wg"]); AMD only sync.
+            // NVIDIA lists three matrix paths (mma = ["sync", "wg", "wg1"]), the wgmma tile
+            // width 256 and split-K to 64; AMD only sync.
+            let nv = arch.vendor == Vendor::Nvidia;
             let paths = s.mma.len() as u64;
-            assert_eq!(paths, if arch.vendor == Vendor::Nvidia { 2 } else { 1 });
+            assert_eq!(paths, if nv { 3 } else { 1 });
+            let (warp_n, split_k) = if nv { (5, 7) } else { (4, 4) };
             assert_eq!(
                 s.raw_size(),
-                4 * 4 * 3 * 4 * 4 * 4 * 4 * 4 * 4 * 2 * 4 * 3 * paths
+                4 * 4 * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths
             );
             assert_eq!(s.iter_raw().take(3).count(), 3);
         }
@@ -519,7 +518,7 @@ mod tests {
             "{e}"
         );
         // Missing key: named.
-        let t = good.replace("split_k = [1, 2, 4, 8]", "");
+        let t = good.replace("split_k = [1, 2, 4, 8, 16, 32, 64]", "");
         assert!(err(&t).contains("split_k"), "{}", err(&t));
         // Bad values, with line.
         let t = good.replace("vec_b = [1, 2, 4, 8]", "vec_b = [1, 3]");

@@ -10,7 +10,7 @@ impl Checker {
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {
         let per_tile = match cfg.mma {
             MmaPath::Sync => 1,
-            MmaPath::Wgmma => 4,
+            MmaPath::Wgmma | MmaPath::WgmmaInFlight => 4,
         };
         (cfg.block_m / cfg.warp_m.max(1)) as u64
             * (cfg.block_n / cfg.warp_n.max(1)) as u64
@@ -71,7 +71,7 @@ impl Checker {
         let warp = self.arch.warp_size as u64;
         let eb = self.elem_bytes as u64;
         let (wm, wn) = (cfg.warp_m as u64, cfg.warp_n as u64);
-        if cfg.mma == MmaPath::Wgmma {
+        if cfg.mma.is_wgmma() {
             // A warpgroup's accumulators over its 128 threads; A and B stay in shared memory.
             return ((wm * wn).div_ceil(4 * warp), 0, 0);
         }
