@@ -4,7 +4,8 @@
 #   2. kill-and-resume of a tuning run (SIGKILL at half of RESUME_BUDGET journalled; then the
 #      resumed run and an uninterrupted one side by side),
 #   3. tuning a suite into a fresh database, then cuDNN on the same problems through PyTorch
-#      (scripts/compare-cudnn.py) with the bf16 matmul rate of this run,
+#      (scripts/compare-cudnn.py) with the bf16 matmul rate of this run, and the SASS of the
+#      wgmma winners (scripts/sass-check.sh),
 #   4. optional: SCALE=FILE one GPU vs all GPUs on the same candidates,
 #   5. optional: RECORD=FILE exhaustive recordings over search-spaces/nvidia-replay.toml.
 # Usage: scripts/h200-pass.sh SUITE BUDGET [SELFCHECK_CONFIGS]
@@ -38,7 +39,7 @@ if stage resume; then
   echo "== kill-and-resume"
   first=${RESUME_PROBLEM:-$(grep -v '^#' "$suite" | grep -v '^\s*$' | head -1)}
   n=${RESUME_BUDGET:-40}
-  resume=(--problem "$first" --budget "$n" --strategy exhaustive --quiet)
+  resume=(--problem "$first" --budget "$n" --strategy "${RESUME_STRATEGY:-exhaustive}" --quiet)
   # Killed with SIGKILL once half the candidates are in the journal (not after a fixed time:
   # candidates take 0.1-0.6 s, so a timer lands anywhere).
   "$BIN" "${resume[@]}" --db "$R/resume.toml" --journal "$R/resume.jsonl" >/dev/null 2>&1 &
@@ -62,9 +63,11 @@ both = [(a[c], b[c]) for c in a if c in b and a[c] and b[c]]
 if both:
     print(f"per-config time ratio resumed/fresh: median {statistics.median(x / y for x, y in both):.3f}")
 def best(p): return min((t, c) for c, t in recs(p).items() if t)
+bests = {}
 for name in ("resume", "fresh"):
-    t, c = best(f"{r}/{name}.jsonl")
+    t, c = bests[name] = best(f"{r}/{name}.jsonl")
     print(f"{name}: fastest in journal {c} {t:.1f} us")
+print(f"same winner: {bests['resume'][1] == bests['fresh'][1]}")
 PY
   for f in resume fresh; do echo "--- $f.toml"; grep -v '^#' "$R/$f.toml" | grep -E 'config|time_us'; done | tee -a "$R/resume.txt"
   pack
@@ -72,13 +75,16 @@ fi
 
 if stage tune; then
 echo "== tune $suite (budget $budget per problem, devices ${DEVICES:-0})"
-"$BIN" --problems "$suite" --budget "$budget" --devices "${DEVICES:-0}" --db "$R/tuned.toml" \
+"$BIN" --problems "$suite" --budget "$budget" ${TUNE_TIME:+--time "$TUNE_TIME"} --devices "${DEVICES:-0}" --db "$R/tuned.toml" \
   --journal "$R/journal.jsonl" --report "$R/report.json" --quiet > "$R/tune.log" 2>&1
 grep -c "evaluated" "$R/tune.log"
 pack
 
 echo "== cuDNN"
 timeout 200 python3 scripts/compare-cudnn.py --convtune "$R/report.json" --json "$R/cudnn.json" 2>&1 | tee "$R/compare.txt"
+pack
+echo "== SASS of the wgmma winners"
+timeout 120 scripts/sass-check.sh "$R/tuned.toml" "$BIN" > "$R/sass.txt" 2>&1; tail -1 "$R/sass.txt"
 pack
 fi
 
