@@ -67,8 +67,11 @@ const SHAPES: [&str; 6] = [
     "-n 3 -c 8 -H 3 -W 3 -k 40 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
 ];
 
-const CONFIGS: [&str; 5] = [
+const CONFIGS: [&str; 7] = [
     BASIC,
+    // 16-wide block tiles (grouped convolutions with few channels per group).
+    "v1:bm=16,bn=64,bk=16,wm=16,wn=32,st=3,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1",
+    "v1:bm=64,bn=16,bk=32,wm=32,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=2,rs=1",
     "v1:bm=32,bn=64,bk=16,wm=16,wn=32,st=1,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1",
     "v1:bm=64,bn=32,bk=32,wm=32,wn=16,st=3,va=1,vb=1,vc=1,lds=swz,sk=1,rs=2",
     "v1:bm=32,bn=32,bk=16,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=3,rs=1",

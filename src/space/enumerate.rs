@@ -220,7 +220,7 @@ mod tests {
             "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
         );
         let e = enumerate_legal(&p, &arch, &space);
-        assert_eq!(e.raw, 4 * 4 * 3 * 4 * 5 * 4 * 4 * 4 * 4 * 2 * 7 * 3 * 3);
+        assert_eq!(e.raw, 5 * 5 * 3 * 4 * 5 * 4 * 4 * 4 * 4 * 2 * 7 * 3 * 3);
         // bwd-data NHWC: A (the filter) runs along M, so wgmma reads it M-major in 64-row
         // blocks: block_m a multiple of 64.
         let wg: Vec<_> = e.legal.iter().filter(|c| c.mma.is_wgmma()).collect();
@@ -246,13 +246,13 @@ mod tests {
 
     #[test]
     fn tiny_problem_keeps_the_smallest_tiles() {
-        // M = K = 3: every bm above the smallest in the space is oversized, but bm = 32 stays.
+        // M = K = 3: every bm above the smallest in the space is oversized, but bm = 16 stays.
         let arch = Arch::SM_90;
         let space = SearchSpace::default_for(&arch);
         let p = problem("conv -n 1 -c 3 -H 8 -W 8 -k 3 -y 1 -x 1 -F 1");
         let e = enumerate_legal(&p, &arch, &space);
         assert!(!e.legal.is_empty());
-        assert!(e.legal.iter().all(|c| c.block_m == 32 && c.block_k == 16));
+        assert!(e.legal.iter().all(|c| c.block_m == 16 && c.block_k == 16));
         assert!(
             e.legal.iter().all(|c| c.raster == 1),
             "one block row: raster is moot"
@@ -260,7 +260,7 @@ mod tests {
         let big = e.legal[0];
         let r = Checker::new(&lower(&p), &arch)
             .with_pruning(space.pruning())
-            .check(&PerfConfig { block_m: 64, ..big });
+            .check(&PerfConfig { block_m: 32, ..big });
         assert!(
             matches!(r, Err(Rejection::Oversized { param: "bm", .. })),
             "{r:?}"

@@ -464,15 +464,15 @@ mod tests {
         for arch in Arch::ALL {
             let s = SearchSpace::default_for(&arch);
             assert_eq!(s.vendor, Some(arch.vendor));
-            // NVIDIA lists three matrix paths (mma = ["sync", "wg", "wg1"]), the wgmma tile
-            // width 256 and split-K to 64; AMD only sync.
+            // NVIDIA lists three matrix paths (mma = ["sync", "wg", "wg1"]), 16-wide block
+            // tiles, the wgmma tile width 256 and split-K to 64; AMD only sync.
             let nv = arch.vendor == Vendor::Nvidia;
             let paths = s.mma.len() as u64;
             assert_eq!(paths, if nv { 3 } else { 1 });
-            let (warp_n, split_k) = if nv { (5, 7) } else { (4, 4) };
+            let (blocks, warp_n, split_k) = if nv { (5, 5, 7) } else { (4, 4, 4) };
             assert_eq!(
                 s.raw_size(),
-                4 * 4 * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths
+                blocks * blocks * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths
             );
             assert_eq!(s.iter_raw().take(3).count(), 3);
         }
@@ -529,7 +529,7 @@ mod tests {
                 line_of("vec_b")
             )
         );
-        let t = good.replace("block_m = [32, 64, 128, 256]", "block_m = []");
+        let t = good.replace("block_m = [16, 32, 64, 128, 256]", "block_m = []");
         assert!(err(&t).contains("key 'block_m': the list is empty"));
         let t = good.replace("lds = [\"pad\", \"swz\"]", "lds = [\"pad\", \"xor\"]");
         assert!(err(&t).contains("key 'lds': 'xor' is not 'pad' or 'swz'"));
