@@ -9,7 +9,8 @@
 //!   global memory once per tile of the other dimension:
 //!   `bytes ≈ (M·K·⌈N/bn⌉ + K·N·⌈M/bm⌉)·elem + M·N·elem`; the re-reads beyond the first mostly
 //!   hit L2 (less so without rasterisation), so they are charged to L2 bandwidth and only a miss
-//!   fraction to DRAM.
+//!   fraction to DRAM. The first read is at most the tensor itself: the im2col replication of
+//!   a filter window is a re-read too.
 //! - **Wave quantisation**: `G·⌈M/bm⌉·⌈N/bn⌉·split_k` blocks over the SM count, rounded up.
 //! - **Occupancy** from threads, shared memory and a register estimate: resident warps hide
 //!   latency, together with the pipeline depth.
@@ -17,6 +18,13 @@
 //!   main-loop overhead per `block_k` step.
 //! - Split-K adds f32 partial traffic and a reduction launch; vector widths below 16 bytes waste
 //!   memory transactions.
+//! - **Copy issue**: every global→shared vector costs issue slots on the SM that loads it;
+//!   narrow vectors multiply them, and on NVIDIA a vector under 4 bytes cannot use `cp.async` at
+//!   all, so it is staged through registers (more slots, and registers that hold the next tile).
+//!   That cost is the same whether the problem is memory or math bound, which is why it is a
+//!   term of its own ([`Estimate::copy_us`]).
+//! - **Math path**: Hopper's `wgmma` reaches the data-sheet matrix peak; `mma.sync` about 60% of
+//!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{Arch, MathKind, Vendor};
 use crate::legality::{Checker, Resources};
@@ -35,8 +43,18 @@ pub struct CostArch {
     pub max_threads_per_sm: u32,
     /// Resident blocks per SM.
     pub max_blocks_per_sm: u32,
-    /// Dense peak of the math unit this dtype uses (TFLOP/s) as this kernel family can reach it.
+    /// Dense peak of the math unit this dtype uses (TFLOP/s) as this kernel family can reach it
+    /// with warp-level matrix instructions (`mma.sync`, MFMA) or FMA.
     pub peak_tflops: f64,
+    /// Dense peak with Hopper's warpgroup instructions (`mma=wg`, TFLOP/s): the data-sheet peak,
+    /// since `wgmma` reads both operands from shared memory asynchronously and leaves the warps'
+    /// issue slots free; 0 where there is no `wgmma`.
+    pub wgmma_tflops: f64,
+    /// SM (CU) clock, GHz (boost, from the data sheets): converts issue slots to time.
+    pub clock_ghz: f64,
+    /// Thread instructions one SM (CU) issues per clock: 4 schedulers × 32 lanes on NVIDIA,
+    /// 4 SIMD16 on AMD CDNA.
+    pub issue_per_clk: f64,
     /// DRAM bandwidth, TB/s.
     pub dram_tbps: f64,
     /// L2 bandwidth, TB/s.
@@ -45,31 +63,61 @@ pub struct CostArch {
     pub launch_us: f64,
 }
 
-/// Peak rates per arch name: (matrix f16/bf16 TFLOP/s, f32 TFLOP/s, DRAM TB/s, L2 TB/s).
-/// NVIDIA: H100/H200 SXM5 and A100 data sheets, matrix peak scaled by 0.6 because `mma.sync`
-/// reaches about 60% of the `wgmma` peak (design notes). AMD: MI100/MI250X/MI300X data sheets
-/// (one GCD for MI250X); gfx908 bf16 is half its f16 rate.
-fn rates(name: &str, dtype: DType) -> (f64, f64, f64) {
-    let (f16, bf16, f32, dram, l2) = match name {
-        "sm_80" => (312.0 * 0.6, 312.0 * 0.6, 19.5, 2.0, 5.0),
-        "gfx908" => (184.6, 92.3, 46.1, 1.23, 3.0),
-        "gfx90a" => (191.5, 191.5, 47.9, 1.6, 4.0),
-        "gfx942" => (1307.0, 1307.0, 163.4, 5.3, 12.0),
+/// Data-sheet numbers per arch name.
+struct Rates {
+    /// Warp-level matrix (or FMA for f32) peak, TFLOP/s.
+    peak: f64,
+    /// `wgmma` peak, TFLOP/s; 0 where there is none.
+    wgmma: f64,
+    dram: f64,
+    l2: f64,
+    clock_ghz: f64,
+}
+
+/// Peak rates per arch name: (matrix f16/bf16 TFLOP/s, f32 TFLOP/s, DRAM TB/s, L2 TB/s, clock).
+/// NVIDIA: H100/H200 SXM5 and A100 data sheets, the `mma.sync` matrix peak scaled by 0.6
+/// because it reaches about 60% of the `wgmma` peak (design notes; the H200 recordings agree:
+/// at equal tiles `mma=wg` measures ~1.5× faster). AMD: MI100/MI250X/MI300X data sheets (one
+/// GCD for MI250X); gfx908 bf16 is half its f16 rate.
+fn rates(name: &str, dtype: DType) -> Rates {
+    let (f16, bf16, f32, dram, l2, clock_ghz) = match name {
+        "sm_80" => (312.0, 312.0, 19.5, 2.0, 5.0, 1.41),
+        "gfx908" => (184.6, 92.3, 46.1, 1.23, 3.0, 1.502),
+        "gfx90a" => (191.5, 191.5, 47.9, 1.6, 4.0, 1.7),
+        "gfx942" => (1307.0, 1307.0, 163.4, 5.3, 12.0, 2.1),
         // sm_90 and anything newer that maps to it.
-        _ => (989.0 * 0.6, 989.0 * 0.6, 67.0, 4.8, 10.0),
+        _ => (989.0, 989.0, 67.0, 4.8, 10.0, 1.98),
     };
-    let peak = match dtype {
+    let matrix = match dtype {
         DType::F16 => f16,
         DType::BF16 => bf16,
         DType::F32 => f32,
     };
-    (peak, dram, l2)
+    let nvidia = name.starts_with("sm_");
+    let peak = if nvidia && dtype != DType::F32 {
+        matrix * 0.6
+    } else {
+        matrix
+    };
+    // `wgmma` exists on sm_90 for f16/bf16 (the legality rule for `mma=wg` says the same).
+    let wgmma = if name == "sm_90" && dtype != DType::F32 {
+        matrix
+    } else {
+        0.0
+    };
+    Rates {
+        peak,
+        wgmma,
+        dram,
+        l2,
+        clock_ghz,
+    }
 }
 
 impl CostArch {
     /// The model's view of `arch` for one element type.
     pub fn from_arch(arch: &Arch, dtype: DType) -> Self {
-        let (peak_tflops, dram_tbps, l2_tbps) = rates(arch.name, dtype);
+        let r = rates(arch.name, dtype);
         CostArch {
             arch: *arch,
             max_threads_per_sm: 2048,
@@ -77,9 +125,15 @@ impl CostArch {
                 Vendor::Nvidia => 32,
                 Vendor::Amd => 16,
             },
-            peak_tflops,
-            dram_tbps,
-            l2_tbps,
+            peak_tflops: r.peak,
+            wgmma_tflops: r.wgmma,
+            dram_tbps: r.dram,
+            l2_tbps: r.l2,
+            clock_ghz: r.clock_ghz,
+            issue_per_clk: match arch.vendor {
+                Vendor::Nvidia => 128.0,
+                Vendor::Amd => 64.0,
+            },
             launch_us: 2.5,
         }
     }
@@ -90,10 +144,13 @@ impl CostArch {
 pub struct Estimate {
     /// Predicted time of all kernels of the problem, µs; infinite when the config cannot run.
     pub time_us: f64,
-    /// Math-bound part, µs.
+    /// Math-bound part, µs, including the copy issue ([`copy_us`](Self::copy_us)).
     pub compute_us: f64,
     /// Memory-bound part, µs.
     pub memory_us: f64,
+    /// Issue time of the global→shared copies and the epilogue's stores on the busiest SM, µs
+    /// (part of `compute_us`: the same warps issue them).
+    pub copy_us: f64,
     /// Blocks of the largest GEMM.
     pub blocks: u64,
     /// Fraction of SM-waves doing work in the largest GEMM (1 = no quantisation loss).
@@ -114,6 +171,36 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 fn vector_efficiency(bytes: u32) -> f64 {
     let b = f64::from(bytes.clamp(1, 16));
     0.4 + 0.6 * b.log2() / 4.0
+}
+
+/// Issue slots (thread instructions) of one global→shared vector through registers: the
+/// gather's address arithmetic and bounds predicate, `ld.global`, `st.shared`, and the wait on
+/// the load that the store imposes. Calibrated on the H200 recordings, where a config whose
+/// operand is copied element by element (2-byte bf16 vectors) is slower than its 16-byte twin by
+/// about 0.25 clock per extra vector on the busiest SM (128 slots a clock), whatever the
+/// problem's direction or bound.
+const REGISTER_COPY_SLOTS: f64 = 32.0;
+/// Issue slots of one vector copied with `cp.async` (address arithmetic and the copy; no
+/// register round trip, no wait), and of one vector the epilogue stores.
+const ASYNC_COPY_SLOTS: f64 = 8.0;
+
+/// Whether a global→shared vector of `bytes` goes through registers: always on AMD (global →
+/// VGPR → LDS), and on NVIDIA when it is not a `cp.async` size (4, 8 or 16 bytes), which is how
+/// the code generator lowers it.
+fn through_registers(vendor: Vendor, bytes: u32) -> bool {
+    vendor == Vendor::Amd || !matches!(bytes, 4 | 8 | 16)
+}
+
+/// Issue slots of copying `rows × block_k` elements of one operand per `block_k` step in
+/// vectors of `vec` elements of `elem` bytes.
+fn copy_slots(vendor: Vendor, rows: u32, block_k: u32, vec: u32, elem: u32) -> f64 {
+    let vectors = f64::from(rows) * f64::from(block_k) / f64::from(vec.max(1));
+    let per = if through_registers(vendor, vec * elem) {
+        REGISTER_COPY_SLOTS
+    } else {
+        ASYNC_COPY_SLOTS
+    };
+    vectors * per
 }
 
 /// The cost model for one problem on one machine: the legality checker supplies each config's
@@ -162,11 +249,24 @@ fn estimate_with(
 ) -> Estimate {
     let arch = &machine.arch;
     let elem = lowering.problem.dtype().bytes();
-    let (threads, smem, regs) = (res.threads, u64::from(res.lds_bytes), res.registers);
+    let (threads, smem) = (res.threads, u64::from(res.lds_bytes));
+    // An NVIDIA operand too narrow for `cp.async` holds its next tile in registers across the
+    // multiply (the resource estimate assumes `cp.async` there): one register per 4 bytes of
+    // each vector a thread copies.
+    let staging: u32 = [(c.block_m, c.vec_a), (c.block_n, c.vec_b)]
+        .into_iter()
+        .filter(|&(_, v)| arch.vendor == Vendor::Nvidia && through_registers(arch.vendor, v * elem))
+        .map(|(rows, v)| {
+            let vectors = rows.saturating_mul(c.block_k) / v.max(1);
+            vectors.div_ceil(threads.max(1)) * (v * elem).div_ceil(4)
+        })
+        .sum();
+    let regs = res.registers.saturating_add(staging);
     let infeasible = Estimate {
         time_us: f64::INFINITY,
         compute_us: f64::INFINITY,
         memory_us: f64::INFINITY,
+        copy_us: f64::INFINITY,
         blocks: 0,
         wave_efficiency: 0.0,
         blocks_per_sm: 0,
@@ -231,11 +331,23 @@ fn estimate_with(
     };
     let sms = u64::from(arch.compute_units);
     let e = f64::from(elem);
+    let peak = if c.mma.is_wgmma() && machine.wgmma_tflops > 0.0 {
+        machine.wgmma_tflops
+    } else {
+        machine.peak_tflops
+    };
+    // Copy issue per `block_k` step of one block, and the epilogue's stores.
+    let step_slots = copy_slots(arch.vendor, c.block_m, c.block_k, c.vec_a, elem)
+        + copy_slots(arch.vendor, c.block_n, c.block_k, c.vec_b, elem);
+    let epilogue_slots =
+        f64::from(c.block_m) * f64::from(c.block_n) / f64::from(c.vec_c.max(1)) * ASYNC_COPY_SLOTS;
+    let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);
 
     let mut total = Estimate {
         time_us: 0.0,
         compute_us: 0.0,
         memory_us: 0.0,
+        copy_us: 0.0,
         blocks: 0,
         wave_efficiency: 1.0,
         blocks_per_sm: bps,
@@ -271,16 +383,26 @@ fn estimate_with(
         let depth = f64::from(c.stages.clamp(1, 4));
         let hide = 1.0 - 0.5 * (-(per_sm_warps * depth) / 8.0).exp();
 
-        let compute = padded_flops
-            / (machine.peak_tflops * 1e6)
-            / (mma_eff * step_eff * hide * wave_eff * lds_eff)
+        // The busiest SM issues the copies of its share of the blocks.
+        let copy = ceil_div(blocks, sms) as f64
+            * (k_steps as f64 * step_slots + epilogue_slots)
+            * slot_us
             * spill;
+        let compute =
+            padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff) * spill
+                + copy;
 
-        // Bytes: A re-read once per column tile, B once per row tile.
-        let a_unique = (gl * m * k) as f64 * e;
-        let b_unique = (gl * k * n) as f64 * e;
-        let a_reads = a_unique * tiles_n as f64;
-        let b_reads = b_unique * tiles_m as f64;
+        // Bytes: A re-read once per column tile, B once per row tile. An implicit-GEMM operand
+        // gathers its tensor with replication (a 3×3 filter window reads each input pixel up to
+        // nine times), so only the tensor's own size is unique DRAM traffic; the replicas are
+        // re-reads like the per-tile ones.
+        let tensor_bytes = |t| lowering.problem.tensor_elems(t) as f64 * e;
+        let a_gathered = (gl * m * k) as f64 * e;
+        let b_gathered = (gl * k * n) as f64 * e;
+        let a_unique = a_gathered.min(tensor_bytes(g.a.tensor));
+        let b_unique = b_gathered.min(tensor_bytes(g.b.tensor));
+        let a_reads = a_gathered * tiles_n as f64;
+        let b_reads = b_gathered * tiles_m as f64;
         let c_bytes = if sk > 1 {
             (gl * m * n) as f64 * (8.0 * sk as f64 + e)
         } else {
@@ -311,6 +433,7 @@ fn estimate_with(
         total.time_us += t;
         total.compute_us += compute;
         total.memory_us += memory;
+        total.copy_us += copy;
         if t > largest {
             largest = t;
             total.blocks = blocks;
@@ -321,117 +444,4 @@ fn estimate_with(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lowering::lower;
-
-    fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
-        PerfConfig {
-            block_m: bm,
-            block_n: bn,
-            block_k: bk,
-            warp_m: wm,
-            warp_n: wn,
-            stages: 3,
-            vec_a: 8,
-            vec_b: 8,
-            vec_c: 8,
-            lds: LdsLayout::Swizzled,
-            split_k: sk,
-            raster: 1,
-            mma: crate::space::MmaPath::Sync,
-        }
-    }
-
-    fn lowered(line: &str) -> Lowering {
-        lower(&line.parse().unwrap())
-    }
-
-    fn h200() -> CostArch {
-        CostArch::from_arch(&Arch::SM_90, DType::BF16)
-    }
-
-    #[test]
-    fn a_tile_that_fits_beats_one_eight_times_too_large() {
-        // GEMM M = 64 (k), N = 1·16·16 = 256 pixels, K = 64·9.
-        let l = lowered(
-            "convbfp16 -n 1 -c 64 -H 16 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
-        );
-        assert_eq!((l.gemms[0].m_len(), l.gemms[0].n_len()), (64, 256));
-        let a = h200();
-        let fits = estimate(&l, &cfg(64, 64, 32, 32, 32, 1), &a);
-        let huge = estimate(&l, &cfg(512, 64, 32, 128, 32, 1), &a);
-        assert!(fits.time_us.is_finite() && huge.time_us.is_finite());
-        assert!(fits.time_us < huge.time_us, "{fits:?} vs {huge:?}");
-    }
-
-    #[test]
-    fn grids_that_fill_the_sms_rank_higher() {
-        // M = 1024, N = 16·8·8 = 1024, K = 1024: 128×128 tiles give 64 blocks on 132 SMs,
-        // 64×128 give 128, and split-K 2 on the big tile gives 128 too.
-        let l = lowered("convbfp16 -n 16 -c 1024 -H 8 -W 8 -k 1024 -y 1 -x 1 -F 1 --layout NHWC");
-        let a = h200();
-        let big = estimate(&l, &cfg(128, 128, 64, 64, 64, 1), &a);
-        let filled = estimate(&l, &cfg(64, 128, 64, 32, 64, 1), &a);
-        let split = estimate(&l, &cfg(128, 128, 64, 64, 64, 2), &a);
-        assert_eq!((big.blocks, filled.blocks, split.blocks), (64, 128, 128));
-        assert!(filled.wave_efficiency > big.wave_efficiency);
-        assert!(filled.time_us < big.time_us, "{filled:?} vs {big:?}");
-        assert!(split.compute_us < big.compute_us);
-    }
-
-    #[test]
-    fn more_work_takes_longer_and_infeasible_is_infinite() {
-        let a = h200();
-        let small = lowered(
-            "convbfp16 -n 8 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
-        );
-        let large = lowered(
-            "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
-        );
-        let c = cfg(128, 128, 32, 64, 64, 1);
-        let (s, l) = (estimate(&small, &c, &a), estimate(&large, &c, &a));
-        assert!(l.time_us > 4.0 * s.time_us, "{s:?} {l:?}");
-        // 1024 threads × 2 blocks fit; 32×32 warps of a 1024×1024 tile do not.
-        let too_many_threads = cfg(1024, 1024, 32, 32, 32, 1);
-        assert!(estimate(&large, &too_many_threads, &a)
-            .time_us
-            .is_infinite());
-        let mut too_deep = c;
-        too_deep.stages = 64;
-        assert!(estimate(&large, &too_deep, &a).time_us.is_infinite());
-    }
-
-    #[test]
-    fn narrow_vectors_and_shallow_pipelines_cost_more_on_memory_bound_problems() {
-        // A 1×1 convolution with few channels: memory bound.
-        let l = lowered("convbfp16 -n 64 -c 32 -H 56 -W 56 -k 32 -y 1 -x 1 -F 1 --layout NHWC");
-        let a = h200();
-        let wide = cfg(32, 128, 32, 32, 32, 1);
-        let mut narrow = wide;
-        narrow.vec_b = 1;
-        let (w, n) = (estimate(&l, &wide, &a), estimate(&l, &narrow, &a));
-        assert!(w.memory_us > w.compute_us, "memory bound: {w:?}");
-        assert!(n.time_us > w.time_us);
-        let mut shallow = wide;
-        shallow.stages = 1;
-        assert!(estimate(&l, &shallow, &a).time_us > w.time_us);
-    }
-
-    #[test]
-    fn bwd_data_sums_its_sub_gemms_and_zero_init() {
-        let l = lowered(
-            "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
-        );
-        assert_eq!(l.gemms.len(), 2);
-        let a = h200();
-        let e = estimate(&l, &cfg(128, 128, 32, 64, 64, 1), &a);
-        assert!(e.time_us >= 2.0 * a.launch_us);
-        // Roughly the work of a 2048×4096×2048 GEMM per sub-GEMM at the modelled peak, within 4×.
-        let ideal = l.gemm_flops() / (a.peak_tflops * 1e6);
-        assert!(
-            e.time_us > ideal && e.time_us < 4.0 * ideal + 10.0,
-            "{e:?} ideal {ideal}"
-        );
-    }
-}
+mod tests;
