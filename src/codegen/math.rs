@@ -111,13 +111,9 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             in_flight: true, ..
         } = self.plan.math
         {
-            let acc: Vec<FloatValue> = self
-                .load_acc(kb)
-                .into_iter()
-                .map(|v| v.into_float_value())
-                .collect();
+            let acc = self.load_floats(kb);
             let acc = kb.spec.wgmma_wait(kb, 0, &acc);
-            self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+            self.store_acc(kb, acc);
         }
     }
 
@@ -184,11 +180,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 kk as i64 * 16 * 128
             }
         };
-        let mut acc: Vec<FloatValue> = self
-            .load_acc(kb)
-            .into_iter()
-            .map(|v| v.into_float_value())
-            .collect();
+        let mut acc = self.load_floats(kb);
         kb.spec.wgmma_fence(kb);
         for kk in 0..c.block_k / 16 {
             let da = desc(ta, kb.addc(a_addr, step(ta, kk)));
@@ -198,16 +190,23 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         }
         kb.spec.wgmma_commit(kb);
         let acc = kb.spec.wgmma_wait(kb, u32::from(in_flight), &acc);
-        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+        self.store_acc(kb, acc);
     }
 
     fn load_acc(&self, kb: &Kb<'_, 'ctx>) -> Vec<inkwell::values::BasicValueEnum<'ctx>> {
         self.acc.iter().map(|&v| kb.get(v, self.acc_ty)).collect()
     }
 
-    fn store_acc(&self, kb: &Kb<'_, 'ctx>, vals: &[inkwell::values::BasicValueEnum<'ctx>]) {
-        for (&var, &v) in self.acc.iter().zip(vals) {
-            kb.set(var, v);
+    fn load_floats(&self, kb: &Kb<'_, 'ctx>) -> Vec<FloatValue<'ctx>> {
+        self.load_acc(kb)
+            .into_iter()
+            .map(|v| v.into_float_value())
+            .collect()
+    }
+
+    fn store_acc<V: Into<BasicValueEnum<'ctx>>>(&self, kb: &Kb<'_, 'ctx>, vals: Vec<V>) {
+        for (&var, v) in self.acc.iter().zip(vals) {
+            kb.set(var, v.into());
         }
     }
 
@@ -262,11 +261,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let cols: Vec<_> = (0..tn)
             .map(|j| kb.addc(kb.add(self.n0, ln), (j * lanes_n) as i64))
             .collect();
-        let mut acc: Vec<FloatValue> = self
-            .load_acc(kb)
-            .into_iter()
-            .map(|v| v.into_float_value())
-            .collect();
+        let mut acc = self.load_floats(kb);
         let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
         for kk in (0..c.block_k).step_by(kvec as usize) {
             let av: Vec<_> = rows
@@ -286,7 +281,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 }
             }
         }
-        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+        self.store_acc(kb, acc);
     }
 
     fn step_mma(&self, kb: &Kb<'_, 'ctx>, a: PointerValue<'ctx>, b: PointerValue<'ctx>) {
@@ -315,11 +310,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         };
         let a_row = kb.add(self.m0, a_at.0);
         let b_row = kb.add(self.n0, b_at.0);
-        let mut acc: Vec<FloatValue> = self
-            .load_acc(kb)
-            .into_iter()
-            .map(|v| v.into_float_value())
-            .collect();
+        let mut acc = self.load_floats(kb);
         let ld = |base, t: &SmemTile, row, k| {
             let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, t, row, k));
             let at = kb.spec.guard(kb, Mem::Shared, at, 16, 16, false);
@@ -357,7 +348,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 }
             }
         }
-        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+        self.store_acc(kb, acc);
     }
 
     fn step_mfma(
@@ -417,7 +408,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 }
             }
         }
-        self.store_acc(kb, &acc.into_iter().map(Into::into).collect::<Vec<_>>());
+        self.store_acc(kb, acc);
     }
 
     /// The accumulator values as f32, in the order of [`Self::layout`]'s items.
