@@ -58,44 +58,75 @@ impl<'l> Addressing<'l> {
         edge: bool,
     ) -> Part<'ctx> {
         let axes = &self.dims[d as usize].axes;
-        // Axis values, outermost first; only those some coordinate uses are emitted.
-        let used = |pos: usize| {
-            self.op
-                .coords
+        let n = axes.len();
+        let uses = |t: usize, pos: usize| {
+            self.op.coords[t]
+                .terms
                 .iter()
-                .any(|a| a.terms.iter().any(|(r, _)| r.dim == d && r.pos == pos))
+                .any(|(r, _)| r.dim == d && r.pos == pos)
         };
-        let mut inner = 1u32;
-        let mut value = vec![None; axes.len()];
-        for pos in (0..axes.len()).rev() {
-            if used(pos) {
-                let q = kb.udivc(idx, inner);
-                // The outermost axis needs no modulo: idx < len (or the part is invalid).
-                value[pos] = Some(if pos == 0 {
-                    q
-                } else {
-                    kb.uremc(q, axes[pos].len)
-                });
-            }
-            inner = inner.saturating_mul(axes[pos].len);
+        // inner[pos]: product of the lengths of the axes inside `pos`.
+        let mut inner = vec![1u32; n];
+        for pos in (0..n.saturating_sub(1)).rev() {
+            inner[pos] = inner[pos + 1].saturating_mul(axes[pos + 1].len);
         }
-        // Linear offset: Σ_axis (Σ_t coef · stride_t) · axis.
-        let mut lin = kb.c(0);
-        for (pos, v) in value.iter().enumerate() {
-            let Some(v) = *v else { continue };
-            let w: i64 = (0..5)
-                .map(|t| {
-                    self.op.coords[t]
-                        .terms
-                        .iter()
-                        .filter(|(r, _)| r.dim == d && r.pos == pos)
-                        .map(|(_, c)| c * self.stride[t])
-                        .sum::<i64>()
-                })
-                .sum();
-            if w != 0 {
-                lin = kb.add(lin, kb.mulc(v, w));
+        // The value of axis `pos` (the outermost needs no modulo: idx < len, or the part is
+        // invalid). Only the axes a bounds check reads are emitted one by one.
+        let axis = |pos: usize| {
+            let q = kb.udivc(idx, inner[pos]);
+            if pos == 0 {
+                q
+            } else {
+                kb.uremc(q, axes[pos].len)
             }
+        };
+        let value: Vec<Option<IntValue<'ctx>>> = (0..n)
+            .map(|pos| ((0..5).any(|t| self.check[t] && uses(t, pos))).then(|| axis(pos)))
+            .collect();
+        // Linear offset: Σ_axis w_axis · axis, w = Σ_t coef · stride_t. A run of axes whose
+        // weights nest (w_outer = w_inner · len_inner, as n, ho, wo do in an unpadded NHWC
+        // pixel index) contributes w_inner · ((idx / inner) % Π len): one division for the
+        // run instead of one per axis.
+        let w: Vec<i64> = (0..n)
+            .map(|pos| {
+                (0..5)
+                    .map(|t| {
+                        self.op.coords[t]
+                            .terms
+                            .iter()
+                            .filter(|(r, _)| r.dim == d && r.pos == pos)
+                            .map(|(_, c)| c * self.stride[t])
+                            .sum::<i64>()
+                    })
+                    .sum()
+            })
+            .collect();
+        let mut lin = kb.c(0);
+        let mut q = n;
+        while q > 0 {
+            q -= 1;
+            if w[q] == 0 {
+                continue;
+            }
+            // Extend the run outwards from q while the weights nest.
+            let mut p = q;
+            let mut span = axes[q].len as i64;
+            while p > 0 && w[p - 1] == w[q].saturating_mul(span) {
+                p -= 1;
+                span = span.saturating_mul(axes[p].len as i64);
+            }
+            let v = if p == q {
+                value[q].unwrap_or_else(|| axis(q))
+            } else {
+                let r = kb.udivc(idx, inner[q]);
+                if p == 0 {
+                    r
+                } else {
+                    kb.uremc(r, span as u32)
+                }
+            };
+            lin = kb.add(lin, kb.mulc(v, w[q]));
+            q = p;
         }
         let raw = std::array::from_fn(|t| {
             if !self.check[t] {
@@ -270,6 +301,11 @@ mod tests {
             "convbfp16 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 2 -q 2 -u 3 -v 2 -l 2 -j 1 -F 2 --layout NHWC",
             "convfp16 -n 2 -c 4 -H 5 -W 9 -k 6 -y 1 -x 3 -q 1 -v 2 -F 4 --layout NHWC",
             "conv -n 1 -c 2 -H 7 -W 5 -k 2 -y 2 -x 1 -u 3 -v 1 -F 2",
+            // Unpadded 1x1: n, ho, wo nest into one pixel index (merged runs of axes).
+            "convbfp16 -n 3 -c 8 -H 5 -W 7 -k 4 -y 1 -x 1 -F 1 --layout NHWC",
+            "convbfp16 -n 3 -c 8 -H 5 -W 7 -k 4 -y 1 -x 1 -F 2 --layout NHWC",
+            "convbfp16 -n 3 -c 8 -H 5 -W 7 -k 4 -y 1 -x 1 -F 4 --layout NHWC",
+            "conv -n 2 -c 6 -H 3 -W 4 -k 5 -y 1 -x 1 -F 4",
         ] {
             agrees_with_offset(&line.parse().unwrap());
         }
