@@ -435,9 +435,34 @@ fn tune_device(
     }
 }
 
+/// Appends `reports` to the JSON array at `path`: entries of other problems already there stay
+/// (several runs can share one report), an entry of a problem tuned again is replaced. A file
+/// that is not such an array is an error and is left as it is. Written atomically.
 fn write_report(path: &Path, reports: &[serde_json::Value]) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(reports)?;
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    let key = |v: &serde_json::Value| v.get("problem").cloned();
+    let mut all: Vec<serde_json::Value> = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!(
+                "report {} exists but is not a JSON array of results; not overwriting it",
+                path.display()
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let fresh: std::collections::HashSet<_> = reports.iter().filter_map(key).collect();
+    all.retain(|v| key(v).is_none_or(|k| !fresh.contains(&k)));
+    all.extend(reports.iter().cloned());
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("writing {}", path.display()))?;
+    serde_json::to_writer_pretty(&mut tmp, &all)?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 fn print_top(p: &ConvProblem, r: &tune::TuneReport) {
@@ -511,4 +536,37 @@ fn dry_run(args: &TuneArgs, arch: &Arch, list: &[ConvProblem]) -> anyhow::Result
         return Err(anyhow!("{total_failed} candidate(s) failed to compile"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_report;
+    use serde_json::json;
+
+    #[test]
+    fn report_appends_replaces_and_refuses_a_corrupt_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        write_report(&path, &[json!({"problem": "a", "time_us": 2.0})]).unwrap();
+        write_report(
+            &path,
+            &[
+                json!({"problem": "b", "time_us": 3.0}),
+                json!({"problem": "a", "time_us": 1.0}),
+            ],
+        )
+        .unwrap();
+        let all: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(all.len(), 2, "{all:?}");
+        let a = all.iter().find(|v| v["problem"] == "a").unwrap();
+        assert_eq!(
+            a["time_us"], 1.0,
+            "a problem tuned again replaces its entry"
+        );
+        std::fs::write(&path, "not json").unwrap();
+        let err = write_report(&path, &[json!({"problem": "c"})]).unwrap_err();
+        assert!(format!("{err:#}").contains("not overwriting"), "{err:#}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not json");
+    }
 }
