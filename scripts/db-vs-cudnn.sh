@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Times every entry of a tuned database as it stands — the entry's own config, verified against
+# the reference kernel first, no search — and then cuDNN on the same problems in the same run
+# (scripts/compare-cudnn.py). With a second binary, each entry is timed with both, alternating
+# (an A/B of two builds on the same configs).
+#   Usage: scripts/db-vs-cudnn.sh [DB] [BIN] [BIN_B]      (defaults: tuned-db/sm_90.toml, target/release/convtune)
+#   Results: $OUT/dbrun/ (report.json, compare.txt, ab.txt with two binaries).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+db=${1:-tuned-db/sm_90.toml}
+bins=("${2:-target/release/convtune}")
+[ -n "${3:-}" ] && bins+=("$3")
+OUT=${OUT:-out}
+R=$OUT/dbrun
+mkdir -p "$R/spaces"
+for b in "${bins[@]}"; do
+  [ -f "$(dirname "$b")/libffi.so.8" ] && export LD_LIBRARY_PATH="$(dirname "$b")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+# One single-config search space and one problem file per entry.
+n=$(python3 - "$db" "$R/spaces" <<'PY'
+import sys, tomllib
+names = {"bm": "block_m", "bn": "block_n", "bk": "block_k", "wm": "warp_m", "wn": "warp_n",
+         "st": "stages", "va": "vec_a", "vb": "vec_b", "vc": "vec_c", "lds": "lds",
+         "sk": "split_k", "rs": "raster", "mma": "mma"}
+entries = tomllib.load(open(sys.argv[1], "rb")).get("entry", [])
+for i, e in enumerate(entries):
+    fields = dict(f.split("=") for f in e["config"].split(":", 1)[1].split(","))
+    fields.setdefault("mma", "sync")
+    lines = ['name = "db-entry"', 'vendor = "nvidia"', "[params]"]
+    for k, v in fields.items():
+        lines.append(f'{names[k]} = ["{v}"]' if k in ("lds", "mma") else f"{names[k]} = [{v}]")
+    lines += ["[constraints]", "max_threads = 1024", "min_warps = 1", "max_warps = 32"]
+    open(f"{sys.argv[2]}/s{i}.toml", "w").write("\n".join(lines) + "\n")
+    open(f"{sys.argv[2]}/p{i}.txt", "w").write(e["problem"] + "\n")
+print(len(entries))
+PY
+)
+echo "db-vs-cudnn: $n entries of $db, ${#bins[@]} build(s)"
+for ((i = 0; i < n; i++)); do
+  for j in "${!bins[@]}"; do
+    "${bins[$j]}" --problems "$R/spaces/p$i.txt" --space "$R/spaces/s$i.toml" --strategy exhaustive \
+      --db "$R/db$j.toml" --journal "$R/j$j.jsonl" --report "$R/report$j.json" --quiet >> "$R/log$j.txt" 2>&1 \
+      || echo "entry $i with ${bins[$j]}: exit $?" | tee -a "$R/errors.txt"
+  done
+done
+if [ "${#bins[@]}" -eq 2 ]; then
+  python3 - "$R" <<'PY' | tee "$R/ab.txt"
+import json, sys
+r = sys.argv[1]
+a, b = ({x["problem"]: x["time_us"] for x in json.load(open(f"{r}/report{j}.json"))} for j in (0, 1))
+for p in a:
+    if p in b:
+        print(f"{a[p]:9.1f} {b[p]:9.1f}  A/B {a[p] / b[p]:.3f}  {p}")
+PY
+fi
+last=$(( ${#bins[@]} - 1 ))
+timeout 300 python3 scripts/compare-cudnn.py --convtune "$R/report$last.json" --json "$R/cudnn.json" > "$R/compare.txt" 2>&1
+tail -n "$((n + 3))" "$R/compare.txt"
+rm -f "$R"/*.lock
