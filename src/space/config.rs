@@ -62,7 +62,7 @@ impl MmaPath {
 /// `va`, `vb`, `vc` vector widths in elements for global loads of A and B and stores of C;
 /// `lds` shared-memory layout; `sk` split-K factor; `rs` block rasterisation (group of block
 /// rows that walk N together for L2 reuse; 1 = plain row-major order).
-/// `v2:` appends `mma` (`sync` or `wg`); a config with `mma=sync` prints as `v1:` so that old
+/// `v2:` appends `mma` (`sync`, `wg` or `wg1`); a config with `mma=sync` prints as `v1:` so that old
 /// databases and new ones agree, and `v1:` strings parse as `mma=sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PerfConfig {
@@ -283,6 +283,11 @@ mod tests {
         assert!(ws.starts_with("v2:") && ws.ends_with(",mma=wg"), "{ws}");
         assert_eq!(ws.parse::<PerfConfig>().unwrap(), w);
         assert_eq!(w.warps(), 4 * c.warps());
+        for m in MmaPath::ALL {
+            let x = PerfConfig { mma: m, ..c };
+            assert_eq!(x.to_string().parse::<PerfConfig>().unwrap(), x, "{m:?}");
+            assert_eq!(MmaPath::from_name(m.name()), Some(m));
+        }
         let v2sync = format!("v2:{},mma=sync", &s[3..]);
         assert_eq!(v2sync.parse::<PerfConfig>().unwrap(), c);
         assert!(ws.replace("mma=wg", "mma=x").parse::<PerfConfig>().is_err());
