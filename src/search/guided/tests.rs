@@ -1,0 +1,143 @@
+use super::*;
+use crate::arch::Arch;
+use crate::lowering::{lower, Lowering};
+use crate::search::synthetic::candidates;
+use crate::space::PerfConfig;
+
+fn setup() -> (Lowering, Vec<PerfConfig>) {
+    let p = "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+        .parse()
+        .unwrap();
+    let c = candidates(&p, &Arch::SM_90);
+    (lower(&p), c)
+}
+
+fn ctx<'a>(l: &'a Lowering, c: &'a [PerfConfig]) -> SearchContext<'a> {
+    SearchContext {
+        lowering: l,
+        arch: &Arch::SM_90,
+        candidates: c,
+    }
+}
+
+#[test]
+fn first_batch_spreads_over_tile_shapes() {
+    let (l, c) = setup();
+    let batch = Guided::new(0).next_batch(&ctx(&l, &c), &[], 32);
+    assert_eq!(batch.len(), 32);
+    let shapes: HashSet<[u32; 6]> = batch
+        .iter()
+        .map(|&i| shape(&super::super::lattice::fields(&c[i])))
+        .collect();
+    assert_eq!(shapes.len(), 32, "one config per tile shape");
+}
+
+#[test]
+fn small_spaces_get_small_batches() {
+    let (l, c) = setup();
+    let few = &c[..100];
+    let mut g = Guided::new(0);
+    assert_eq!(g.next_batch(&ctx(&l, few), &[], 32).len(), MIN_BATCH);
+    let mid = &c[..800];
+    assert_eq!(Guided::new(0).next_batch(&ctx(&l, mid), &[], 32).len(), 20);
+    assert_eq!(Guided::new(0).next_batch(&ctx(&l, &c), &[], 5).len(), 5);
+}
+
+/// Truth: the model's time, but padded LDS is 3× faster than the model thinks and everything
+/// with bk = 32 fails. Both must show in what the search proposes after feedback.
+#[test]
+fn measurements_and_failures_steer_later_batches() {
+    let (l, c) = setup();
+    let cx = ctx(&l, &c);
+    let model = CostModel::new(&l, CostArch::from_arch(&Arch::SM_90, l.problem.dtype()));
+    let truth = |i: usize| {
+        let cfg = &c[i];
+        (cfg.block_k != 32).then(|| {
+            let pad = cfg.lds == crate::space::LdsLayout::Padded;
+            model.estimate(cfg).time_us * if pad { 1.0 / 3.0 } else { 1.0 }
+        })
+    };
+    let share = |batch: &[usize], f: &dyn Fn(&PerfConfig) -> bool| {
+        batch.iter().filter(|&&i| f(&c[i])).count() as f64 / batch.len() as f64
+    };
+    let mut g = Guided::new(0);
+    let mut measured = Vec::new();
+    let first = g.next_batch(&cx, &measured, 32);
+    let mut pending = first.clone();
+    let mut last = Vec::new();
+    for _ in 0..6 {
+        let b = g.next_batch(&cx, &measured, 32);
+        measured.extend(pending.iter().map(|&i| Measured {
+            index: i,
+            time_us: truth(i),
+        }));
+        pending = b.clone();
+        last = b;
+    }
+    let pad = |p: &PerfConfig| p.lds == crate::space::LdsLayout::Padded;
+    let bk32 = |p: &PerfConfig| p.block_k == 32;
+    assert!(
+        share(&last, &pad) > share(&first, &pad) + 0.3,
+        "padded: {} → {}",
+        share(&first, &pad),
+        share(&last, &pad)
+    );
+    assert!(
+        share(&last, &bk32) < share(&first, &bk32).max(0.3) - 0.2,
+        "bk 32: {} → {}",
+        share(&first, &bk32),
+        share(&last, &bk32)
+    );
+}
+
+#[test]
+fn local_search_proposes_the_winners_neighbours() {
+    let (l, c) = setup();
+    let cx = ctx(&l, &c);
+    let mut g = Guided::new(3);
+    let first = g.next_batch(&cx, &[], 32);
+    let _second = g.next_batch(&cx, &[], 32);
+    // The last config of the first batch measured far faster than all others.
+    let winner = first[31];
+    let measured: Vec<Measured> = first
+        .iter()
+        .map(|&i| Measured {
+            index: i,
+            time_us: Some(if i == winner { 1.0 } else { 100.0 }),
+        })
+        .collect();
+    let third = g.next_batch(&cx, &measured, 32);
+    let lattice = Lattice::new(&c);
+    let near: HashSet<usize> = lattice.neighbours(winner).into_iter().collect();
+    let hits = third.iter().filter(|i| near.contains(i)).count();
+    assert!(
+        hits >= 8,
+        "{hits} of 32 proposals are the winner's neighbours"
+    );
+}
+
+#[test]
+fn a_failure_penalises_its_neighbours_only() {
+    let (l, c) = setup();
+    let g = Guided::new(0);
+    let mut st = g.init(&ctx(&l, &c));
+    let before = st.scores(&[], &[]);
+    let failed = 10;
+    let after = st.scores(
+        &[Measured {
+            index: failed,
+            time_us: None,
+        }],
+        &[],
+    );
+    let near: HashSet<usize> = st.lattice.neighbours(failed).into_iter().collect();
+    assert!(!near.is_empty());
+    for i in 0..c.len() {
+        let d = after[i] - before[i];
+        if near.contains(&i) {
+            assert!((d - FAIL_PENALTY).abs() < 1e-12, "{i}: {d}");
+        } else {
+            assert_eq!(d, 0.0, "{i}");
+        }
+    }
+}
