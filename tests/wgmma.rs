@@ -184,6 +184,12 @@ fn wgmma_ptx_shape() {
     assert!(ptx.contains("wgmma.fence.sync.aligned;"));
     assert!(ptx.contains("wgmma.commit_group.sync.aligned;"));
     assert!(ptx.contains("wgmma.wait_group.sync.aligned 0;"));
+    assert!(
+        !ptx.contains("wgmma.wait_group.sync.aligned 1;"),
+        "mma=wg waits each tile"
+    );
+    // Three stages, copies two tiles ahead: wait until one group is left.
+    assert!(ptx.contains("cp.async.wait_group 1;"));
     assert!(ptx.contains("fence.proxy.async.shared::cta;"));
     assert!(!ptx.contains("mma.sync"));
     // Forward NHWC: both operands K-major, no transposes.
@@ -198,6 +204,20 @@ fn wgmma_ptx_shape() {
         tail.contains("%rd") && tail.trim_end().ends_with("p, 1, 1, 0, 0;"),
         "{tail}"
     );
+    // mma=wg1: one group in flight in the loop, all retired before the epilogue; the copies run
+    // one tile ahead at three stages (wait until none is left).
+    let w1 =
+        cfg("v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1");
+    let ptx1 = compile_conv(&lower(&p), &w1, H200).unwrap().ptx.unwrap();
+    let wait1 = ptx1
+        .find("wgmma.wait_group.sync.aligned 1;")
+        .expect("a group in flight");
+    let wait0 = ptx1
+        .rfind("wgmma.wait_group.sync.aligned 0;")
+        .expect("drained");
+    let store = ptx1.rfind("st.global").expect("an epilogue");
+    assert!(wait1 < wait0 && wait0 < store, "{wait1} {wait0} {store}");
+    assert!(ptx1.contains("cp.async.wait_group 0;") && !ptx1.contains("cp.async.wait_group 1;"));
     // A sync config of the same problem stays sm_90.
     let s = cfg("v1:bm=128,bn=128,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
     let ptx = compile_conv(&lower(&p), &s, H200).unwrap().ptx.unwrap();
