@@ -180,3 +180,22 @@ fn im2col_replicas_are_not_unique_dram_traffic() {
     assert!(t.memory_us < 0.8 * o.memory_us, "{t:?} vs {o:?}");
     assert_eq!(t.compute_us, o.compute_us);
 }
+
+#[test]
+fn a_group_in_flight_costs_one_tile_of_copy_lookahead() {
+    use crate::space::MmaPath::{Wgmma, WgmmaInFlight};
+    let a = h200();
+    let l =
+        lowered("convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let at = |mma, stages| {
+        let c = PerfConfig {
+            mma,
+            stages,
+            ..cfg(128, 128, 64, 64, 128, 1)
+        };
+        estimate(&l, &c, &a).time_us
+    };
+    // Same shared memory and occupancy, one tile less lookahead.
+    assert!(at(WgmmaInFlight, 3) > at(Wgmma, 3));
+    assert!(at(WgmmaInFlight, 4) > at(Wgmma, 4));
+}
