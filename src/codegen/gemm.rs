@@ -104,13 +104,7 @@ fn pipeline<'ctx>(
     hi: IntValue<'ctx>,
 ) {
     let s = plan.smem.stages;
-    // Tiles in flight ahead of the one multiplied.
-    let ahead = match plan.math {
-        super::plan::Math::Wgmma {
-            in_flight: true, ..
-        } => s - 2,
-        _ => s - 1,
-    };
+    let ahead = plan.cfg.tiles_ahead();
     let loaders = [a, b];
     let any_async = loaders.iter().any(|l| l.load.async_copy);
     let any_regs = loaders.iter().any(|l| !l.load.async_copy);

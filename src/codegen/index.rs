@@ -70,18 +70,19 @@ impl<'l> Addressing<'l> {
         for pos in (0..n.saturating_sub(1)).rev() {
             inner[pos] = inner[pos + 1].saturating_mul(axes[pos + 1].len);
         }
-        // The value of axis `pos` (the outermost needs no modulo: idx < len, or the part is
-        // invalid). Only the axes a bounds check reads are emitted one by one.
-        let axis = |pos: usize| {
-            let q = kb.udivc(idx, inner[pos]);
-            if pos == 0 {
-                q
+        // Axes p..=q read as one number: idx / inner[q] % Π len[p..=q] (the outermost needs no
+        // modulo: idx < len, or the part is invalid).
+        let digits = |p: usize, q: usize| {
+            let r = kb.udivc(idx, inner[q]);
+            if p == 0 {
+                r
             } else {
-                kb.uremc(q, axes[pos].len)
+                kb.uremc(r, axes[p..=q].iter().map(|a| a.len).product())
             }
         };
+        // Only the axes a bounds check reads are emitted one by one.
         let value: Vec<Option<IntValue<'ctx>>> = (0..n)
-            .map(|pos| ((0..5).any(|t| self.check[t] && uses(t, pos))).then(|| axis(pos)))
+            .map(|pos| ((0..5).any(|t| self.check[t] && uses(t, pos))).then(|| digits(pos, pos)))
             .collect();
         // Linear offset: Σ_axis w_axis · axis, w = Σ_t coef · stride_t. A run of axes whose
         // weights nest (w_outer = w_inner · len_inner, as n, ho, wo do in an unpadded NHWC
@@ -115,15 +116,9 @@ impl<'l> Addressing<'l> {
                 p -= 1;
                 span = span.saturating_mul(axes[p].len as i64);
             }
-            let v = if p == q {
-                value[q].unwrap_or_else(|| axis(q))
-            } else {
-                let r = kb.udivc(idx, inner[q]);
-                if p == 0 {
-                    r
-                } else {
-                    kb.uremc(r, span as u32)
-                }
+            let v = match value[q] {
+                Some(v) if p == q => v,
+                _ => digits(p, q),
             };
             lin = kb.add(lin, kb.mulc(v, w[q]));
             q = p;

@@ -35,17 +35,25 @@ impl Nvptx {
         super::builder::ok(kb.raw().build_indirect_call(ty, f, &[], ""));
     }
 
-    /// Inline asm `text` that reads `lead` and then the floats `acc`, and returns new values
-    /// for all of `acc` (an f32 struct); `cons` are the full LLVM constraints.
+    /// Inline asm `text` that reads `lead` (constraints `lead_cons`) and updates the floats
+    /// `acc` in place, returning their new values. The accumulators are read-write ("+f" in
+    /// CUDA), which LLVM spells as outputs "=f" with inputs tied to them ("0", "1", ...), so
+    /// in `text` the accumulators are $0..$q-1 and the lead operands follow from $q.
     fn asm_floats<'ctx>(
         kb: &Kb<'_, 'ctx>,
         text: &str,
-        cons: &[String],
+        lead_cons: &[&str],
         lead: &[inkwell::values::BasicMetadataValueEnum<'ctx>],
         acc: &[FloatValue<'ctx>],
+        clobbers: &[&str],
     ) -> Vec<FloatValue<'ctx>> {
         use inkwell::types::BasicMetadataTypeEnum;
         use inkwell::values::BasicMetadataValueEnum;
+        let q = acc.len();
+        let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
+        cons.extend(lead_cons.iter().map(|c| c.to_string()));
+        cons.extend((0..q).map(|i| i.to_string()));
+        cons.extend(clobbers.iter().map(|c| c.to_string()));
         let f32t = kb.f32t();
         let ret = kb.ctx.struct_type(&vec![f32t.into(); acc.len()], false);
         let mut params: Vec<BasicMetadataTypeEnum> = lead
@@ -244,17 +252,13 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         n: u32,
         acc: &[FloatValue<'ctx>],
     ) -> Vec<FloatValue<'ctx>> {
-        // "+f" on every accumulator, spelled as outputs tied to inputs (see `wgmma`).
-        let q = acc.len();
-        let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
-        cons.extend((0..q).map(|i| i.to_string()));
-        cons.push("~{memory}".into());
         Self::asm_floats(
             kb,
             &format!("wgmma.wait_group.sync.aligned {n};"),
-            &cons,
+            &[],
             &[],
             acc,
+            &["~{memory}"],
         )
     }
     fn wgmma<'ctx>(
@@ -267,9 +271,8 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         db: IntValue<'ctx>,
         acc: &[FloatValue<'ctx>],
     ) -> Vec<FloatValue<'ctx>> {
-        // The accumulators are read-write ("+f" in CUDA): LLVM spells that as outputs "=f"
-        // and inputs tied to them ("0", "1", ...). Operands: $0..$q-1 the accumulators, $q and
-        // $q+1 the descriptors ("l": 64-bit), $q+2 the scale-d flag (1: d = a·b + d).
+        // Operands (see `asm_floats`): $0..$q-1 the accumulators, $q and $q+1 the descriptors
+        // ("l": 64-bit), $q+2 the scale-d flag (1: d = a·b + d).
         let q = acc.len();
         let ty = if dt == DType::BF16 { "bf16" } else { "f16" };
         let regs: Vec<String> = (0..q).map(|i| format!("${i}")).collect();
@@ -283,15 +286,13 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             b = q + 1,
             s = q + 2,
         );
-        let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
-        cons.extend(["l".into(), "l".into(), "r".into()]);
-        cons.extend((0..q).map(|i| i.to_string()));
         Self::asm_floats(
             kb,
             &text,
-            &cons,
+            &["l", "l", "r"],
             &[da.into(), db.into(), kb.c(1).into()],
             acc,
+            &[],
         )
     }
 }

@@ -380,16 +380,13 @@ fn estimate_with(
         let wave_eff = blocks as f64 / (waves * sms) as f64;
         let resident = blocks.min(sms * u64::from(bps));
         let per_sm_warps = (ceil_div(resident, sms) as f64) * f64::from(c.warps());
-        // Tiles the copies run ahead. `mma=wg1` keeps a wgmma group in flight, so its copies
-        // run one tile less ahead than `wg` at the same stage count. That loss is modelled; the
-        // overlap the group in flight buys is not, and is left to the guided search's per-field
-        // correction (H200, session 2 runs: over 111 wg/wg1 pairs of one config, wg1 was a
-        // median 4.5% slower at three stages and level at four).
-        let lookahead = match c.mma {
-            crate::space::MmaPath::WgmmaInFlight => c.stages.saturating_sub(1).max(1),
-            _ => c.stages,
-        };
-        let depth = f64::from(lookahead.clamp(1, 4));
+        // Pipeline depth: the tile multiplied and those the copies run ahead. `mma=wg1` keeps a
+        // wgmma group in flight, so its copies run one tile less ahead than `wg` at the same
+        // stage count. That loss is modelled; the overlap the group in flight buys is not, and
+        // is left to the guided search's per-field correction (H200, session 2 runs: over 111
+        // wg/wg1 pairs of one config, wg1 was a median 4.5% slower at three stages and level
+        // at four).
+        let depth = f64::from((c.tiles_ahead() + 1).clamp(1, 4));
         let hide = 1.0 - 0.5 * (-(per_sm_warps * depth) / 8.0).exp();
 
         // The busiest SM issues the copies of its share of the blocks.

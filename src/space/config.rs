@@ -249,6 +249,15 @@ impl PerfConfig {
         };
         (self.block_m / self.warp_m) * (self.block_n / self.warp_n) * per_tile
     }
+
+    /// K tiles the copies run ahead of the one being multiplied: `stages - 1`, one fewer with
+    /// `mma=wg1`, whose group in flight still reads the buffer before the current one.
+    pub fn tiles_ahead(&self) -> u32 {
+        match self.mma {
+            MmaPath::WgmmaInFlight => self.stages.saturating_sub(2),
+            _ => self.stages.saturating_sub(1),
+        }
+    }
 }
 
 #[cfg(test)]
