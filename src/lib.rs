@@ -13,6 +13,7 @@ pub mod db;
 pub mod legality;
 pub mod lookup;
 pub mod lowering;
+pub mod manifest;
 pub mod problem;
 pub mod reference;
 pub mod runtime;

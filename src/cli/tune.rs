@@ -177,7 +177,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
 /// `convtune retune`: tunes again the entries of the database that are stale here (another GPU,
 /// driver or convtune version than the present ones).
 pub fn retune(args: TuneArgs) -> anyhow::Result<()> {
-    let devices = cuda_devices().map_err(|e| bad_input(anyhow!("no usable GPU: {e}")))?;
+    let devices = cuda_devices().map_err(|e| super::no_gpu(e, false))?;
     let dev = devices
         .get(args.device)
         .ok_or_else(|| bad_input(anyhow!("--device {}: no such GPU", args.device)))?;
@@ -210,7 +210,7 @@ fn run_list(args: TuneArgs, list: Vec<ConvProblem>) -> anyhow::Result<()> {
         let arch = args.arch.arch(None)?;
         return dry_run(&args, &arch, &list);
     }
-    let devices = cuda_devices().map_err(|e| bad_input(anyhow!("no usable GPU: {e}")))?;
+    let devices = cuda_devices().map_err(|e| super::no_gpu(e, true))?;
     let dev = devices.get(args.device).ok_or_else(|| {
         bad_input(anyhow!(
             "--device {}: only {} CUDA device(s) present",

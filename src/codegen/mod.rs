@@ -42,7 +42,7 @@ mod target;
 
 pub use amd_meta::{AmdKernelResources, AmdResources};
 pub use error::CodegenError;
-pub use report::resource_report;
+pub use report::{resource_report, PtxCounts};
 pub use target::Target;
 
 use crate::lowering::Lowering;
