@@ -48,6 +48,9 @@ pub struct Manifest {
     pub direction: String,
     /// Element type of all three tensors: `f32`, `f16` or `bf16`.
     pub dtype: String,
+    /// Padding, stride, dilation and groups: with the tensor shapes, the whole convolution
+    /// (what a caller checking the result against another library needs).
+    pub convolution: ConvParams,
     /// ‖out − ref‖ / ‖ref‖ that convtune itself requires of these kernels against an f64
     /// reference (accumulation is in f32).
     pub tolerance: f64,
@@ -63,6 +66,19 @@ pub struct Manifest {
     pub workspace: Workspace,
     /// Kernels in launch order; run them all, in this order, on one stream.
     pub kernels: Vec<KernelLaunch>,
+}
+
+/// The convolution's geometry beyond the tensor shapes; `[h, w]` pairs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvParams {
+    /// Zero padding on each side.
+    pub pad: [u32; 2],
+    /// Filter stride.
+    pub stride: [u32; 2],
+    /// Filter dilation.
+    pub dilation: [u32; 2],
+    /// Groups (the `g` dimension of every tensor).
+    pub groups: u32,
 }
 
 /// The module file.
@@ -261,6 +277,12 @@ impl Manifest {
             problem: p.key(),
             direction: p.direction().name().to_string(),
             dtype: p.dtype().name().to_string(),
+            convolution: ConvParams {
+                pad: p.sizes().pad,
+                stride: p.sizes().stride,
+                dilation: p.sizes().dilation,
+                groups: p.sizes().groups,
+            },
             tolerance: p.dtype().tolerance(),
             arch: arch.name.to_string(),
             module: ModuleInfo {
@@ -387,6 +409,7 @@ mod tests {
             "sm_90",
         );
         assert_eq!(m.manifest_version, 1);
+        assert_eq!(m.convolution.stride, [2, 2]);
         assert_eq!(m.module.target, "sm_90a");
         let names: Vec<_> = m.arguments.iter().map(|a| a.meaning.as_str()).collect();
         assert_eq!(names, ["dx", "w", "dy", "workspace"]);

@@ -213,7 +213,8 @@ pub fn no_gpu(e: impl std::fmt::Display, suggest_dry_run: bool) -> anyhow::Error
         String::new()
     };
     bad_input(anyhow!(
-        "no usable GPU: {e} (looked for an NVIDIA GPU through the CUDA driver, libcuda.so.1){hint}"
+        "no usable GPU: {e}; convtune looks for NVIDIA GPUs through the CUDA driver library \
+         libcuda.so.1 (found by the dynamic loader: ldconfig, LD_LIBRARY_PATH){hint}"
     ))
 }
 
