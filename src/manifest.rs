@@ -322,8 +322,14 @@ impl Manifest {
 
 /// The `.target` directive of a PTX module (`sm_90a` for wgmma kernels).
 fn ptx_target(ptx: &str) -> Option<String> {
-    let line = ptx.lines().find(|l| l.trim_start().starts_with(".target"))?;
-    let first = line.trim_start().trim_start_matches(".target").split(',').next()?;
+    let line = ptx
+        .lines()
+        .find(|l| l.trim_start().starts_with(".target"))?;
+    let first = line
+        .trim_start()
+        .trim_start_matches(".target")
+        .split(',')
+        .next()?;
     Some(first.trim().to_string())
 }
 

@@ -344,11 +344,21 @@ fn compile_ignored_the_user_database_that_lookup_used() {
     let (out, manifest) = (out.to_str().unwrap(), manifest.to_str().unwrap());
     // Through the environment, as a compiler's build would set it.
     let env = [("CONVTUNE_DB", user.as_str())];
-    let o = convtune_env(&["lookup", "--problem", DB_PROBLEM, "--arch", "sm_90"], &env);
+    let o = convtune_env(
+        &["lookup", "--problem", DB_PROBLEM, "--arch", "sm_90"],
+        &env,
+    );
     assert!(stdout(&o).starts_with(GOOD), "{}", stdout(&o));
     let o = convtune_env(
         &[
-            "compile", "--problem", DB_PROBLEM, "--arch", "sm_90", "-o", out, "--manifest",
+            "compile",
+            "--problem",
+            DB_PROBLEM,
+            "--arch",
+            "sm_90",
+            "-o",
+            out,
+            "--manifest",
             manifest,
         ],
         &env,
@@ -360,7 +370,15 @@ fn compile_ignored_the_user_database_that_lookup_used() {
     assert_eq!(m["config"]["source"]["kind"], "exact");
     // And through --db, which compile used to refuse.
     let o = convtune(&[
-        "compile", "--problem", DB_PROBLEM, "--arch", "sm_90", "-o", out, "--db", &user,
+        "compile",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "-o",
+        out,
+        "--db",
+        &user,
         "--no-system-db",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -372,19 +390,25 @@ fn space_flag_was_silently_ignored_by_lookup_and_compile() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.ptx");
     for cmd in ["lookup", "compile"] {
-        let o = convtune(&[
-            cmd,
-            "--problem",
-            DB_PROBLEM,
-            "--arch",
-            "sm_90",
-            "--space",
-            "/nonexistent/space.toml",
-            "-o",
-            out.to_str().unwrap(),
-        ][..if cmd == "lookup" { 7 } else { 9 }]);
+        let o = convtune(
+            &[
+                cmd,
+                "--problem",
+                DB_PROBLEM,
+                "--arch",
+                "sm_90",
+                "--space",
+                "/nonexistent/space.toml",
+                "-o",
+                out.to_str().unwrap(),
+            ][..if cmd == "lookup" { 7 } else { 9 }],
+        );
         assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
-        assert!(stderr(&o).contains("/nonexistent/space.toml"), "{cmd}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/nonexistent/space.toml"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
     }
     // A space without bm=32: the user database's bm=32 config is passed over, and the answer
     // comes from inside the space.
@@ -393,10 +417,7 @@ fn space_flag_was_silently_ignored_by_lookup_and_compile() {
         "/search-spaces/nvidia.toml"
     ))
     .unwrap()
-    .replace(
-        "block_m = [16, 32, 64, 128, 256]",
-        "block_m = [64, 128]",
-    );
+    .replace("block_m = [16, 32, 64, 128, 256]", "block_m = [64, 128]");
     assert!(text.contains("block_m = [64, 128]"));
     let space = dir.path().join("space.toml");
     std::fs::write(&space, text).unwrap();
@@ -404,7 +425,12 @@ fn space_flag_was_silently_ignored_by_lookup_and_compile() {
     let o = lookup(
         DB_PROBLEM,
         &user,
-        &["--no-system-db", "--json", "--space", space.to_str().unwrap()],
+        &[
+            "--no-system-db",
+            "--json",
+            "--space",
+            space.to_str().unwrap(),
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v = json_of(&o);
@@ -412,16 +438,32 @@ fn space_flag_was_silently_ignored_by_lookup_and_compile() {
     assert_ne!(cfg, GOOD);
     assert!(cfg.contains("bm=64,") || cfg.contains("bm=128,"), "{cfg}");
     assert!(
-        v["reason"].as_str().unwrap().contains("outside the given search space"),
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("outside the given search space"),
         "{v}"
     );
     // compile --config outside the space is refused, not silently compiled.
     let o = convtune(&[
-        "compile", "--problem", DB_PROBLEM, "--arch", "sm_90", "--config", GOOD, "--space",
-        space.to_str().unwrap(), "-o", out.to_str().unwrap(),
+        "compile",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "--config",
+        GOOD,
+        "--space",
+        space.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("outside the search space"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("outside the search space"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -430,8 +472,17 @@ fn compile_manifest_describes_the_launch() {
     let out = dir.path().join("k.ptx");
     let manifest = dir.path().join("k.json");
     let o = convtune(&[
-        "compile", "--problem", BF16_NHWC, "--arch", "sm_90", "--config", WGMMA, "-o",
-        out.to_str().unwrap(), "--manifest", manifest.to_str().unwrap(),
+        "compile",
+        "--problem",
+        BF16_NHWC,
+        "--arch",
+        "sm_90",
+        "--config",
+        WGMMA,
+        "-o",
+        out.to_str().unwrap(),
+        "--manifest",
+        manifest.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let m: serde_json::Value =
@@ -462,7 +513,10 @@ fn compile_manifest_describes_the_launch() {
     let ptx = std::fs::read_to_string(&out).unwrap();
     for k in m["kernels"].as_array().unwrap() {
         let name = k["name"].as_str().unwrap();
-        assert!(ptx.contains(&format!(".entry {name}")), "{name} is in the module");
+        assert!(
+            ptx.contains(&format!(".entry {name}")),
+            "{name} is in the module"
+        );
         let shared = k["dynamic_shared_bytes"].as_u64().unwrap();
         assert_eq!(k["needs_shared_opt_in"], shared > 48 * 1024, "{k}");
     }
@@ -500,7 +554,14 @@ fn compile_summary_did_not_count_wgmma() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.ptx");
     let o = convtune(&[
-        "compile", "--problem", BF16_NHWC, "--arch", "sm_90", "--config", WGMMA, "-o",
+        "compile",
+        "--problem",
+        BF16_NHWC,
+        "--arch",
+        "sm_90",
+        "--config",
+        WGMMA,
+        "-o",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -515,8 +576,16 @@ fn compile_summary_did_not_count_wgmma() {
         stdout(&o)
     );
     let o = convtune(&[
-        "compile", "--problem", BF16_NHWC, "--arch", "sm_90", "--config", WGMMA, "-o",
-        out.to_str().unwrap(), "--json",
+        "compile",
+        "--problem",
+        BF16_NHWC,
+        "--arch",
+        "sm_90",
+        "--config",
+        WGMMA,
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
     ]);
     assert_eq!(json_of(&o)["ptx"]["wgmma"], want);
 }
@@ -531,22 +600,41 @@ fn json_on_lookup_space_and_db_commands() {
     assert_eq!(v["source"]["kind"], "exact");
     assert_eq!(v["user_db_read"], true);
     let o = convtune(&[
-        "space", "--problem", DB_PROBLEM, "--arch", "sm_90", "--json", "--list",
+        "space",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "--json",
+        "--list",
     ]);
     let v = json_of(&o);
     let legal = v["legal"].as_u64().unwrap();
     assert!(legal > 0 && v["raw"].as_u64().unwrap() > legal, "{v}");
     assert_eq!(v["configs"].as_array().unwrap().len() as u64, legal);
-    assert!(v["rejected"].as_array().unwrap().iter().all(|r| r["count"].as_u64() > Some(0)));
+    assert!(v["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["count"].as_u64() > Some(0)));
     let o = convtune(&[
-        "space", "--problem", DB_PROBLEM, "--arch", "sm_90", "--json", "--explain",
+        "space",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "--json",
+        "--explain",
         "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=4,vc=1,lds=pad,sk=1,rs=1",
     ]);
     let v = json_of(&o);
     assert_eq!(v["legal"], false);
     assert!(v["rejected_by"].is_string(), "{v}");
     let v = json_of(&convtune(&["db", "check", &a, "--json"]));
-    assert_eq!((v["valid"].as_bool(), v["entries"].as_u64()), (Some(true), Some(1)));
+    assert_eq!(
+        (v["valid"].as_bool(), v["entries"].as_u64()),
+        (Some(true), Some(1))
+    );
     let v = json_of(&convtune(&["db", "diff", &a, &b, "--json"]));
     let changes = v["changes"].as_array().unwrap();
     assert_eq!(changes.len(), 1, "{v}");
@@ -595,7 +683,14 @@ fn closed_stdout_panicked_with_exit_101() {
     let a = db_file(dir.path(), "a.toml", GOOD, 20.0);
     let b = db_file(dir.path(), "b.toml", OTHER, 10.0);
     for args in [
-        &["space", "--problem", DB_PROBLEM, "--arch", "sm_90", "--list"][..],
+        &[
+            "space",
+            "--problem",
+            DB_PROBLEM,
+            "--arch",
+            "sm_90",
+            "--list",
+        ][..],
         &["lower", "--problem", SEED_003],
         &["lookup", "--problem", DB_PROBLEM, "--arch", "sm_90"],
         &["db", "export", &a],
@@ -604,7 +699,11 @@ fn closed_stdout_panicked_with_exit_101() {
         let o = with_closed_stdout(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).is_empty() || args[0] == "space", "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).is_empty() || args[0] == "space",
+            "{args:?}: {}",
+            stderr(&o)
+        );
     }
 }
 
@@ -636,7 +735,14 @@ fn full_stdout_panicked_instead_of_an_error() {
 
 #[test]
 fn space_list_mixed_header_lines_into_the_configs() {
-    let o = convtune(&["space", "--problem", DB_PROBLEM, "--arch", "sm_90", "--list"]);
+    let o = convtune(&[
+        "space",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "--list",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.lines().count() > 1);
@@ -668,7 +774,13 @@ fn db_export_wrote_only_to_stdout() {
     for (format, check) in [("json", "\"entries\""), ("c", "#")] {
         let path = dir.path().join(format!("out.{format}"));
         let o = convtune(&[
-            "db", "export", &a, "--format", format, "-o", path.to_str().unwrap(),
+            "db",
+            "export",
+            &a,
+            "--format",
+            format,
+            "-o",
+            path.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{}", stdout(&o));

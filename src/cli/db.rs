@@ -152,7 +152,9 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             for e in &stale {
                 outln!(
                     "{}  ({}; convtune {})",
-                    e.problem, e.fingerprint, e.convtune_version
+                    e.problem,
+                    e.fingerprint,
+                    e.convtune_version
                 );
             }
             outln!("{} of {} entries stale", stale.len(), d.len());

@@ -123,7 +123,11 @@ pub fn find_config_in_space(
                 reason: format!(
                     "{}; the first legal config of the shipped quick list{}",
                     hit.reason,
-                    if space.is_some() { " in the given space" } else { "" }
+                    if space.is_some() {
+                        " in the given space"
+                    } else {
+                        ""
+                    }
                 ),
             });
         }
