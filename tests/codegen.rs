@@ -2,8 +2,8 @@
 //! convolution (bit-exact: the data are multiples of 1/8, so every sum is exact in f32), and
 //! compiled for NVIDIA and AMD to check that LLVM accepts it and emits what was meant.
 
-use convtune::codegen::emu::{emulate_conv, emulate_faulting, emulate_reference};
 use convtune::arch::Arch;
+use convtune::codegen::emu::{emulate_conv, emulate_faulting, emulate_reference};
 use convtune::codegen::{compile_conv, compile_reference, Target};
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, DType};
@@ -345,11 +345,7 @@ fn compile_throughput() {
 /// gfx908 has no `_1k` bf16 MFMA: half the K per instruction (2 elements per lane).
 #[test]
 fn emulated_gfx908_bf16() {
-    sweep(
-        Target::of(Arch::GFX908),
-        &AMD_CONFIGS,
-        &["convbfp16"],
-    );
+    sweep(Target::of(Arch::GFX908), &AMD_CONFIGS, &["convbfp16"]);
 }
 
 /// Every config legality accepts must compute the right answer: random small problems (all

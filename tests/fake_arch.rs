@@ -92,7 +92,10 @@ fn a_fake_arch_is_enumerated_checked_compiled_and_ranked() {
     // Enumerate: its own shared-memory limit and features decide what is legal.
     let legal = enumerate_legal(&p, &FAKE, &space).legal;
     assert!(!legal.is_empty());
-    assert!(legal.iter().all(|c| c.mma == MmaPath::Sync), "no wgmma on this arch");
+    assert!(
+        legal.iter().all(|c| c.mma == MmaPath::Sync),
+        "no wgmma on this arch"
+    );
     let on_h100 = enumerate_legal(&p, &Arch::SM_90, &space).legal;
     assert!(on_h100.iter().any(|c| c.mma == MmaPath::Wgmma));
     assert!(
@@ -105,9 +108,10 @@ fn a_fake_arch_is_enumerated_checked_compiled_and_ranked() {
         let r = legality::check(&l, c, &FAKE).unwrap_or_else(|e| panic!("{c}: {e}"));
         assert!(r.lds_bytes <= FAKE.smem_per_block, "{c}");
     }
-    let big: PerfConfig = "v2:bm=256,bn=128,bk=64,wm=64,wn=64,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=sync"
-        .parse()
-        .unwrap();
+    let big: PerfConfig =
+        "v2:bm=256,bn=128,bk=64,wm=64,wn=64,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=sync"
+            .parse()
+            .unwrap();
     assert!(legality::check(&l, &big, &Arch::SM_90).is_ok());
     match legality::check(&l, &big, &FAKE) {
         Err(Rejection::SharedMemory { max, .. }) => assert_eq!(max, 99 * 1024),

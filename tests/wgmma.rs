@@ -3,8 +3,8 @@
 //! kernel side), and compared bit-exactly with the f64 direct convolution (data are multiples
 //! of 1/8: every product and sum is exact in f32, whatever the order).
 
-use convtune::codegen::emu::emulate_conv;
 use convtune::arch::Arch;
+use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, CodegenError, Target};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;

@@ -215,7 +215,9 @@ mod tests {
             Err(WgmmaMisfit::NoUnit { arch: "sm_80" })
         );
         assert_eq!(
-            wgmma_tile(&h, DType::F32, 64, 128, 32).unwrap_err().to_string(),
+            wgmma_tile(&h, DType::F32, 64, 128, 32)
+                .unwrap_err()
+                .to_string(),
             "f32 is not f16 or bf16"
         );
         assert!(matches!(
@@ -256,6 +258,9 @@ mod tests {
         assert_eq!(warp_instr(&m, DType::F16, 32, 32, 8).unwrap().m, 32);
         assert_eq!(warp_instr(&m, DType::F16, 16, 48, 16).unwrap().m, 16);
         assert!(warp_instr(&m, DType::F16, 16, 16, 8).is_none());
-        assert_eq!(warp_instr(&Arch::GFX908, DType::BF16, 32, 32, 4).unwrap().k, 4);
+        assert_eq!(
+            warp_instr(&Arch::GFX908, DType::BF16, 32, 32, 4).unwrap().k,
+            4
+        );
     }
 }

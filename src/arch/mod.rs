@@ -19,7 +19,6 @@ mod table;
 pub use features::{Features, Isa, WarpgroupMma};
 pub use rates::Rates;
 
-
 /// The GPU maker; decides the kernel flavour (warps vs waves, mma.sync vs MFMA) and the
 /// default search space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

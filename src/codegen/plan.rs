@@ -318,16 +318,17 @@ impl<'l> GemmPlan<'l> {
                 in_flight,
             }
         } else {
-            let instr = fit::warp_instr(arch, dt, c.warp_m, c.warp_n, c.block_k).ok_or_else(|| {
-                fail(format!(
-                    "the warp tile {}x{} and bk {} fit no instruction of {} ({})",
-                    c.warp_m,
-                    c.warp_n,
-                    c.block_k,
-                    arch.name,
-                    fit::warp_rule_text(arch, dt)
-                ))
-            })?;
+            let instr =
+                fit::warp_instr(arch, dt, c.warp_m, c.warp_n, c.block_k).ok_or_else(|| {
+                    fail(format!(
+                        "the warp tile {}x{} and bk {} fit no instruction of {} ({})",
+                        c.warp_m,
+                        c.warp_n,
+                        c.block_k,
+                        arch.name,
+                        fit::warp_rule_text(arch, dt)
+                    ))
+                })?;
             match MatrixUnit::of(&instr) {
                 Some(unit) => Math::Matrix(unit),
                 None => fma_math(c, warp, bytes).ok_or_else(|| {

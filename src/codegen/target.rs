@@ -61,16 +61,17 @@ impl Target {
             Vendor::Amd => 64,
         };
         if a.warp_size != warp {
-            return bad(format!("the {} backend needs a warp of {warp} threads", a.vendor.name()));
+            return bad(format!(
+                "the {} backend needs a warp of {warp} threads",
+                a.vendor.name()
+            ));
         }
         for dt in [DType::F32, DType::F16, DType::BF16] {
             for i in a.math(dt) {
                 let ok = match (i.kind, a.vendor) {
                     (MathKind::Fma, Vendor::Nvidia) => true,
                     (MathKind::MmaSync, Vendor::Nvidia) => {
-                        a.features.ldmatrix
-                            && (i.m, i.n, i.k) == (16, 8, 16)
-                            && dt != DType::F32
+                        a.features.ldmatrix && (i.m, i.n, i.k) == (16, 8, 16) && dt != DType::F32
                     }
                     (MathKind::Mfma, Vendor::Amd) => matches!(i.m, 16 | 32) && i.n == i.m,
                     _ => false,
@@ -96,7 +97,11 @@ impl Target {
     /// them. Empty: scalar FMA (f32 on NVIDIA: TF32 would not meet the f32 tolerance).
     #[cfg(test)]
     pub(crate) fn matrix_units(&self, dt: DType) -> Vec<MatrixUnit> {
-        self.arch.math(dt).iter().filter_map(MatrixUnit::of).collect()
+        self.arch
+            .math(dt)
+            .iter()
+            .filter_map(MatrixUnit::of)
+            .collect()
     }
 
     /// Whether global→shared copies can bypass registers (`cp.async`).
