@@ -1,6 +1,6 @@
 //! Which devices and which problems a campaign takes: `--devices all|0,1`, `--shard i/n`.
 
-use super::campaign::CampaignError;
+use super::campaign_error::CampaignError;
 use std::str::FromStr;
 
 /// The devices that tune, one worker each.

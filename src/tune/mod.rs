@@ -10,22 +10,26 @@
 //! the database, a typed [`CampaignReport`] at the end (and a dry run that only compiles).
 
 mod campaign;
+mod campaign_error;
 mod device_run;
 mod devices;
 mod dry_run;
 mod plan;
 mod progress;
 mod report;
+mod report_file;
 
-pub use campaign::{Campaign, CampaignError, CampaignOptions, Stale};
+pub use campaign::{Campaign, CampaignOptions, Stale};
+pub use campaign_error::CampaignError;
 pub use devices::{Devices, Shard, ShardError};
 pub use plan::{
     compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError,
 };
 pub use report::{
-    write_report_file, CampaignReport, CompiledProblem, DryRunReport, DryRunSetup, Event, Failure,
-    ProblemSummary, Ranked, ReportFileError, ReportRow, TuneSetup, TunedReport,
+    CampaignReport, CompiledProblem, DryRunReport, DryRunSetup, Event, Failure, ProblemSummary,
+    Ranked, TuneSetup, TunedReport,
 };
+pub use report_file::{write_report_file, ReportFileError, ReportRow};
 
 use crate::runtime::{LaunchPlan, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
