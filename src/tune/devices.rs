@@ -16,7 +16,7 @@ pub enum Devices {
 
 /// A `--devices` or `--shard` value that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
+pub enum SelectionError {
     /// Not `I/N` with `I < N`.
     #[error("--shard '{0}': expected I/N with I < N")]
     Shard(String),
@@ -31,15 +31,15 @@ pub enum ShardError {
 }
 
 impl FromStr for Devices {
-    type Err = ShardError;
+    type Err = SelectionError;
     /// `all`, or a comma-separated list of ordinals.
-    fn from_str(spec: &str) -> Result<Devices, ShardError> {
+    fn from_str(spec: &str) -> Result<Devices, SelectionError> {
         if spec == "all" {
             return Ok(Devices::All);
         }
         spec.split(',')
             .map(|t| {
-                t.trim().parse().map_err(|_| ShardError::Devices {
+                t.trim().parse().map_err(|_| SelectionError::Devices {
                     spec: spec.to_string(),
                     token: t.to_string(),
                 })
@@ -83,14 +83,14 @@ pub struct Shard {
 }
 
 impl FromStr for Shard {
-    type Err = ShardError;
+    type Err = SelectionError;
     /// `I/N` with `I < N`.
-    fn from_str(s: &str) -> Result<Shard, ShardError> {
+    fn from_str(s: &str) -> Result<Shard, SelectionError> {
         s.split_once('/')
             .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
             .filter(|&(i, n)| n > 0 && i < n)
             .map(|(index, count)| Shard { index, count })
-            .ok_or_else(|| ShardError::Shard(s.to_string()))
+            .ok_or_else(|| SelectionError::Shard(s.to_string()))
     }
 }
 

@@ -21,7 +21,7 @@ mod report_file;
 
 pub use campaign::{Campaign, CampaignOptions, Stale};
 pub use campaign_error::CampaignError;
-pub use devices::{Devices, Shard, ShardError};
+pub use devices::{Devices, SelectionError, Shard};
 pub use plan::{
     compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError,
 };
