@@ -790,3 +790,51 @@ fn db_export_wrote_only_to_stdout() {
         assert_eq!(stdout(&piped), text, "the same bytes as on stdout");
     }
 }
+
+#[test]
+fn dry_run_summary_had_no_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.toml");
+    let o = convtune(&[
+        "--problem",
+        "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
+        "--arch",
+        "gfx90a",
+        "--dry-run",
+        "--budget",
+        "3",
+        "--quiet",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert_eq!(v["mode"], "dry_run", "{v}");
+    assert_eq!(v["setup"]["arch"], "gfx90a");
+    let p = &v["problems"][0];
+    assert_eq!(
+        (p["compiled"].as_u64(), p["failed"].as_u64()),
+        (Some(3), Some(0))
+    );
+    assert!(p["legal"].as_u64() >= Some(3) && p["raw"].as_u64() >= p["legal"].as_u64());
+    assert!(
+        stderr(&o).contains("compiled 3 ok"),
+        "the per-problem lines go to stderr: {}",
+        stderr(&o)
+    );
+    assert!(!db.exists());
+    // And with stdout closed under it: quiet, exit 0.
+    let o = with_closed_stdout(&[
+        "--problem",
+        "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",
+        "--arch",
+        "gfx90a",
+        "--dry-run",
+        "--budget",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}

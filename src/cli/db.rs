@@ -131,7 +131,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
         }
         DbCommand::Stale { file, device, json } => {
             let d = load(&file)?;
-            let devices = cuda_devices().map_err(|e| no_gpu(e, false))?;
+            let devices = cuda_devices().map_err(no_gpu)?;
             let dev = devices.get(device).ok_or_else(|| {
                 bad_input(anyhow!(
                     "--device {device}: only {} CUDA device(s) present",

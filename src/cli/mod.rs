@@ -199,22 +199,20 @@ impl DbArgs {
     }
 }
 
-/// The error when no GPU can be used: what was looked for, and (for commands that have one) the
-/// way to work without a GPU.
-pub fn no_gpu(e: impl std::fmt::Display, suggest_dry_run: bool) -> anyhow::Error {
+/// How to work without a GPU: the main command's `--dry-run`, with the arches it takes.
+pub fn dry_run_hint() -> String {
     let archs: Vec<&str> = Arch::ALL.iter().map(|a| a.name).collect();
-    let hint = if suggest_dry_run {
-        format!(
-            "; without a GPU, add `--dry-run --arch ARCH` ({}) to enumerate, check and compile \
-             the candidates (nothing is measured or written)",
-            archs.join(", ")
-        )
-    } else {
-        String::new()
-    };
+    format!(
+        "without a GPU, add `--dry-run --arch ARCH` ({}) to enumerate, check and compile the \
+         candidates (nothing is measured or written)",
+        archs.join(", ")
+    )
+}
+
+/// The error of a command that needs a GPU when none can be used: what was looked for.
+pub fn no_gpu(e: impl std::fmt::Display) -> anyhow::Error {
     bad_input(anyhow!(
-        "no usable GPU: {e}; convtune looks for NVIDIA GPUs through the CUDA driver library \
-         libcuda.so.1 (found by the dynamic loader: ldconfig, LD_LIBRARY_PATH){hint}"
+        "no usable GPU: looked for NVIDIA GPUs through the CUDA driver (libcuda.so.1): {e}"
     ))
 }
 

@@ -22,7 +22,7 @@ pub struct SelfcheckArgs {
 
 /// Runs the sweep and the fault-isolation check; fails when anything did not verify.
 pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
-    let devices = cuda_devices().map_err(|e| no_gpu(e, false))?;
+    let devices = cuda_devices().map_err(no_gpu)?;
     let dev = devices
         .get(args.device)
         .ok_or_else(|| bad_input(anyhow!("--device {}: no such GPU", args.device)))?;
