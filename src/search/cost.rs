@@ -27,10 +27,10 @@
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{Arch, MathKind, Vendor};
+use crate::config::{LdsLayout, PerfConfig};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
 use crate::problem::DType;
-use crate::space::{LdsLayout, PerfConfig};
 
 /// The machine numbers the model needs: the arch's resource limits, plus throughput figures
 /// (peak math rate, DRAM and L2 bandwidth) that are not hardware limits and so are not in

@@ -12,9 +12,9 @@ pub use plan::{
     compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError,
 };
 
+use crate::config::PerfConfig;
 use crate::runtime::{LaunchPlan, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
-use crate::space::PerfConfig;
 use progress::Progress;
 use rayon::prelude::*;
 use std::sync::mpsc;

@@ -3,8 +3,8 @@
 
 use super::Checker;
 use crate::arch::{MathInstr, MathKind, Vendor};
+use crate::config::{LdsLayout, MmaPath, PerfConfig};
 use crate::problem::DType;
-use crate::space::{LdsLayout, MmaPath, PerfConfig};
 
 impl Checker {
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {
