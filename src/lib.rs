@@ -2,13 +2,14 @@
 //!
 //! The pipeline, one module a step:
 //! [`problem`] (what to tune) → [`lowering`] (the implicit GEMMs it becomes) → [`arch`] +
-//! [`space`] (candidate tuning parameters) → [`legality`] (what may run) → [`codegen`] (LLVM
-//! kernels) → [`runtime`] (GPU: verify and time) → [`search`] (what to try next) → [`db`] (the
-//! tuned database that ships).
+//! [`config`] (the tuning parameters) + [`space`] (their candidate values) → [`legality`]
+//! (what may run) → [`codegen`] (LLVM kernels) → [`runtime`] (GPU: verify and time) →
+//! [`search`] (what to try next) → [`db`] (the tuned database that ships).
 #![deny(missing_docs)]
 
 pub mod arch;
 pub mod codegen;
+pub mod config;
 pub mod db;
 pub mod legality;
 pub mod lookup;

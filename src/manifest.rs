@@ -25,11 +25,11 @@
 
 use crate::arch::{Arch, Vendor};
 use crate::codegen::Compiled;
+use crate::config::PerfConfig;
 use crate::db::Source;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, Direction, Tensor};
 use crate::runtime::SHARED_OPT_IN_ABOVE;
-use crate::space::PerfConfig;
 use serde::{Deserialize, Serialize};
 
 /// The version of the manifest format this build writes.

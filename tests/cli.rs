@@ -747,7 +747,7 @@ fn space_list_mixed_header_lines_into_the_configs() {
     let out = stdout(&o);
     assert!(out.lines().count() > 1);
     for line in out.lines() {
-        line.parse::<convtune::space::PerfConfig>()
+        line.parse::<convtune::config::PerfConfig>()
             .unwrap_or_else(|e| panic!("not a config on stdout: '{line}': {e}"));
     }
     assert!(stderr(&o).contains("legal"), "the counts go to stderr");

@@ -4,10 +4,10 @@
 use super::{bad_input, ArchArg, DbArgs, ProblemArg};
 use anyhow::{anyhow, Context as _};
 use convtune::codegen::{compile_conv, resource_report, PtxCounts};
+use convtune::config::PerfConfig;
 use convtune::legality;
 use convtune::lowering::lower;
 use convtune::manifest::{ConfigSource, Manifest};
-use convtune::space::PerfConfig;
 use convtune::tune::target_for;
 use std::path::PathBuf;
 

@@ -18,12 +18,13 @@ mod quick;
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedDb};
 use crate::legality;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, PerfConfig, SearchSpace};
+use crate::space::{enumerate_lowered, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
 pub struct LegalityCheck;
