@@ -70,7 +70,8 @@ typedef struct convtune_problem {
     uint32_t groups;
     /* Layouts in any spelling the command line takes: "NCHW", "NHWC", "ngchw", "NHWGC";
      * filters also "KCYX", "KYXC", "gkyxc" or MIOpen's "NHWC". `layout` sets all three tensors
-     * (NULL: NCHW); a non-NULL in_layout / fil_layout / out_layout overrides it for that one. */
+     * (NULL: NCHW; the filter gets the matching order: NHWC or NHWGC -> KYXC); a non-NULL
+     * in_layout / fil_layout / out_layout overrides it for that one. */
     const char *layout;
     const char *in_layout;
     const char *fil_layout;

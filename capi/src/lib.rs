@@ -331,7 +331,10 @@ pub extern "C" fn convtune_version() -> *const c_char {
 /// # Safety
 /// Each pointer is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn convtune_abi_sizes(problem_size: *mut usize, config_size: *mut usize) -> c_int {
+pub unsafe extern "C" fn convtune_abi_sizes(
+    problem_size: *mut usize,
+    config_size: *mut usize,
+) -> c_int {
     // SAFETY: the caller passes NULL or writable pointers.
     unsafe {
         if let Some(p) = problem_size.as_mut() {

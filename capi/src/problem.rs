@@ -68,13 +68,21 @@ impl ProblemC {
             1 => Direction::Fwd,
             2 => Direction::BwdData,
             4 => Direction::BwdWeight,
-            d => return Err(bad(format!("direction {d}: expected 1 (fwd), 2 (bwd data) or 4 (bwd weight)"))),
+            d => {
+                return Err(bad(format!(
+                    "direction {d}: expected 1 (fwd), 2 (bwd data) or 4 (bwd weight)"
+                )))
+            }
         };
         let dtype = match self.dtype {
             0 => DType::F32,
             1 => DType::F16,
             2 => DType::BF16,
-            t => return Err(bad(format!("dtype {t}: expected 0 (f32), 1 (f16) or 2 (bf16)"))),
+            t => {
+                return Err(bad(format!(
+                    "dtype {t}: expected 0 (f32), 1 (f16) or 2 (bf16)"
+                )))
+            }
         };
         // SAFETY: the caller's contract on the layout pointers.
         let (all, input, filter, output) = unsafe {
@@ -93,8 +101,15 @@ impl ProblemC {
         };
         let in_layout = act(input, "in_layout")?;
         let out_layout = act(output, "out_layout")?;
-        let fil_layout = match filter.or(all) {
-            Some(text) => Layout::parse_filter(text).map_err(|e| bad(format!("fil_layout: {e}")))?,
+        // `layout` names the activations' order; the filter's matching order is its 4-letter
+        // form (NHWGC -> NHWC -> KYXC), groups outside K as they are outside C.
+        let fil_text = filter
+            .map(str::to_string)
+            .or(all.map(|a| a.replace(['g', 'G'], "")));
+        let fil_layout = match fil_text {
+            Some(text) => {
+                Layout::parse_filter(&text).map_err(|e| bad(format!("fil_layout: {e}")))?
+            }
             None => Layout::GKCYX,
         };
         let sizes = ConvSizes {

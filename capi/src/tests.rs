@@ -60,7 +60,9 @@ fn string_and_struct_find_the_shipped_seed_003_entry_in_any_layout_spelling() {
     let db = no_user_db();
     let mut from_str = zeroed();
     let line = CString::new(SEED_003).unwrap();
-    let rc = unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut from_str) };
+    let rc = unsafe {
+        convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut from_str)
+    };
     assert_eq!(rc, 0, "{}", last_error());
     assert_eq!(from_str.source, 0, "{}", text(&from_str.reason));
     assert_eq!(text(&from_str.config), SEED_003_CONFIG);
@@ -68,7 +70,10 @@ fn string_and_struct_find_the_shipped_seed_003_entry_in_any_layout_spelling() {
         (from_str.block_m, from_str.block_n, from_str.block_k),
         (128, 128, 64)
     );
-    assert_eq!((from_str.warp_m, from_str.warp_n, from_str.stages), (64, 128, 3));
+    assert_eq!(
+        (from_str.warp_m, from_str.warp_n, from_str.stages),
+        (64, 128, 3)
+    );
     assert_eq!((from_str.lds, from_str.raster, from_str.mma), (1, 8, 1));
     assert!(text(&from_str.problem_key).ends_with("-I NHWGC -f GKYXC -O NHWGC"));
 
@@ -88,7 +93,8 @@ fn an_untuned_problem_falls_back_and_says_so() {
     let db = no_user_db();
     let mut out = zeroed();
     let line = c"conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1";
-    let rc = unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
+    let rc =
+        unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
     assert_eq!(rc, 0, "{}", last_error());
     assert_ne!(out.source, 0, "not tuned, so not exact");
     if out.source == 1 {
@@ -104,11 +110,19 @@ fn an_untuned_problem_falls_back_and_says_so() {
 #[test]
 fn errors_are_codes_and_messages() {
     let mut out = zeroed();
-    let rc = unsafe { convtune_lookup_str(c"conv -n 0 -F 1".as_ptr(), c"sm_90".as_ptr(), null(), &mut out) };
+    let rc = unsafe {
+        convtune_lookup_str(
+            c"conv -n 0 -F 1".as_ptr(),
+            c"sm_90".as_ptr(),
+            null(),
+            &mut out,
+        )
+    };
     assert_eq!(rc, Status::Problem as c_int);
     assert!(last_error().contains("-n"), "{}", last_error());
 
-    let rc = unsafe { convtune_lookup_str(c"conv -n 1 -F 1".as_ptr(), c"sm_77".as_ptr(), null(), &mut out) };
+    let line = CString::new(SEED_003).unwrap();
+    let rc = unsafe { convtune_lookup_str(line.as_ptr(), c"sm_77".as_ptr(), null(), &mut out) };
     assert_eq!(rc, Status::Arch as c_int);
     assert!(last_error().contains("sm_77"), "{}", last_error());
 
@@ -136,7 +150,8 @@ fn a_broken_user_database_is_an_error_not_ignored() {
     let db = CString::new(path.to_str().unwrap()).unwrap();
     let mut out = zeroed();
     let line = CString::new(SEED_003).unwrap();
-    let rc = unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
+    let rc =
+        unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(rc, Status::Database as c_int);
     assert!(last_error().contains("sm_90.toml"), "{}", last_error());
