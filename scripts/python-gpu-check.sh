@@ -19,9 +19,14 @@ py=${PYTHON:-python3}
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
 "$py" -m pip install --quiet --no-deps --no-index --target "$site" "$wheel"
-# A library built on Debian links libffi.so.8; carry it beside the wheel when the host lacks it.
-wheel_dir=$(dirname "$wheel")
-[ -f "$wheel_dir/libffi.so.8" ] && export LD_LIBRARY_PATH="$wheel_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# A library built on Debian links libffi.so.8; carry it beside the wheel (or in target/release,
+# as scripts/gpu-tests.sh takes it) when the host lacks it.
+for d in "$(dirname "$wheel")" target/release; do
+  if [ -f "$d/libffi.so.8" ]; then
+    export LD_LIBRARY_PATH="$(cd "$d" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    break
+  fi
+done
 json=()
 [ -n "${OUT:-}" ] && json=(--json "$OUT/python-gpu-check.json")
 PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$py" scripts/python-gpu-check.py "${suites[@]}" "${json[@]}"

@@ -21,7 +21,8 @@ from . import ConvtuneError
 from . import problem as _native_problem
 from . import compile as _compile
 from . import _cuda
-from ._select import Fallback, arch_name, dtype_name, memory_format, problem_line
+from ._select import (Fallback, arch_name, dtype_name, memory_format, padding_pair,
+                      problem_line)
 
 __all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight", "launch",
            "stats", "reset_stats"]
@@ -254,7 +255,19 @@ class Conv2dFunction(torch.autograd.Function):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """``torch.nn.functional.conv2d`` on convtune's kernels, differentiable."""
+    if isinstance(padding, str):
+        # "valid"/"same" become the symmetric pair the kernels (and torch.nn.grad) take.
+        s, d = _pair(stride), _pair(dilation)
+        try:
+            padding = padding_pair(padding, tuple(weight.shape[2:]), s, d)
+        except Fallback as reason:
+            _fell_back(reason)
+            return F.conv2d(input, weight, bias, stride, padding, dilation, groups)
     return Conv2dFunction.apply(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
 
 
 class Conv2d(torch.nn.Conv2d):
