@@ -19,6 +19,7 @@ pub mod db;
 pub mod legality;
 pub mod lookup;
 pub mod lowering;
+#[cfg(feature = "llvm")]
 pub mod manifest;
 pub mod problem;
 pub mod reference;
