@@ -10,6 +10,7 @@
 pub mod arch;
 pub mod codegen;
 pub mod db;
+pub mod input;
 pub mod legality;
 pub mod lookup;
 pub mod lowering;

@@ -70,9 +70,10 @@ pub struct ProblemArg {
 impl ProblemArg {
     /// Parses the problem, naming it in the error.
     pub fn parse(&self) -> anyhow::Result<ConvProblem> {
-        self.problem
-            .parse()
-            .map_err(|e| anyhow::anyhow!("problem '{}': {e}", self.problem))
+        self.problem.parse().map_err(|e| {
+            let line = convtune::input::excerpt(&self.problem, 200);
+            anyhow::anyhow!("problem '{line}': {e}")
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use anyhow::{anyhow, Context as _};
 use convtune::arch::Arch;
 use convtune::db::{self, Entry, Journal, TunedDb};
 use convtune::lowering::lower;
-use convtune::problem::{parse_problem_file, ConvProblem};
+use convtune::problem::{read_problem_file, ConvProblem};
 use convtune::runtime::{cuda_devices, LaunchPlan, Outcome, Worker};
 use convtune::search::{self, SearchContext};
 use convtune::space::SearchSpace;
@@ -81,15 +81,13 @@ impl TuneArgs {
 
 fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
     let mut list = match (&args.problem, &args.problems) {
-        (Some(p), _) => vec![p
-            .parse()
-            .map_err(|e| bad_input(anyhow!("problem '{p}': {e}")))?],
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))
-                .map_err(bad_input)?;
-            parse_problem_file(&text).map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))?
-        }
+        (Some(p), _) => vec![p.parse().map_err(|e| {
+            bad_input(anyhow!(
+                "problem '{}': {e}",
+                convtune::input::excerpt(p, 200)
+            ))
+        })?],
+        (None, Some(path)) => read_problem_file(path).map_err(bad_input)?,
         (None, None) => return Err(bad_input(anyhow!("give --problem or --problems"))),
     };
     if let Some(shard) = &args.shard {
