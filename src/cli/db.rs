@@ -55,16 +55,29 @@ fn load(path: &Path) -> anyhow::Result<TunedDb> {
     TunedDb::load(path).map_err(bad_input)
 }
 
+/// A merge input: loaded, and every entry's checksum holding.
+fn load_trusted(path: &Path) -> anyhow::Result<TunedDb> {
+    let d = load(path)?;
+    d.require_trusted(&path.display().to_string())
+        .map_err(bad_input)?;
+    Ok(d)
+}
+
 /// Runs a `db` subcommand.
 pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
     match cmd {
         DbCommand::Merge { a, b, output } => {
-            let (da, dbb) = (load(&a)?, load(&b)?);
+            // Lock, then read, then write: an input that is also the output is read under the
+            // lock, so entries a concurrent writer added are merged, not lost. Failing to lock or
+            // write the output is the output path's fault: bad input too.
+            let lock = db::DbLock::acquire(&output).map_err(bad_input)?;
+            let (da, dbb) = (load_trusted(&a)?, load_trusted(&b)?);
             let (merged, conflicts) = db::merge(&da, &dbb).map_err(bad_input)?;
             for c in &conflicts {
                 println!("conflict: {c}");
             }
-            merged.save(&output)?;
+            merged.save_locked(&output, &lock).map_err(bad_input)?;
+            drop(lock);
             println!(
                 "{} entries written to {} ({} conflict(s))",
                 merged.len(),
@@ -83,7 +96,8 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
         }
         DbCommand::Check { file } => {
             let d = load(&file)?;
-            let issues = db::check(&d, d.arch(), &LegalityCheck);
+            let mut issues = db::arch_issues(&d, &file);
+            issues.extend(db::check(&d, d.arch(), &LegalityCheck));
             for i in &issues {
                 println!("{}: {i}", file.display());
             }
@@ -146,15 +160,31 @@ pub struct LookupArgs {
 pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     let p = args.problem.parse().map_err(bad_input)?;
     let arch = args.arch.arch(None)?;
-    let path = db::user_db_path(args.db.as_deref(), arch.name);
-    let user = if path.exists() {
-        Some(
-            TunedDb::load(&path)
+    // The "why" names the user database, or why there is none: a lookup that silently read
+    // some other file (or none) is what users cannot debug.
+    let (user, user_note) = match db::user_db_path(args.db.as_deref(), arch.name) {
+        Err(e) => (None, format!("no user database: {e}")),
+        Ok(path) if path.exists() => {
+            let d = TunedDb::load(&path)
                 .with_context(|| format!("user database {}", path.display()))
-                .map_err(bad_input)?,
-        )
-    } else {
-        None
+                .map_err(bad_input)?;
+            let issues = db::arch_issues(&d, &path);
+            if issues.is_empty() {
+                (Some(d), format!("user database {}", path.display()))
+            } else {
+                let why: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                let note = format!(
+                    "user database {} ignored: {}",
+                    path.display(),
+                    why.join("; ")
+                );
+                (None, note)
+            }
+        }
+        Ok(path) => (
+            None,
+            format!("user database {} (not found)", path.display()),
+        ),
     };
     let system = if args.no_system_db {
         None
@@ -168,6 +198,6 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     let found = find_config_in(&p, &arch, layers, None)?;
     println!("{}", found.config);
     println!("source: {}", found.source);
-    println!("why: {}", found.reason);
+    println!("why: {} [{user_note}]", found.reason);
     Ok(())
 }

@@ -8,7 +8,6 @@ mod selfcheck;
 mod space;
 mod tune;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use convtune::arch::Arch;
 use convtune::problem::ConvProblem;
@@ -107,9 +106,17 @@ impl ArchArg {
     pub fn space(&self, arch: &Arch) -> anyhow::Result<(SearchSpace, String)> {
         match &self.space {
             Some(path) => {
-                let s = SearchSpace::load(path)
-                    .with_context(|| format!("search space {}", path.display()))
-                    .map_err(bad_input)?;
+                let s = SearchSpace::load(path).map_err(bad_input)?;
+                // A space written for the other vendor names tiles and paths this arch cannot run.
+                if let Some(v) = s.vendor.filter(|&v| v != arch.vendor) {
+                    return Err(bad_input(anyhow::anyhow!(
+                        "search space {} is for {} GPUs, not {} ({})",
+                        path.display(),
+                        v.name(),
+                        arch.name,
+                        arch.vendor.name()
+                    )));
+                }
                 Ok((s, path.display().to_string()))
             }
             None => Ok((
@@ -133,6 +140,13 @@ pub fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
 /// Runs the CLI and returns the process exit code (2 for bad input or no usable GPU).
 pub fn run() -> i32 {
     let cli = Cli::parse();
+    convtune::db::on_lock_wait(|lock, pid| match pid {
+        Some(pid) => eprintln!(
+            "convtune: waiting for lock {} held by pid {pid}",
+            lock.display()
+        ),
+        None => eprintln!("convtune: waiting for lock {}", lock.display()),
+    });
     let result = match cli.command {
         Some(Command::Lower(a)) => lower::run(a),
         Some(Command::Space(a)) => space::run(a),

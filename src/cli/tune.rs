@@ -181,7 +181,7 @@ pub fn retune(args: TuneArgs) -> anyhow::Result<()> {
         .ok_or_else(|| bad_input(anyhow!("--device {}: no such GPU", args.device)))?;
     let fp = dev.fingerprint();
     let arch = args.arch.arch(Some(&fp.arch))?;
-    let path = db::user_db_path(args.db.as_deref(), arch.name);
+    let path = db::user_db_path(args.db.as_deref(), arch.name).map_err(bad_input)?;
     let d = TunedDb::load(&path).map_err(bad_input)?;
     let stale = db::stale(&d, &db::Fingerprint::from(&fp), env!("CARGO_PKG_VERSION"));
     let mut list = Vec::new();
@@ -240,7 +240,7 @@ fn run_list(args: TuneArgs, list: Vec<ConvProblem>) -> anyhow::Result<()> {
     }
     let fp = dev.fingerprint();
     let db_fp = db::Fingerprint::from(&fp);
-    let db_path = db::user_db_path(args.db.as_deref(), arch.name);
+    let db_path = db::user_db_path(args.db.as_deref(), arch.name).map_err(bad_input)?;
     let journal_base = args
         .journal
         .clone()
