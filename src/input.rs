@@ -71,14 +71,19 @@ pub fn read_text(path: &Path, limit: u64, what: &'static str) -> Result<String, 
         path: path.to_path_buf(),
         source,
     };
+    let refuse = |kind| ReadError::NotAFile {
+        path: path.to_path_buf(),
+        kind,
+    };
+    // Checked before opening (opening a FIFO blocks until a writer comes), and again on the
+    // opened file, so a swap between the two cannot slip a device in.
+    if let Some(kind) = not_regular(&std::fs::metadata(path).map_err(io)?) {
+        return Err(refuse(kind));
+    }
     let file = std::fs::File::open(path).map_err(io)?;
-    // Checked on the opened file, so the type cannot change between the check and the read.
     let meta = file.metadata().map_err(io)?;
     if let Some(kind) = not_regular(&meta) {
-        return Err(ReadError::NotAFile {
-            path: path.to_path_buf(),
-            kind,
-        });
+        return Err(refuse(kind));
     }
     let too_large = || ReadError::TooLarge {
         path: path.to_path_buf(),

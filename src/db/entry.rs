@@ -77,6 +77,7 @@ pub struct Entry {
     /// `v2:` and FNV-1a 64 (hex) of every other field: detects hand edits and damage that no
     /// measurement backs. See [`Entry::expected_checksum`]; files of format 1 may still carry the
     /// older 16-digit form ([`Entry::checksum_for`]).
+    #[serde(default)]
     pub checksum: String,
 }
 

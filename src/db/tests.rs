@@ -357,9 +357,19 @@ fn check_finds_what_makes_entries_untrustworthy() {
             Issue::Duplicate { count: 2, .. } => "dup",
             Issue::ChecksumMismatch { .. } => "sum",
             Issue::UnparsableKey { .. } => "key",
+            Issue::EntryCount {
+                declared: 2,
+                found: 4,
+            } => "count",
             _ => "other",
         })
         .collect();
+    // Two blocks appended by hand to a file whose header lists two entries.
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "count").count(),
+        1,
+        "{issues:?}"
+    );
     assert_eq!(
         kinds.iter().filter(|k| **k == "dup").count(),
         1,

@@ -7,4 +7,4 @@ mod space_file;
 
 pub use config::{ConfigParseError, LdsLayout, MmaPath, PerfConfig, FIELDS};
 pub use enumerate::{enumerate_legal, enumerate_lowered, sample_legal, Enumeration};
-pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError};
+pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError, MAX_RAW_POINTS};
