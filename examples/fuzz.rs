@@ -23,7 +23,10 @@ fn peak_rss_kib() -> u64 {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let total: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let total: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(18);
     // Panics are counted, not printed a million times; the first few are shown.
     let shown = std::sync::atomic::AtomicU32::new(0);
@@ -63,7 +66,10 @@ fn main() {
     }
     let mut panics = 0;
     let mut slow = 0;
-    println!("target    inputs   accepted   panics   over {:?}   slowest", TIME_LIMIT);
+    println!(
+        "target    inputs   accepted   panics   over {:?}   slowest",
+        TIME_LIMIT
+    );
     for (t, s) in targets.iter().zip(&stats) {
         println!(
             "{:<8} {:>8} {:>10} {:>8} {:>11} {:>9.1} ms",

@@ -64,9 +64,19 @@ pub const DB_FILE_LIMIT: u64 = 256 << 20;
 /// Search-space files are a screenful of lists.
 pub const SPACE_FILE_LIMIT: u64 = 1 << 20;
 
+/// Tuning journals: one JSON line (about 200 bytes) per measured candidate, so 512 MiB is over
+/// two million measurements.
+pub const JOURNAL_LIMIT: u64 = 512 << 20;
+
 /// Reads `path` as UTF-8 text of at most `limit` bytes; `what` names the kind of file in the
 /// size error. A leading byte-order mark is dropped (editors on Windows write one).
 pub fn read_text(path: &Path, limit: u64, what: &'static str) -> Result<String, ReadError> {
+    text_from_bytes(read_bytes(path, limit, what)?, path)
+}
+
+/// Reads `path` as bytes, with the checks of [`read_text`] but no encoding check (a journal's
+/// last line may be cut mid-character by a killed writer).
+pub fn read_bytes(path: &Path, limit: u64, what: &'static str) -> Result<Vec<u8>, ReadError> {
     let io = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -99,7 +109,7 @@ pub fn read_text(path: &Path, limit: u64, what: &'static str) -> Result<String, 
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }
-    text_from_bytes(bytes, path)
+    Ok(bytes)
 }
 
 /// UTF-8 text from `bytes`, BOM dropped; the error locates the first invalid byte.

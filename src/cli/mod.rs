@@ -20,7 +20,8 @@ use std::path::PathBuf;
     name = "convtune",
     version,
     about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -126,6 +127,11 @@ impl ArchArg {
         }
     }
 }
+
+/// The exit codes, as `--help` lists them (and the README's "Exit codes" section).
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 failed while running; 2 bad input (flags, \
+problem lines, files: what and where) or no usable GPU; 3 and 4 only from the internal worker \
+(device not opened; context lost to a fault).";
 
 /// Marks an error as the user's input being wrong (exit code 2).
 #[derive(Debug, thiserror::Error)]

@@ -216,11 +216,12 @@ impl<'a> Layered<'a> {
                 if device.is_some_and(|d| d != item.device) {
                     continue;
                 }
-                if !db.seal_at(item.idx as usize).trusted() {
+                let d = distance_parts(&logs, &shp, &item.logs, &item.shape);
+                // Distance 0 is the problem itself, counted by the exact search above.
+                if d > 0.0 && !db.seal_at(item.idx as usize).trusted() {
                     broken[rank] += 1;
                     continue;
                 }
-                let d = distance_parts(&logs, &shp, &item.logs, &item.shape);
                 if d > 0.0 {
                     near.push(Near {
                         distance: d,

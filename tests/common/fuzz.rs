@@ -40,12 +40,57 @@ const COMMANDS: &[&str] = &[
     "",
 ];
 const FLAGS: &[&str] = &[
-    "-n", "-c", "-H", "-W", "-k", "-y", "-x", "-p", "-q", "-u", "-v", "-l", "-j", "-g", "-F",
-    "-I", "-f", "-O", "--layout", "-m", "-t", "-V", "-i", "--batchsize", "--in_channels",
-    "-in_h", "-in_w", "-out_channels", "-fil_h", "-fil_w", "-padding_h", "-padding_w",
-    "-padding_h_l", "-padding_w_r", "-conv_stride_h", "-conv_stride_w", "-dilation_h",
-    "-dilation_w", "-groupsize", "-t", "-in_layout", "-fil_layout", "-out_layout", "-p", "-pv",
-    "-x2", "--arch", "-z", "---n", "-", "--",
+    "-n",
+    "-c",
+    "-H",
+    "-W",
+    "-k",
+    "-y",
+    "-x",
+    "-p",
+    "-q",
+    "-u",
+    "-v",
+    "-l",
+    "-j",
+    "-g",
+    "-F",
+    "-I",
+    "-f",
+    "-O",
+    "--layout",
+    "-m",
+    "-t",
+    "-V",
+    "-i",
+    "--batchsize",
+    "--in_channels",
+    "-in_h",
+    "-in_w",
+    "-out_channels",
+    "-fil_h",
+    "-fil_w",
+    "-padding_h",
+    "-padding_w",
+    "-padding_h_l",
+    "-padding_w_r",
+    "-conv_stride_h",
+    "-conv_stride_w",
+    "-dilation_h",
+    "-dilation_w",
+    "-groupsize",
+    "-t",
+    "-in_layout",
+    "-fil_layout",
+    "-out_layout",
+    "-p",
+    "-pv",
+    "-x2",
+    "--arch",
+    "-z",
+    "---n",
+    "-",
+    "--",
 ];
 const WORDS: &[&str] = &[
     "NCHW", "NHWC", "NGCHW", "NHWGC", "GKCYX", "GKYXC", "nhwgk", "ngkhw", "KCYX", "f32", "bf16",
@@ -57,10 +102,12 @@ fn number<R: Rng>(rng: &mut R) -> String {
     match rng.gen_range(0..10) {
         0..=4 => rng.gen_range(0..8u32).to_string(),
         5 => rng.gen_range(0..100_000u32).to_string(),
-        6 => [0u64, 1, 2, 65535, 65536, 2147483647, 2147483648, 4294967295, 4294967296]
-            .choose(rng)
-            .unwrap()
-            .to_string(),
+        6 => [
+            0u64, 1, 2, 65535, 65536, 2147483647, 2147483648, 4294967295, 4294967296,
+        ]
+        .choose(rng)
+        .unwrap()
+        .to_string(),
         7 => rng.gen::<u32>().to_string(),
         8 => "9".repeat(rng.gen_range(1..40)),
         _ => format!("-{}", rng.gen_range(0..10u32)),
@@ -107,8 +154,7 @@ pub fn db_text<R: Rng>(rng: &mut R) -> String {
         };
         let e = Entry {
             problem: key,
-            config: "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1"
-                .into(),
+            config: "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".into(),
             time_us: rng.gen_range(0.5..1000.0),
             tflops: rng.gen_range(0.0..100.0),
             candidates_tried: rng.gen_range(0..1000),
@@ -141,16 +187,39 @@ pub fn space_text<R: Rng>(rng: &mut R) -> String {
     let nv = include_str!("../../search-spaces/nvidia.toml");
     let amd = include_str!("../../search-spaces/amd.toml");
     let mut text = if rng.gen_bool(0.5) { nv } else { amd }.to_string();
-    let keys = ["block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "vec_a", "vec_b",
-        "vec_c", "split_k", "raster", "max_threads", "min_warps", "max_warps"];
+    let keys = [
+        "block_m",
+        "block_n",
+        "block_k",
+        "warp_m",
+        "warp_n",
+        "stages",
+        "vec_a",
+        "vec_b",
+        "vec_c",
+        "split_k",
+        "raster",
+        "max_threads",
+        "min_warps",
+        "max_warps",
+    ];
     for _ in 0..rng.gen_range(0..4) {
         let key = keys.choose(rng).unwrap();
-        let Some(line) = text.lines().find(|l| l.starts_with(key)).map(str::to_string) else {
+        let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with(key))
+            .map(str::to_string)
+        else {
             continue;
         };
         let list = match rng.gen_range(0..4) {
             0 => format!("{:?}", (1..=rng.gen_range(1..=4096u32)).collect::<Vec<_>>()),
-            1 => format!("{:?}", (0..rng.gen_range(0..8)).map(|_| rng.gen_range(0..5000u32)).collect::<Vec<_>>()),
+            1 => format!(
+                "{:?}",
+                (0..rng.gen_range(0..8))
+                    .map(|_| rng.gen_range(0..5000u32))
+                    .collect::<Vec<_>>()
+            ),
             2 => number(rng),
             _ => "[]".into(),
         };
@@ -166,7 +235,11 @@ pub fn space_text<R: Rng>(rng: &mut R) -> String {
 pub fn mutate<R: Rng>(rng: &mut R, text: &str, edits: usize) -> String {
     let mut b = text.as_bytes().to_vec();
     for _ in 0..edits {
-        let at = if b.is_empty() { 0 } else { rng.gen_range(0..b.len()) };
+        let at = if b.is_empty() {
+            0
+        } else {
+            rng.gen_range(0..b.len())
+        };
         match rng.gen_range(0..7) {
             0 if !b.is_empty() => b[at] ^= 1 << rng.gen_range(0..7),
             1 if !b.is_empty() => {
@@ -180,9 +253,28 @@ pub fn mutate<R: Rng>(rng: &mut R, text: &str, edits: usize) -> String {
             }
             3 => b.truncate(at),
             4 => {
-                let junk = ["[[Entry]]\n", "[[entry]]\n", "\n[header]\n", "entries = 99\n",
-                    "format = 0\n", "\"", "=", "\n", "# c\n", "[", "]", "{", "}", "1e999", "nan",
-                    "-0", "\u{feff}", "\\u0000", "\\", "arch = \"SM_90\"\n"];
+                let junk = [
+                    "[[Entry]]\n",
+                    "[[entry]]\n",
+                    "\n[header]\n",
+                    "entries = 99\n",
+                    "format = 0\n",
+                    "\"",
+                    "=",
+                    "\n",
+                    "# c\n",
+                    "[",
+                    "]",
+                    "{",
+                    "}",
+                    "1e999",
+                    "nan",
+                    "-0",
+                    "\u{feff}",
+                    "\\u0000",
+                    "\\",
+                    "arch = \"SM_90\"\n",
+                ];
                 let j = junk.choose(rng).unwrap().as_bytes();
                 b.splice(at..at, j.iter().copied());
             }
@@ -245,7 +337,10 @@ fn check_db(text: &str) -> bool {
         let r = layers.lookup(&p, d.arch(), None, &any);
         if let Some(c) = &r.config {
             assert!(
-                d.entries().iter().enumerate().any(|(j, x)| &x.config == c && d.seal_at(j).trusted()),
+                d.entries()
+                    .iter()
+                    .enumerate()
+                    .any(|(j, x)| &x.config == c && d.seal_at(j).trusted()),
                 "served an untrusted entry (#{i})"
             );
         }
