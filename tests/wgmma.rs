@@ -3,6 +3,7 @@
 //! kernel side), and compared bit-exactly with the f64 direct convolution (data are multiples
 //! of 1/8: every product and sum is exact in f32, whatever the order).
 
+use convtune::arch::Arch;
 use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, CodegenError, Target};
 use convtune::lowering::lower;
@@ -13,7 +14,7 @@ mod common;
 
 use common::{cfg, data, mismatches, problem};
 
-const H200: Target = Target::Nvptx { sm: 90 };
+const H200: Target = Target::of(Arch::SM_90);
 
 /// Emulates one candidate: `Ok(false)` when codegen refuses the config (not a wgmma shape for
 /// this problem), `Ok(true)` when it ran with no bad access and agrees bit-exactly.
@@ -152,7 +153,7 @@ fn wgmma_is_refused_off_sm90_and_for_f32() {
     let p = problem("convbfp16 -n 2 -c 16 -H 5 -W 4 -k 24 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
     let l = lower(&p);
     assert!(matches!(
-        compile_conv(&l, &c, Target::Nvptx { sm: 80 }),
+        compile_conv(&l, &c, Target::of(Arch::SM_80)),
         Err(CodegenError::Config { .. })
     ));
     let pf = problem("conv -n 2 -c 16 -H 5 -W 4 -k 24 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");

@@ -109,15 +109,8 @@ impl ArchArg {
             Some(path) => {
                 let s = SearchSpace::load(path).map_err(bad_input)?;
                 // A space written for the other vendor names tiles and paths this arch cannot run.
-                if let Some(v) = s.vendor.filter(|&v| v != arch.vendor) {
-                    return Err(bad_input(anyhow::anyhow!(
-                        "search space {} is for {} GPUs, not {} ({})",
-                        path.display(),
-                        v.name(),
-                        arch.name,
-                        arch.vendor.name()
-                    )));
-                }
+                s.check_vendor(arch, &path.display().to_string())
+                    .map_err(bad_input)?;
                 Ok((s, path.display().to_string()))
             }
             None => Ok((

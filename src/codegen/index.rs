@@ -197,7 +197,7 @@ mod tests {
     fn agrees_with_offset(p: &ConvProblem) {
         let l = lower(p);
         let spec = HostEmu {
-            like: Target::Nvptx { sm: 90 },
+            like: Target::of(crate::arch::Arch::SM_90),
         };
         let tm = machine::machine(&spec).unwrap();
         for gemm in &l.gemms {

@@ -9,12 +9,13 @@
 //! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
 //!
 //! ```no_run
+//! use convtune::arch::Arch;
 //! use convtune::codegen::{compile_conv, Target};
 //! use convtune::lowering::lower;
 //! use convtune::space::PerfConfig;
 //! let p = "convbfp16 -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC".parse().unwrap();
 //! let cfg: PerfConfig = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
-//! let c = compile_conv(&lower(&p), &cfg, Target::Nvptx { sm: 90 }).unwrap();
+//! let c = compile_conv(&lower(&p), &cfg, Target::of(Arch::SM_90)).unwrap();
 //! assert!(c.ptx.unwrap().contains("mma.sync"));
 //! ```
 //!
@@ -45,6 +46,7 @@ pub use error::CodegenError;
 pub use report::resource_report;
 pub use target::Target;
 
+use crate::arch::Vendor;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::space::PerfConfig;
@@ -144,9 +146,12 @@ pub fn compile_reference(problem: &ConvProblem, target: Target) -> Result<Compil
 }
 
 fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
-    match target {
-        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm, arch_specific }),
-        Target::Amdgpu { gfx } => Box::new(amdgpu::Amdgpu { gfx }),
+    match target.arch().vendor {
+        Vendor::Nvidia => Box::new(nvptx::Nvptx {
+            target,
+            arch_specific,
+        }),
+        Vendor::Amd => Box::new(amdgpu::Amdgpu { target }),
     }
 }
 
@@ -169,9 +174,9 @@ fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
             workspace_bytes: launches.workspace_bytes,
             resources: None,
         };
-        match target {
-            Target::Nvptx { .. } => out.ptx = Some(machine::emit_ptx(&module, &tm)?),
-            Target::Amdgpu { .. } => {
+        match target.arch().vendor {
+            Vendor::Nvidia => out.ptx = Some(machine::emit_ptx(&module, &tm)?),
+            Vendor::Amd => {
                 let co = machine::emit_code_object(&module, &tm)?;
                 out.resources = Some(amd_meta::read(&co)?);
                 out.code_object = Some(co);

@@ -10,12 +10,12 @@ use inkwell::{
     AddressSpace,
 };
 
-/// An NVIDIA GPU of compute capability `sm`.
+/// An NVIDIA GPU.
 pub(crate) struct Nvptx {
-    /// e.g. 90.
-    pub sm: u32,
+    /// Which one.
+    pub target: Target,
     /// Whether the module uses arch-specific instructions (`wgmma`): then it is compiled for
-    /// `sm_90a`, which the H200's driver JIT-loads as it does `sm_90`.
+    /// the arch-specific CPU (`sm_90a`, which the H200's driver JIT-loads as it does `sm_90`).
     pub arch_specific: bool,
 }
 
@@ -94,18 +94,16 @@ const SHARED: u16 = 3;
 
 impl TargetSpec for Nvptx {
     fn target(&self) -> Target {
-        Target::Nvptx { sm: self.sm }
+        self.target
     }
     fn triple(&self) -> String {
-        "nvptx64-nvidia-cuda".into()
+        self.target.arch().isa.triple.into()
     }
     fn cpu(&self) -> String {
-        let a = if self.arch_specific { "a" } else { "" };
-        format!("sm_{}{a}", self.sm)
+        self.target.arch().isa.cpu_for(self.arch_specific).into()
     }
     fn features(&self) -> String {
-        // PTX ISA 8.0 covers sm_90 and everything the kernels use; the H200's driver JITs it.
-        "+ptx80".into()
+        self.target.arch().isa.features.into()
     }
     fn global_as(&self) -> AddressSpace {
         AddressSpace::from(GLOBAL)

@@ -4,7 +4,7 @@
 
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
-use crate::arch::{Arch, MathInstr, MathKind};
+use crate::arch::{fit, Arch, MathInstr};
 use crate::lowering::{Dim, Lowering};
 use crate::problem::{ConvProblem, Direction};
 use crate::space::{LdsLayout, PerfConfig};
@@ -244,19 +244,16 @@ impl Checker {
         &self.arch
     }
 
-    /// The matrix instruction that tiles the warp tile, if any.
+    /// The matrix instruction that tiles the warp tile, if any (the rule the code generator
+    /// chooses its instruction by: [`fit::warp_instr`]).
     pub fn instr(&self, cfg: &PerfConfig) -> Option<MathInstr> {
-        let (wm, wn, bk) = (cfg.warp_m, cfg.warp_n, cfg.block_k);
-        self.arch
-            .math(self.problem.dtype())
-            .iter()
-            .copied()
-            .find(|i| match i.kind {
-                MathKind::Fma => {
-                    wm % i.m == 0 && wn % i.n == 0 && (wm * wn) % self.arch.warp_size == 0
-                }
-                _ => wm % i.m == 0 && wn % i.n == 0 && bk % i.k == 0,
-            })
+        fit::warp_instr(
+            &self.arch,
+            self.problem.dtype(),
+            cfg.warp_m,
+            cfg.warp_n,
+            cfg.block_k,
+        )
     }
 
     /// Evaluates one rule.
@@ -404,13 +401,10 @@ impl Checker {
                             .into(),
                     });
                 }
-                if cfg.mma == crate::space::MmaPath::WgmmaInFlight && cfg.stages < 3 {
+                let in_flight = cfg.mma == crate::space::MmaPath::WgmmaInFlight;
+                if let Err(why) = fit::wgmma_pipeline(in_flight, cfg.stages) {
                     return Err(Rejection::Wgmma {
-                        why: format!(
-                            "mma = wg1 with st = {}: a group in flight while the copies refill \
-                             the buffer two tiles back needs three stages or more",
-                            cfg.stages
-                        ),
+                        why: why.to_string(),
                     });
                 }
                 if cfg.lds == LdsLayout::Swizzled {
@@ -478,21 +472,7 @@ impl Checker {
     }
 
     fn shapes_text(&self) -> String {
-        self.arch
-            .math(self.problem.dtype())
-            .iter()
-            .map(|i| match i.kind {
-                MathKind::Fma => format!(
-                    "{}: wm % {} = 0, wn % {} = 0, wm·wn % {} = 0",
-                    i.mnemonic, i.m, i.n, self.arch.warp_size
-                ),
-                _ => format!(
-                    "{}: wm % {} = 0, wn % {} = 0, bk % {} = 0",
-                    i.mnemonic, i.m, i.n, i.k
-                ),
-            })
-            .collect::<Vec<_>>()
-            .join("; or ")
+        fit::warp_rule_text(&self.arch, self.problem.dtype())
     }
 
     fn block_along(cfg: &PerfConfig, d: Dim) -> (&'static str, u32) {

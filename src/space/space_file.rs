@@ -32,6 +32,18 @@ pub enum SpaceError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A space written for the other vendor: its tiles and paths are not this arch's.
+    #[error("search space {origin} is for {vendor} GPUs, not {arch} ({arch_vendor})")]
+    WrongVendor {
+        /// File name.
+        origin: String,
+        /// The vendor the file names.
+        vendor: &'static str,
+        /// The target arch.
+        arch: &'static str,
+        /// Its vendor.
+        arch_vendor: &'static str,
+    },
     /// Not a regular file, too large, or not UTF-8 text.
     #[error(transparent)]
     Read(crate::input::ReadError),
@@ -358,6 +370,19 @@ impl SearchSpace {
             ));
         }
         Ok(space)
+    }
+
+    /// Fails when the space names a vendor other than `arch`'s; `origin` names the file.
+    pub fn check_vendor(&self, arch: &Arch, origin: &str) -> Result<(), SpaceError> {
+        match self.vendor {
+            Some(v) if v != arch.vendor => Err(SpaceError::WrongVendor {
+                origin: origin.to_string(),
+                vendor: v.name(),
+                arch: arch.name,
+                arch_vendor: arch.vendor.name(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Candidates before legality: the product of the list lengths (`u64::MAX` if it does not
