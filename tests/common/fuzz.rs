@@ -114,8 +114,37 @@ fn number<R: Rng>(rng: &mut R) -> String {
     }
 }
 
-/// A problem line: a command, then flags with values, sometimes inline, sometimes missing.
+/// A problem line: half of them every required flag with edge-case values (so many parse and
+/// reach the lowering: huge strides, pads, dilations), half a soup of flags and words.
 pub fn problem_line<R: Rng>(rng: &mut R) -> String {
+    if rng.gen_bool(0.5) {
+        let cmd = ["conv", "convfp16", "convbfp16"].choose(rng).unwrap();
+        let dir = ["1", "2", "4"].choose(rng).unwrap();
+        let mut s = format!("{cmd} -F {dir}");
+        let size = |rng: &mut R| {
+            if rng.gen_bool(0.7) {
+                rng.gen_range(1..20u32).to_string()
+            } else {
+                number(rng)
+            }
+        };
+        for f in ["-n", "-c", "-H", "-W", "-k", "-y", "-x"] {
+            s.push_str(&format!(" {f} {}", size(rng)));
+        }
+        for f in ["-p", "-q", "-u", "-v", "-l", "-j", "-g"] {
+            if rng.gen_bool(0.5) {
+                s.push_str(&format!(" {f} {}", size(rng)));
+            }
+        }
+        if rng.gen_bool(0.3) {
+            s.push_str(&format!(
+                " --layout {}",
+                ["NHWC", "NCHW", "NGCHW"].choose(rng).unwrap()
+            ));
+        }
+        let edits = rng.gen_range(0..2);
+        return mutate(rng, &s, edits);
+    }
     let mut s = COMMANDS.choose(rng).unwrap().to_string();
     for _ in 0..rng.gen_range(0..24) {
         let flag = FLAGS.choose(rng).unwrap();
