@@ -109,7 +109,7 @@ impl DbLock {
     fn record_pid(&mut self) -> std::io::Result<()> {
         self.file.set_len(0)?;
         self.file.rewind()?;
-        write!(self.file, "{}\n", std::process::id())?;
+        writeln!(self.file, "{}", std::process::id())?;
         self.file.flush()
     }
 
