@@ -16,6 +16,7 @@ pub mod arch;
 pub mod codegen;
 pub mod config;
 pub mod db;
+pub mod input;
 pub mod legality;
 pub mod lookup;
 pub mod lowering;

@@ -69,16 +69,29 @@ fn load(path: &Path) -> anyhow::Result<TunedDb> {
     TunedDb::load(path).map_err(bad_input)
 }
 
+/// A merge input: loaded, and every entry's checksum holding.
+fn load_trusted(path: &Path) -> anyhow::Result<TunedDb> {
+    let d = load(path)?;
+    d.require_trusted(&path.display().to_string())
+        .map_err(bad_input)?;
+    Ok(d)
+}
+
 /// Runs a `db` subcommand.
 pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
     match cmd {
         DbCommand::Merge { a, b, output } => {
-            let (da, dbb) = (load(&a)?, load(&b)?);
+            // Lock, then read, then write: an input that is also the output is read under the
+            // lock, so entries a concurrent writer added are merged, not lost. Failing to lock or
+            // write the output is the output path's fault: bad input too.
+            let lock = db::DbLock::acquire(&output).map_err(bad_input)?;
+            let (da, dbb) = (load_trusted(&a)?, load_trusted(&b)?);
             let (merged, conflicts) = db::merge(&da, &dbb).map_err(bad_input)?;
             for c in &conflicts {
                 outln!("conflict: {c}");
             }
-            merged.save(&output)?;
+            merged.save_locked(&output, &lock).map_err(bad_input)?;
+            drop(lock);
             outln!(
                 "{} entries written to {} ({} conflict(s))",
                 merged.len(),
@@ -102,7 +115,8 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
         }
         DbCommand::Check { file, json } => {
             let d = load(&file)?;
-            let issues = db::check(&d, d.arch(), &LegalityCheck);
+            let mut issues = db::arch_issues(&d, &file);
+            issues.extend(db::check(&d, d.arch(), &LegalityCheck));
             if json {
                 let messages: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
                 super::out::json(&serde_json::json!({
@@ -244,13 +258,13 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
             "config": found.config.to_string(),
             "source": ConfigSource::from(&found.source),
             "reason": found.reason,
-            "user_db": looked.user_db.display().to_string(),
+            "user_db": looked.user_db.as_ref().map(|p| p.display().to_string()),
             "user_db_read": looked.user_db_read,
             "space": args.arch.space_origin(),
         }));
     }
     outln!("{}", found.config);
     outln!("source: {}", found.source);
-    outln!("why: {}", found.reason);
+    outln!("why: {} [{}]", found.reason, looked.user_note);
     Ok(())
 }

@@ -28,7 +28,8 @@ use std::path::PathBuf;
     name = "convtune",
     version,
     about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -77,9 +78,10 @@ pub struct ProblemArg {
 impl ProblemArg {
     /// Parses the problem, naming it in the error.
     pub fn parse(&self) -> anyhow::Result<ConvProblem> {
-        self.problem
-            .parse()
-            .map_err(|e| anyhow::anyhow!("problem '{}': {e}", self.problem))
+        self.problem.parse().map_err(|e| {
+            let line = convtune::input::excerpt(&self.problem, 200);
+            anyhow::anyhow!("problem '{line}': {e}")
+        })
     }
 }
 
@@ -113,8 +115,9 @@ impl ArchArg {
     pub fn space(&self, arch: &Arch) -> anyhow::Result<(SearchSpace, String)> {
         match &self.space {
             Some(path) => {
-                let s = SearchSpace::load(path)
-                    .with_context(|| format!("search space {}", path.display()))
+                let s = SearchSpace::load(path).map_err(bad_input)?;
+                // A space written for the other vendor names tiles and paths this arch cannot run.
+                s.check_vendor(arch, &path.display().to_string())
                     .map_err(bad_input)?;
                 Ok((s, path.display().to_string()))
             }
@@ -156,10 +159,12 @@ pub struct DbArgs {
 pub struct Looked {
     /// The config and its provenance.
     pub found: Found,
-    /// The user database path (it may not exist).
-    pub user_db: PathBuf,
-    /// Whether that file existed and was read.
+    /// The user database path (it may not exist), or none when it has no place (no home).
+    pub user_db: Option<PathBuf>,
+    /// Whether that file existed, was read and is for this arch.
     pub user_db_read: bool,
+    /// Which user database was read, or why none was: named in lookup's "why".
+    pub user_note: String,
 }
 
 impl DbArgs {
@@ -171,15 +176,32 @@ impl DbArgs {
         arch: &Arch,
         space: Option<&SearchSpace>,
     ) -> anyhow::Result<Looked> {
+        // The note names the user database, or why there is none: a lookup that silently read
+        // some other file (or none) is what users cannot debug.
         let path = convtune::db::user_db_path(self.db.as_deref(), arch.name);
-        let user = if path.exists() {
-            Some(
-                TunedDb::load(&path)
+        let (user, user_note) = match &path {
+            Err(e) => (None, format!("no user database: {e}")),
+            Ok(path) if path.exists() => {
+                let d = TunedDb::load(path)
                     .with_context(|| format!("user database {}", path.display()))
-                    .map_err(bad_input)?,
-            )
-        } else {
-            None
+                    .map_err(bad_input)?;
+                let issues = convtune::db::arch_issues(&d, path);
+                if issues.is_empty() {
+                    (Some(d), format!("user database {}", path.display()))
+                } else {
+                    let why: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                    let note = format!(
+                        "user database {} ignored: {}",
+                        path.display(),
+                        why.join("; ")
+                    );
+                    (None, note)
+                }
+            }
+            Ok(path) => (
+                None,
+                format!("user database {} (not found)", path.display()),
+            ),
         };
         let system = if self.no_system_db {
             None
@@ -194,7 +216,8 @@ impl DbArgs {
         Ok(Looked {
             found,
             user_db_read: user.is_some(),
-            user_db: path,
+            user_db: path.ok(),
+            user_note,
         })
     }
 }
@@ -216,6 +239,11 @@ pub fn no_gpu(e: impl std::fmt::Display) -> anyhow::Error {
     ))
 }
 
+/// The exit codes, as `--help` lists them (and the README's "Exit codes" section).
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 failed while running; 2 bad input (flags, \
+problem lines, files: what and where) or no usable GPU; 3 and 4 only from the internal worker \
+(device not opened; context lost to a fault).";
+
 /// Marks an error as the user's input being wrong (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0:#}")]
@@ -230,6 +258,13 @@ pub fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
 /// reader), 2 for bad input or no usable GPU, 1 for anything else (README, "Exit codes").
 pub fn run() -> i32 {
     let cli = Cli::parse();
+    convtune::db::on_lock_wait(|lock, pid| match pid {
+        Some(pid) => eprintln!(
+            "convtune: waiting for lock {} held by pid {pid}",
+            lock.display()
+        ),
+        None => eprintln!("convtune: waiting for lock {}", lock.display()),
+    });
     let result = match cli.command {
         Some(Command::Lower(a)) => lower::run(a),
         Some(Command::Space(a)) => space::run(a),

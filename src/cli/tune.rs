@@ -2,9 +2,9 @@
 
 use super::out::{self, OutputError};
 use super::{bad_input, ArchArg};
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 use convtune::arch::Arch;
-use convtune::problem::{parse_problem_file, ConvProblem};
+use convtune::problem::{read_problem_file, ConvProblem};
 use convtune::tune::{
     Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, TuneOptions,
 };
@@ -81,15 +81,13 @@ impl TuneArgs {
 
 fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
     match (&args.problem, &args.problems) {
-        (Some(p), _) => Ok(vec![p
-            .parse()
-            .map_err(|e| bad_input(anyhow!("problem '{p}': {e}")))?]),
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))
-                .map_err(bad_input)?;
-            parse_problem_file(&text).map_err(|e| bad_input(anyhow!("{}: {e}", path.display())))
-        }
+        (Some(p), _) => Ok(vec![p.parse().map_err(|e| {
+            bad_input(anyhow!(
+                "problem '{}': {e}",
+                convtune::input::excerpt(p, 200)
+            ))
+        })?]),
+        (None, Some(path)) => read_problem_file(path).map_err(bad_input),
         (None, None) => Err(bad_input(anyhow!("give --problem or --problems"))),
     }
 }

@@ -74,15 +74,39 @@ pub struct Entry {
     /// Day of the measurement, `YYYY-MM-DD` (UTC).
     #[serde(default)]
     pub date: String,
-    /// FNV-1a 64 (hex) of problem key, config and convtune version: detects hand edits of the
-    /// config that no measurement backs. See [`Entry::expected_checksum`].
+    /// `v2:` and FNV-1a 64 (hex) of every other field: detects hand edits and damage that no
+    /// measurement backs. See [`Entry::expected_checksum`]; files of format 1 may still carry the
+    /// older 16-digit form ([`Entry::checksum_for`]).
     #[serde(default)]
     pub checksum: String,
 }
 
+/// What an entry's checksum says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seal {
+    /// The checksum covers every field and matches.
+    Whole,
+    /// The older checksum (problem, config and version only) matches: written before the
+    /// checksum covered every field; rewritten as [`Seal::Whole`] on the next write.
+    Legacy,
+    /// No checksum, or one that matches neither form: the entry was edited or damaged.
+    Broken,
+}
+
+impl Seal {
+    /// Whether the entry may be served and merged.
+    pub fn trusted(self) -> bool {
+        self != Seal::Broken
+    }
+}
+
+/// Prefix of the whole-entry checksum, which tells it apart from the older 16-digit form.
+const CHECKSUM_V2: &str = "v2:";
+
 impl Entry {
-    /// The checksum an untouched entry carries: FNV-1a 64 over the problem key, a NUL, the
-    /// config, a NUL and the convtune version, written as 16 lowercase hex digits.
+    /// The older checksum: FNV-1a 64 over the problem key, a NUL, the config, a NUL and the
+    /// convtune version, as 16 lowercase hex digits. Still accepted on read ([`Seal::Legacy`]),
+    /// never written.
     pub fn checksum_for(problem: &str, config: &str, convtune_version: &str) -> String {
         let mut h = Fnv1a64::new();
         h.write(problem.as_bytes());
@@ -93,9 +117,45 @@ impl Entry {
         format!("{:016x}", h.finish())
     }
 
-    /// The checksum this entry should carry given its other fields.
+    /// The checksum this entry should carry given its other fields: `v2:` and FNV-1a 64 over
+    /// every field in file order, each followed by a NUL (numbers as the file writes them, an
+    /// absent clock as nothing), so any edit of a time, fingerprint or date shows.
     pub fn expected_checksum(&self) -> String {
-        Self::checksum_for(&self.problem, &self.config, &self.convtune_version)
+        let mut h = Fnv1a64::new();
+        let fp = &self.fingerprint;
+        let clock = fp.clock_mhz.map_or(String::new(), |c| c.to_string());
+        for field in [
+            self.problem.as_str(),
+            self.config.as_str(),
+            &toml_float(self.time_us),
+            &toml_float(self.tflops),
+            &self.candidates_tried.to_string(),
+            &fp.gpu,
+            &fp.compute_units.to_string(),
+            &fp.driver,
+            &clock,
+            &self.convtune_version,
+            &self.date,
+        ] {
+            h.write(field.as_bytes());
+            h.write(&[0]);
+        }
+        format!("{CHECKSUM_V2}{:016x}", h.finish())
+    }
+
+    /// Which checksum, if any, this entry's fields match.
+    pub fn seal(&self) -> Seal {
+        if self.checksum.starts_with(CHECKSUM_V2) {
+            if self.checksum == self.expected_checksum() {
+                return Seal::Whole;
+            }
+        } else if !self.checksum.is_empty()
+            && self.checksum
+                == Self::checksum_for(&self.problem, &self.config, &self.convtune_version)
+        {
+            return Seal::Legacy;
+        }
+        Seal::Broken
     }
 
     /// Sets `checksum` from the other fields; call after filling a new entry.
@@ -131,8 +191,9 @@ impl Entry {
         Ok(())
     }
 
-    /// Appends this entry as one `[[entry]]` block in the stable layout the files use.
-    pub(crate) fn write_toml(&self, out: &mut String) {
+    /// Appends this entry as one `[[entry]]` block in the stable layout the files use, with
+    /// `checksum` (the entry's own, or a fresh one for a trusted entry being rewritten).
+    pub(crate) fn write_toml(&self, out: &mut String, checksum: &str) {
         out.push_str("[[entry]]\n");
         kv_str(out, "problem", &self.problem);
         kv_str(out, "config", &self.config);
@@ -150,7 +211,7 @@ impl Entry {
         out.push_str(" }\n");
         kv_str(out, "convtune_version", &self.convtune_version);
         kv_str(out, "date", &self.date);
-        kv_str(out, "checksum", &self.checksum);
+        kv_str(out, "checksum", checksum);
     }
 }
 
@@ -270,6 +331,62 @@ mod tests {
         assert_eq!(h(""), 0xcbf29ce484222325);
         assert_eq!(h("a"), 0xaf63dc4c8601ec8c);
         assert_eq!(h("foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn whole_entry_checksum_covers_every_field() {
+        // Issue 18 item 7: edits of times, fingerprints and dates passed the old checksum.
+        let e = Entry {
+            problem: "p".into(),
+            config: "v1:x".into(),
+            time_us: 1.5,
+            tflops: 2.0,
+            candidates_tried: 3,
+            fingerprint: Fingerprint {
+                gpu: "G".into(),
+                compute_units: 4,
+                driver: "d".into(),
+                clock_mhz: Some(5),
+            },
+            convtune_version: "0.1.0".into(),
+            date: "2026-01-02".into(),
+            checksum: String::new(),
+        }
+        .sealed();
+        assert!(e.checksum.starts_with("v2:") && e.checksum.len() == 19);
+        assert_eq!(e.seal(), Seal::Whole);
+        let edits: [fn(&mut Entry); 11] = [
+            |e| e.problem.push(' '),
+            |e| e.config.push('1'),
+            |e| e.time_us = 1.25,
+            |e| e.tflops = 9.0,
+            |e| e.candidates_tried = 30,
+            |e| e.fingerprint.gpu.push('X'),
+            |e| e.fingerprint.compute_units = 5,
+            |e| e.fingerprint.driver.push('9'),
+            |e| e.fingerprint.clock_mhz = None,
+            |e| e.convtune_version.push('1'),
+            |e| e.date = "2026-01-03".into(),
+        ];
+        for (i, edit) in edits.iter().enumerate() {
+            let mut x = e.clone();
+            edit(&mut x);
+            assert_eq!(x.seal(), Seal::Broken, "edit {i}");
+        }
+        // The older form still verifies what it covered; an empty checksum never does.
+        let legacy = Entry {
+            checksum: Entry::checksum_for("p", "v1:x", "0.1.0"),
+            ..e.clone()
+        };
+        assert_eq!(legacy.seal(), Seal::Legacy);
+        assert_eq!(
+            Entry {
+                checksum: String::new(),
+                ..e
+            }
+            .seal(),
+            Seal::Broken
+        );
     }
 
     #[test]

@@ -46,8 +46,11 @@ pub enum DbError {
         /// Why it failed to parse.
         cause: Box<DbError>,
     },
-    /// An operating-system error on a file.
-    #[error("{what} {path}: {source}")]
+    /// The file could not be read as text (absent, not a regular file, too large, not UTF-8).
+    #[error(transparent)]
+    Read(#[from] crate::input::ReadError),
+    /// An operating-system error on a file (the OS error is the source, not repeated here).
+    #[error("{what} {path}")]
     Io {
         /// The operation that failed (`reading`, `locking`, `renaming into`, …).
         what: &'static str,
@@ -67,6 +70,13 @@ pub enum DbError {
         /// What was wrong.
         message: String,
     },
+    /// No absolute directory to keep the user database in: `HOME` and `XDG_DATA_HOME` are unset
+    /// (or relative) and the account has no home directory.
+    #[error(
+        "no place for the user database: HOME and XDG_DATA_HOME are unset or relative and the \
+         account has no home directory; give --db FILE or set CONVTUNE_DB"
+    )]
+    NoUserDbPath,
     /// An entry or value handed to the database by a caller breaks a rule of the schema.
     #[error("invalid entry for '{key}': {why}")]
     BadEntry {

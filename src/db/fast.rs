@@ -17,6 +17,8 @@ use rayon::prelude::*;
 pub(crate) struct Parsed {
     pub(crate) format: u32,
     pub(crate) arch: String,
+    /// The header's entry count, if it has one.
+    pub(crate) declared: Option<usize>,
     pub(crate) entries: Vec<Entry>,
 }
 
@@ -24,6 +26,7 @@ pub(crate) struct Parsed {
 struct Part {
     format: Option<u32>,
     arch: Option<String>,
+    declared: Option<usize>,
     entries: Vec<Entry>,
 }
 
@@ -61,6 +64,7 @@ fn parse_in_pieces(text: &str, piece: usize) -> Option<Parsed> {
     Some(Parsed {
         format: first.format?,
         arch: first.arch?,
+        declared: first.declared,
         entries,
     })
 }
@@ -156,6 +160,7 @@ impl Partial {
 fn parse_part(text: &str, first: bool) -> Option<Part> {
     let mut format = None;
     let mut arch = None;
+    let mut declared = None;
     let mut entries = Vec::with_capacity(text.len() / 400);
     let mut section = if first {
         Section::Root
@@ -201,6 +206,7 @@ fn parse_part(text: &str, first: bool) -> Option<Part> {
             Section::Header => match key {
                 "format" => once(&mut format, u32::try_from(toml_uint(value)?).ok()?)?,
                 "arch" => once(&mut arch, whole_string(value)?)?,
+                "entries" => once(&mut declared, usize::try_from(toml_uint(value)?).ok()?)?,
                 _ => return None,
             },
             Section::Entry => current.as_mut()?.set(key, value)?,
@@ -212,6 +218,7 @@ fn parse_part(text: &str, first: bool) -> Option<Part> {
     Some(Part {
         format,
         arch,
+        declared,
         entries,
     })
 }

@@ -1,12 +1,13 @@
 //! [`TunedDb`]: one architecture's tuned entries in memory, indexed for lookups, read from and
 //! written to the TOML file format described in `tuned-db/README.md`.
 
-use super::entry::{toml_string, Entry, Fingerprint};
+use super::distance::{shape, size_logs};
+use super::entry::{toml_string, Entry, Fingerprint, Seal};
 use super::error::{line_col, DbError};
 use super::fast;
 use super::hash::{FxBuild, FxHasher};
 use super::key::{parse_key, KeyParser};
-use super::lookup::{shape, size_logs};
+use crate::input::{read_text, ReadError, DB_FILE_LIMIT};
 use crate::problem::{ConvProblem, DType, Direction, Layout, Tensor};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -15,8 +16,8 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 /// The file format version this build reads and writes. Adding an optional field does not
-/// change it (old readers ignore unknown keys, new readers default missing ones); only a change
-/// that old readers would misread does.
+/// change it (old readers ignore unknown keys inside the header and entries, new readers
+/// default missing ones); only a change that old readers would misread does.
 pub const FORMAT: u32 = 1;
 
 /// The problems whose configs can stand in for each other in a nearest-neighbour search: a
@@ -69,6 +70,10 @@ pub struct TunedDb {
     /// The device of the last indexed entry, tried first when interning.
     last_device: Option<(String, u32, u32)>,
     unparsed: Vec<(u32, String)>,
+    /// Per entry: what its checksum says. Lookups serve and merges take only trusted entries.
+    seals: Vec<Seal>,
+    /// The entry count the file's header declares (files written before it did: `None`).
+    declared: Option<usize>,
     /// Bumped by every change, so writers can skip rewriting an unchanged file.
     revision: u64,
 }
@@ -140,7 +145,10 @@ pub enum Inserted {
     },
 }
 
+/// The file as the TOML parser reads it. Unknown top-level tables are errors: a misspelt
+/// `[[Entry]]` would otherwise drop its entry silently (and a merge would then delete it).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FileRepr {
     header: Header,
     #[serde(default)]
@@ -151,6 +159,10 @@ struct FileRepr {
 struct Header {
     format: u32,
     arch: String,
+    /// How many entries the writer wrote: a file cut at an entry boundary still parses, and
+    /// only this count tells.
+    #[serde(default)]
+    entries: Option<usize>,
 }
 
 impl TunedDb {
@@ -168,6 +180,8 @@ impl TunedDb {
             device_count: 0,
             last_device: None,
             unparsed: Vec::new(),
+            seals: Vec::new(),
+            declared: None,
             revision: 0,
         }
     }
@@ -200,13 +214,24 @@ impl TunedDb {
     /// All entries in the order the file is written in: by problem key, then fingerprint, then
     /// time, then config, so that output is identical whatever order entries arrived in.
     pub fn sorted(&self) -> Vec<&Entry> {
-        let mut v: Vec<&Entry> = self.entries.iter().collect();
-        v.sort_by(|a, b| {
+        self.sorted_indices()
+            .into_iter()
+            .map(|i| &self.entries[i])
+            .collect()
+    }
+
+    /// Indices of [`Self::entries`] in [`Self::sorted`] order.
+    fn sorted_indices(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.entries.len()).collect();
+        let e = &self.entries;
+        v.sort_by(|&a, &b| {
+            let (a, b) = (&e[a], &e[b]);
             a.problem
                 .cmp(&b.problem)
                 .then_with(|| a.fingerprint.cmp(&b.fingerprint))
                 .then_with(|| a.time_us.total_cmp(&b.time_us))
                 .then_with(|| a.config.cmp(&b.config))
+                .then_with(|| a.checksum.cmp(&b.checksum))
         });
         v
     }
@@ -217,7 +242,7 @@ impl TunedDb {
     }
 
     /// Indices of the entries of `problem`, newest first.
-    fn indices_of(&self, problem: &ConvProblem) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn indices_of(&self, problem: &ConvProblem) -> impl Iterator<Item = usize> + '_ {
         let problem = *problem;
         let mut at = self
             .exact
@@ -255,6 +280,60 @@ impl TunedDb {
         self.unparsed
             .iter()
             .map(|(i, why)| (&self.entries[*i as usize], why.as_str()))
+    }
+
+    /// What the checksum of entry `i` (an index into [`Self::entries`]) says.
+    pub fn seal_at(&self, i: usize) -> Seal {
+        self.seals.get(i).copied().unwrap_or(Seal::Broken)
+    }
+
+    /// Entries whose checksum fails, with their index: edited by hand or damaged. Lookups skip
+    /// them and merges refuse them.
+    pub fn broken(&self) -> impl Iterator<Item = (usize, &Entry)> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.seal_at(*i).trusted())
+    }
+
+    /// The entry count the header declares, when the file has one and it differs from the
+    /// entries read: the file was cut (or entries removed by hand).
+    pub fn count_mismatch(&self) -> Option<(usize, usize)> {
+        self.declared
+            .filter(|&d| d != self.entries.len())
+            .map(|d| (d, self.entries.len()))
+    }
+
+    /// Fails unless every entry's checksum holds and the header's entry count (if any) matches:
+    /// what a merge requires of its inputs, so damage is never blessed with a fresh checksum.
+    /// `origin` names the database in the error.
+    pub fn require_trusted(&self, origin: &str) -> Result<(), DbError> {
+        let invalid = |what: String| DbError::Invalid {
+            origin: origin.to_string(),
+            what,
+        };
+        if let Some((declared, found)) = self.count_mismatch() {
+            return Err(invalid(format!(
+                "the header lists {declared} entries but the file holds {found} (cut short, or \
+                 entries removed by hand: check it, then correct `entries` in the header)"
+            )));
+        }
+        let mut broken = self.broken();
+        if let Some((i, e)) = broken.next() {
+            let more = broken.count();
+            return Err(invalid(format!(
+                "entry #{} '{}' fails its checksum (edited or damaged){}; `convtune db check` \
+                 lists them",
+                i + 1,
+                crate::input::excerpt(&e.problem, 200),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                }
+            )));
+        }
+        Ok(())
     }
 
     /// The parsed problem of entry `i` (an index into [`Self::entries`]).
@@ -331,6 +410,7 @@ impl TunedDb {
                         item.time_us = entry.time_us;
                     }
                 }
+                self.seals[i] = entry.seal();
                 let previous = std::mem::replace(&mut self.entries[i], entry);
                 self.revision += 1;
                 Ok(Inserted::Replaced { previous })
@@ -347,13 +427,16 @@ impl TunedDb {
 
     /// Appends without deduplication (loading keeps duplicates so `check` can report them).
     fn push(&mut self, entry: Entry, key: Result<Keyed, String>) {
+        let seal = entry.seal();
         self.entries.push(entry);
-        self.index(self.entries.len() - 1, key);
+        self.index(self.entries.len() - 1, key, seal);
     }
 
-    /// Adds entry `i` (the last one not yet indexed), whose key parsed to `key`, to the indexes.
-    fn index(&mut self, i: usize, key: Result<Keyed, String>) {
+    /// Adds entry `i` (the last one not yet indexed), whose key parsed to `key` and whose
+    /// checksum says `seal`, to the indexes.
+    fn index(&mut self, i: usize, key: Result<Keyed, String>, seal: Seal) {
         self.revision += 1;
+        self.seals.push(seal);
         let e = &self.entries[i];
         let idx = i as u32;
         match key {
@@ -391,8 +474,8 @@ impl TunedDb {
     /// Files in the layout convtune writes take a fast path; anything else goes through the full
     /// TOML parser, whose errors carry line and column.
     pub fn parse(text: &str, origin: &str) -> Result<TunedDb, DbError> {
-        let (format, arch, entries) = match fast::parse(text) {
-            Some(p) => (p.format, p.arch, p.entries),
+        let (format, arch, declared, entries) = match fast::parse(text) {
+            Some(p) => (p.format, p.arch, p.declared, p.entries),
             None => {
                 let repr: FileRepr = toml::from_str(text).map_err(|e| {
                     let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
@@ -403,15 +486,24 @@ impl TunedDb {
                         message: e.message().trim().to_string(),
                     }
                 })?;
-                (repr.header.format, repr.header.arch, repr.entry)
+                (
+                    repr.header.format,
+                    repr.header.arch,
+                    repr.header.entries,
+                    repr.entry,
+                )
             }
         };
         if format != FORMAT {
+            let who = if format > FORMAT {
+                "a newer convtune wrote this file"
+            } else {
+                "no convtune ever wrote it (formats start at 1)"
+            };
             return Err(DbError::Invalid {
                 origin: origin.to_string(),
                 what: format!(
-                    "format {format} is not supported (this build reads format {FORMAT}); \
-                     a newer convtune wrote this file"
+                    "format {format} is not supported (this build reads format {FORMAT}); {who}"
                 ),
             });
         }
@@ -427,38 +519,42 @@ impl TunedDb {
                 what: format!("entry #{}{at} '{}': {why}", k + 1, e.problem),
             });
         }
-        let keys: Vec<Result<Keyed, String>> = entries
+        let keys: Vec<(Result<Keyed, String>, Seal)> = entries
             .par_iter()
             .with_min_len(4096)
             .map_init(KeyParser::default, |kp, e| {
-                kp.parse(&e.problem).map(Keyed::new)
+                (kp.parse(&e.problem).map(Keyed::new), e.seal())
             })
             .collect();
         let mut db = TunedDb::new(&arch);
+        db.declared = declared;
         let n = entries.len();
         db.entries = entries;
+        db.seals.reserve(n);
         db.problems.reserve(n);
         db.next_same.reserve(n);
         db.near_pos.reserve(n);
         db.exact.reserve(n);
-        for (i, key) in keys.into_iter().enumerate() {
-            db.index(i, key);
+        for (i, (key, seal)) in keys.into_iter().enumerate() {
+            db.index(i, key, seal);
         }
         Ok(db)
     }
 
-    /// Reads a database file.
+    /// Reads a database file (a regular file of at most [`DB_FILE_LIMIT`] bytes).
     pub fn load(path: &Path) -> Result<TunedDb, DbError> {
-        let text = std::fs::read_to_string(path).map_err(|e| DbError::io("reading", path, e))?;
+        let text = read_text(path, DB_FILE_LIMIT, "databases")?;
         TunedDb::parse(&text, &path.display().to_string())
     }
 
     /// Reads a database file for `arch`, or starts an empty one when the file does not exist.
     pub fn load_or_new(path: &Path, arch: &str) -> Result<TunedDb, DbError> {
-        let db = match std::fs::read_to_string(path) {
+        let db = match read_text(path, DB_FILE_LIMIT, "databases") {
             Ok(text) => TunedDb::parse(&text, &path.display().to_string())?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TunedDb::new(arch)),
-            Err(e) => return Err(DbError::io("reading", path, e)),
+            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TunedDb::new(arch))
+            }
+            Err(e) => return Err(e.into()),
         };
         if db.arch != arch {
             return Err(DbError::ArchMismatch {
@@ -481,10 +577,17 @@ impl TunedDb {
         out.push_str("[header]\n");
         out.push_str(&format!("format = {FORMAT}\narch = "));
         toml_string(&mut out, &self.arch);
-        out.push('\n');
-        for e in self.sorted() {
+        out.push_str(&format!("\nentries = {}\n", self.entries.len()));
+        // Trusted entries get the whole-entry checksum (upgrading older ones); an entry that
+        // fails its checksum keeps it, so the damage stays visible.
+        for i in self.sorted_indices() {
+            let e = &self.entries[i];
             out.push('\n');
-            e.write_toml(&mut out);
+            if self.seal_at(i).trusted() {
+                e.write_toml(&mut out, &e.expected_checksum());
+            } else {
+                e.write_toml(&mut out, &e.checksum);
+            }
         }
         out
     }

@@ -106,10 +106,13 @@ impl Journal {
     /// empty journal; an unparsable last line without its newline is a killed writer's partial
     /// record and is skipped; any other bad line is an error naming its line.
     pub fn load(path: &Path) -> Result<HashMap<(String, String), JournalRecord>, DbError> {
-        let text = match std::fs::read(path) {
+        use crate::input::{read_bytes, ReadError, JOURNAL_LIMIT};
+        let text = match read_bytes(path, JOURNAL_LIMIT, "journals") {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
-            Err(e) => return Err(DbError::io("reading journal", path, e)),
+            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(HashMap::new())
+            }
+            Err(e) => return Err(e.into()),
         };
         let complete = text.last() == Some(&b'\n');
         let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();

@@ -6,9 +6,10 @@
 //! hand (another tuner's known failure: a config legal for the tuned problem is served to a
 //! nearest neighbour, or the legality rules changed since it was tuned).
 
+use super::distance::{distance_parts, shape, size_logs};
 use super::entry::{Entry, Fingerprint};
 use super::file::TunedDb;
-use crate::problem::{ConvProblem, ConvSizes};
+use crate::problem::ConvProblem;
 use std::fmt;
 
 /// Decides whether a config may run a problem on an arch. The database does not know the
@@ -83,60 +84,9 @@ pub struct Layered<'a> {
     pub user: Option<&'a TunedDb>,
 }
 
-/// Penalty for each differing filter size, stride, dilation or group count: these change the
-/// GEMM's shape and the access pattern, so such a neighbour ranks behind one that differs by
-/// 2^10 in a single size.
-pub const STRUCTURE_PENALTY: f64 = 10.0;
-/// Penalty for each differing padding: it mostly decides vector-load legality, which the
-/// config check verifies anyway.
-pub const PAD_PENALTY: f64 = 2.0;
 /// Nearest candidates checked for legality before giving up (bounds the cost of a lookup when
 /// the check is expensive and many neighbours are illegal).
 pub const MAX_NEAREST_TRIES: usize = 64;
-
-/// How far a tuned problem is from the one asked for: Σ |log2 a − log2 b| over n, c, k, H, W (a
-/// factor 2 in one size costs 1), plus [`STRUCTURE_PENALTY`] for each of y, x, stride h/w,
-/// dilation h/w and groups that differ, plus [`PAD_PENALTY`] for each differing padding.
-/// Only problems of one direction, type and layouts are compared at all.
-pub fn distance(a: &ConvSizes, b: &ConvSizes) -> f64 {
-    distance_parts(&size_logs(a), &shape(a), &size_logs(b), &shape(b))
-}
-
-/// log2 of n, c, k, H, W: precomputed per entry so a nearest scan does no logarithms.
-pub(crate) fn size_logs(s: &ConvSizes) -> [f64; 5] {
-    [s.n, s.c, s.k, s.h, s.w].map(|v| f64::from(v).log2())
-}
-
-/// The sizes compared for equality: y, x, stride h/w, dilation h/w, groups (structure), then
-/// pad h/w.
-pub(crate) fn shape(s: &ConvSizes) -> [u32; 9] {
-    [
-        s.y,
-        s.x,
-        s.stride[0],
-        s.stride[1],
-        s.dilation[0],
-        s.dilation[1],
-        s.groups,
-        s.pad[0],
-        s.pad[1],
-    ]
-}
-
-/// [`distance`] from precomputed parts; the one formula both paths use, so the distance a
-/// lookup reports is exactly what [`distance`] gives.
-pub(crate) fn distance_parts(la: &[f64; 5], sa: &[u32; 9], lb: &[f64; 5], sb: &[u32; 9]) -> f64 {
-    let mut d = 0.0;
-    for i in 0..5 {
-        d += (la[i] - lb[i]).abs();
-    }
-    let mut structure = 0u32;
-    for i in 0..7 {
-        structure += u32::from(sa[i] != sb[i]);
-    }
-    let pad = u32::from(sa[7] != sb[7]) + u32::from(sa[8] != sb[8]);
-    d + STRUCTURE_PENALTY * f64::from(structure) + PAD_PENALTY * f64::from(pad)
-}
 
 impl<'a> Layered<'a> {
     /// User then system, skipping layers of another arch (noted in `notes`).
@@ -174,9 +124,31 @@ impl<'a> Layered<'a> {
         let layers = self.layers(arch, &mut notes);
         let usable = |e: &Entry| fingerprint.is_none_or(|f| e.fingerprint.compatible(f));
 
+        // Entries failing their checksum were edited or damaged: never served, always said.
+        let mut broken = [0usize; 2];
+        for (name, db) in layers.iter().flatten() {
+            if let Some((declared, found)) = db.count_mismatch() {
+                notes.push(format!(
+                    "the {name} database's header lists {declared} entries but it holds \
+                     {found}: cut short?"
+                ));
+            }
+        }
         let mut tried_exact = false;
-        for &(name, db) in layers.iter().flatten() {
-            let mut exact: Vec<&Entry> = db.get(problem).collect();
+        for (rank, &(name, db)) in layers
+            .iter()
+            .enumerate()
+            .filter_map(|(r, l)| l.as_ref().map(|l| (r, l)))
+        {
+            let mut exact: Vec<&Entry> = db
+                .indices_of(problem)
+                .filter(|&i| {
+                    let ok = db.seal_at(i).trusted();
+                    broken[rank] += usize::from(!ok);
+                    ok
+                })
+                .map(|i| &db.entries()[i])
+                .collect();
             let all = exact.len();
             exact.retain(|e| usable(e));
             if exact.len() < all {
@@ -245,6 +217,11 @@ impl<'a> Layered<'a> {
                     continue;
                 }
                 let d = distance_parts(&logs, &shp, &item.logs, &item.shape);
+                // Distance 0 is the problem itself, counted by the exact search above.
+                if d > 0.0 && !db.seal_at(item.idx as usize).trusted() {
+                    broken[rank] += 1;
+                    continue;
+                }
                 if d > 0.0 {
                     near.push(Near {
                         distance: d,
@@ -253,6 +230,16 @@ impl<'a> Layered<'a> {
                         idx: item.idx,
                     });
                 }
+            }
+        }
+        for (rank, &n) in broken.iter().enumerate() {
+            if n > 0 {
+                let name = ["user", "system"][rank];
+                notes.push(format!(
+                    "{n} {name} entr{} failing {} checksum skipped (see `convtune db check`)",
+                    if n == 1 { "y" } else { "ies" },
+                    if n == 1 { "its" } else { "their" }
+                ));
             }
         }
         let total_near = near.len();

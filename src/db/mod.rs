@@ -11,6 +11,7 @@
 //! The perf config is an opaque string here: the database never interprets it, so it does not
 //! depend on the search-space module.
 
+mod distance;
 mod entry;
 mod error;
 mod export;
@@ -24,17 +25,16 @@ mod ops;
 mod scan;
 mod store;
 
+pub use distance::{distance, PAD_PENALTY, STRUCTURE_PENALTY};
+pub use entry::Seal;
 pub use entry::{today_utc, Entry, Fingerprint};
 pub use error::DbError;
 pub use export::{export_c_header, export_json};
 pub use file::{Inserted, TunedDb, FORMAT};
 pub use journal::{Journal, JournalRecord};
-pub use lookup::{
-    distance, ConfigCheck, Layered, Lookup, Source, MAX_NEAREST_TRIES, PAD_PENALTY,
-    STRUCTURE_PENALTY,
-};
-pub use ops::{check, diff, merge, stale, Conflict, DiffLine, Issue};
-pub use store::{lock_path, DbLock};
+pub use lookup::{ConfigCheck, Layered, Lookup, Source, MAX_NEAREST_TRIES};
+pub use ops::{arch_issues, check, diff, merge, stale, Conflict, DiffLine, Issue};
+pub use store::{lock_path, on_lock_wait, write_target, DbLock, LockWaitHook};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -84,18 +84,31 @@ fn parse_system(arch: &str, text: &str) -> Result<TunedDb, String> {
 }
 
 /// Where the user database for `arch` lives: `explicit` (the `--db` flag), else `$CONVTUNE_DB`,
-/// else `$XDG_DATA_HOME/convtune/<arch>.toml`, else `~/.local/share/convtune/<arch>.toml`.
+/// else `$XDG_DATA_HOME/convtune/<arch>.toml`, else `$HOME/.local/share/convtune/<arch>.toml`,
+/// else the same under the home directory of the user's account (the password database).
 /// An explicit or `CONVTUNE_DB` path that is an existing directory (or ends in `/`) gets
-/// `<arch>.toml` appended, since databases are per arch.
-pub fn user_db_path(explicit: Option<&Path>, arch: &str) -> PathBuf {
-    user_db_path_with(explicit, arch, |k| std::env::var_os(k))
+/// `<arch>.toml` appended, since databases are per arch. Relative `XDG_DATA_HOME` and `HOME`
+/// are ignored (a path relative to wherever the command runs would scatter databases); with no
+/// absolute directory left the answer is [`DbError::NoUserDbPath`], never a relative path.
+pub fn user_db_path(explicit: Option<&Path>, arch: &str) -> Result<PathBuf, DbError> {
+    user_db_path_with(explicit, arch, |k| std::env::var_os(k), account_home)
+}
+
+/// The home directory of the account running this process, from the password database
+/// (`std::env::home_dir` reads `HOME` first; it is consulted only when `HOME` is unset).
+fn account_home() -> Option<PathBuf> {
+    if std::env::var_os("HOME").is_some() {
+        return None;
+    }
+    std::env::home_dir()
 }
 
 fn user_db_path_with(
     explicit: Option<&Path>,
     arch: &str,
     env: impl Fn(&str) -> Option<OsString>,
-) -> PathBuf {
+    account_home: impl Fn() -> Option<PathBuf>,
+) -> Result<PathBuf, DbError> {
     let file = format!("{arch}.toml");
     let given = explicit.map(Path::to_path_buf).or_else(|| {
         env("CONVTUNE_DB")
@@ -104,19 +117,22 @@ fn user_db_path_with(
     });
     if let Some(p) = given {
         let dir_like = p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/');
-        return if dir_like { p.join(file) } else { p };
+        return Ok(if dir_like { p.join(file) } else { p });
     }
-    // XDG: a relative XDG_DATA_HOME is invalid and must be ignored.
+    // XDG: a relative XDG_DATA_HOME is invalid and must be ignored; so is a relative HOME.
     let data_home = env("XDG_DATA_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| {
             env("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/share"))
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute())
+                .or_else(account_home)
+                .filter(|h| h.is_absolute())
+                .map(|h| h.join(".local/share"))
         })
-        .unwrap_or_else(|| PathBuf::from(".local/share"));
-    data_home.join("convtune").join(file)
+        .ok_or(DbError::NoUserDbPath)?;
+    Ok(data_home.join("convtune").join(file))
 }
 
 #[cfg(test)]

@@ -35,8 +35,11 @@ impl fmt::Display for Conflict {
 
 /// Combines two databases of one arch: the union of their entries, and for one problem and
 /// fingerprint in both, the faster measurement (a tie keeps `a`'s). Conflicts list the pairs
-/// whose configs differ.
+/// whose configs differ. Inputs with an entry that fails its checksum, or fewer entries than
+/// their header lists, are refused ([`TunedDb::require_trusted`]): a merge would seal them.
 pub fn merge(a: &TunedDb, b: &TunedDb) -> Result<(TunedDb, Vec<Conflict>), DbError> {
+    a.require_trusted("first merge input")?;
+    b.require_trusted("second merge input")?;
     if a.arch() != b.arch() {
         return Err(DbError::ArchMismatch {
             origin: "merge".into(),
@@ -187,8 +190,24 @@ pub enum Issue {
         /// Why the check refused it.
         why: String,
     },
-    /// The checksum does not match the entry: the config or key was edited without a new
-    /// measurement (or the entry came from a tool that does not fill the checksum).
+    /// The header's arch is not spelt as convtune names it (`SM_90`, `sm_90 `): lookups, which
+    /// compare names exactly, would ignore the file.
+    ArchSpelling {
+        /// The header's arch.
+        found: String,
+        /// The canonical name, if the header names a known arch at all.
+        canonical: Option<String>,
+    },
+    /// The header lists more (or fewer) entries than the file holds: cut short at an entry
+    /// boundary, or edited by hand.
+    EntryCount {
+        /// What the header says.
+        declared: usize,
+        /// What the file holds.
+        found: usize,
+    },
+    /// The checksum does not match the entry: a field was edited without a new measurement
+    /// (or the entry came from a tool that does not fill the checksum). Lookups skip it.
     ChecksumMismatch {
         /// The problem key.
         key: String,
@@ -217,6 +236,18 @@ impl fmt::Display for Issue {
             Issue::IllegalConfig { key, config, why } => {
                 write!(f, "illegal config {config} for {key}: {why}")
             }
+            Issue::ArchSpelling {
+                found,
+                canonical: Some(c),
+            } => write!(f, "header arch '{found}' is not spelt canonically: '{c}'"),
+            Issue::ArchSpelling {
+                found,
+                canonical: None,
+            } => write!(f, "header arch '{found}' names no known arch"),
+            Issue::EntryCount { declared, found } => write!(
+                f,
+                "header lists {declared} entries, the file holds {found} (cut short or edited)"
+            ),
             Issue::ChecksumMismatch {
                 key,
                 found,
@@ -239,10 +270,13 @@ pub fn check(db: &TunedDb, expected_arch: &str, config_check: &dyn ConfigCheck) 
             found: db.arch().to_string(),
         });
     }
+    if let Some((declared, found)) = db.count_mismatch() {
+        issues.push(Issue::EntryCount { declared, found });
+    }
     let mut groups: HashMap<(crate::problem::ConvProblem, &Fingerprint), (usize, &str)> =
         HashMap::new();
     for (i, e) in db.entries().iter().enumerate() {
-        if e.checksum != e.expected_checksum() {
+        if !db.seal_at(i).trusted() {
             issues.push(Issue::ChecksumMismatch {
                 key: e.problem.clone(),
                 found: e.checksum.clone(),
@@ -286,6 +320,34 @@ pub fn check(db: &TunedDb, expected_arch: &str, config_check: &dyn ConfigCheck) 
         .collect();
     dups.sort_by(|a, b| format!("{a}").cmp(&format!("{b}")));
     issues.extend(dups);
+    issues
+}
+
+/// The header arch's spelling, and the file name against it: a file named after an arch
+/// (`gfx90a.toml`) must hold that arch's entries, spelt as convtune spells it, or a lookup for
+/// the arch will ignore it (or use it for the wrong one). A name that is no arch (`merged.toml`)
+/// is not compared. Used by `db check` and by lookups of a user database alike.
+pub fn arch_issues(db: &TunedDb, path: &std::path::Path) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    let canonical = crate::arch::Arch::from_name(db.arch()).ok().map(|a| a.name);
+    if canonical != Some(db.arch()) {
+        issues.push(Issue::ArchSpelling {
+            found: db.arch().to_string(),
+            canonical: canonical.map(str::to_string),
+        });
+    }
+    let named = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| crate::arch::Arch::from_name(s).ok());
+    if let Some(named) = named {
+        if named.name != db.arch() {
+            issues.push(Issue::ArchMismatch {
+                expected: named.name.to_string(),
+                found: db.arch().to_string(),
+            });
+        }
+    }
     issues
 }
 

@@ -357,9 +357,19 @@ fn check_finds_what_makes_entries_untrustworthy() {
             Issue::Duplicate { count: 2, .. } => "dup",
             Issue::ChecksumMismatch { .. } => "sum",
             Issue::UnparsableKey { .. } => "key",
+            Issue::EntryCount {
+                declared: 2,
+                found: 4,
+            } => "count",
             _ => "other",
         })
         .collect();
+    // Two blocks appended by hand to a file whose header lists two entries.
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "count").count(),
+        1,
+        "{issues:?}"
+    );
     assert_eq!(
         kinds.iter().filter(|k| **k == "dup").count(),
         1,
@@ -493,6 +503,7 @@ fn embedded_system_databases_parse() {
 
 #[test]
 fn user_db_path_order() {
+    let no_home = || None;
     let env = |vars: &'static [(&'static str, &'static str)]| {
         move |k: &str| {
             vars.iter()
@@ -504,22 +515,36 @@ fn user_db_path_order() {
         Some(Path::new("/x/my.toml")),
         "sm_90",
         env(&[("CONVTUNE_DB", "/env.toml")]),
-    );
+        no_home,
+    )
+    .unwrap();
     assert_eq!(p, Path::new("/x/my.toml"));
-    let p = user_db_path_with(None, "sm_90", env(&[("CONVTUNE_DB", "/env.toml")]));
+    let p =
+        user_db_path_with(None, "sm_90", env(&[("CONVTUNE_DB", "/env.toml")]), no_home).unwrap();
     assert_eq!(p, Path::new("/env.toml"));
-    let p = user_db_path_with(None, "sm_90", env(&[("CONVTUNE_DB", "/dbs/")]));
+    let p = user_db_path_with(None, "sm_90", env(&[("CONVTUNE_DB", "/dbs/")]), no_home).unwrap();
     assert_eq!(p, Path::new("/dbs/sm_90.toml"));
     let p = user_db_path_with(
         None,
         "gfx90a",
         env(&[("XDG_DATA_HOME", "/data"), ("HOME", "/home/u")]),
-    );
+        no_home,
+    )
+    .unwrap();
     assert_eq!(p, Path::new("/data/convtune/gfx90a.toml"));
     let p = user_db_path_with(
         None,
         "sm_90",
         env(&[("XDG_DATA_HOME", "relative"), ("HOME", "/home/u")]),
-    );
+        no_home,
+    )
+    .unwrap();
     assert_eq!(p, Path::new("/home/u/.local/share/convtune/sm_90.toml"));
+    // Issue 18 item 10: with HOME and XDG_DATA_HOME unset the path was relative to the
+    // working directory. Now the account's home, else a clear error.
+    let p = user_db_path_with(None, "sm_90", env(&[]), || Some("/home/acct".into())).unwrap();
+    assert_eq!(p, Path::new("/home/acct/.local/share/convtune/sm_90.toml"));
+    let e = user_db_path_with(None, "sm_90", env(&[("HOME", "rel")]), no_home).unwrap_err();
+    assert!(matches!(e, DbError::NoUserDbPath), "{e}");
+    assert!(e.to_string().contains("--db"), "{e}");
 }

@@ -92,11 +92,10 @@ pub fn find_config_with_user_db(
     user_db: Option<&std::path::Path>,
     use_system: bool,
 ) -> Result<Found, LookupError> {
-    let path = db::user_db_path(user_db, arch.name);
-    let user = if path.exists() {
-        Some(TunedDb::load(&path)?)
-    } else {
-        None
+    // No place for a user database (no home, no path given) is no layer, like a missing file.
+    let user = match db::user_db_path(user_db, arch.name) {
+        Ok(path) if path.exists() => Some(TunedDb::load(&path)?),
+        _ => None,
     };
     let system = if use_system {
         db::system(arch.name)?

@@ -8,7 +8,7 @@
 //! slice empty, or `gcd > 1`) receive no contribution and are zeroed by a zero-init step.
 
 use super::{dim, find, Affine, Gemm, GemmDim, Lowering, Operand};
-use crate::problem::{ConvProblem, Tensor};
+use crate::problem::{gcd, ConvProblem, Tensor};
 
 /// The tilda decomposition of one spatial dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,14 +42,6 @@ impl TildaDim {
     }
 }
 
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 /// The decomposition of spatial dimension `d` (0 = H, 1 = W).
 pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     let s = p.sizes();
@@ -58,8 +50,11 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     let out = p.out_size()[d];
     let g = gcd(stride, dil);
     let tilda = stride / g;
+    // `dil·(filter − 1)` fits (the problem bounds the dilated filter); `dil·(tilda − 1)` need
+    // not (a huge stride), so it is formed in 64 bits.
     let extent = out + (dil * (filter - 1)).div_ceil(stride);
-    let left = pad.saturating_sub(dil * (tilda - 1)) / stride;
+    let reach = dil as u64 * (tilda as u64 - 1);
+    let left = ((pad as u64).saturating_sub(reach) / stride as u64) as u32;
     let right = extent.min((pad + input - 1).div_ceil(stride) + 1);
     TildaDim {
         tilda,
@@ -72,18 +67,28 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
 }
 
 /// Whether every input pixel along dimension `d` is written by some non-empty sub-GEMM.
+///
+/// Class `i` writes the pixels `hTilda·stride + i·dilation − pad` for `hTilda` in
+/// `[left, right)`; distinct classes write distinct pixels (`i·dilation` differ modulo the
+/// stride for `i < tilda`), so the image is covered exactly when the per-class counts of pixels
+/// inside it add up to its extent. One closed-form count per class keeps this linear in the
+/// number of classes, whatever the image size.
 fn covered(p: &ConvProblem, d: usize, t: &TildaDim) -> bool {
     let s = p.sizes();
     let (stride, dil, pad) = (s.stride[d] as i64, s.dilation[d] as i64, s.pad[d] as i64);
-    let (filter, input) = if d == 0 { (s.y, s.h) } else { (s.x, s.w) };
-    (0..input as i64).all(|hi| {
-        (0..t.tilda.min(filter) as i64).any(|i| {
-            let num = hi + pad - i * dil;
-            num >= 0
-                && num % stride == 0
-                && (t.left as i64..t.right as i64).contains(&(num / stride))
+    let input = if d == 0 { s.h } else { s.w };
+    let written: i64 = (0..p.residue_classes()[d] as i64)
+        .map(|i| {
+            // 0 ≤ hTilda·stride + i·dil − pad < input.
+            let first = (pad - i * dil).div_euclid(stride)
+                + i64::from((pad - i * dil).rem_euclid(stride) != 0);
+            let last = (input as i64 + pad - i * dil - 1).div_euclid(stride);
+            let lo = first.max(t.left as i64);
+            let hi = (last + 1).min(t.right as i64);
+            (hi - lo).max(0)
         })
-    })
+        .sum();
+    written == input as i64
 }
 
 pub(super) fn lower(p: &ConvProblem) -> Lowering {
@@ -91,6 +96,8 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
     let td = [tilda_dim(p, 0), tilda_dim(p, 1)];
     let filter = [s.y, s.x];
     let mut gemms = Vec::new();
+    // At most `min(tilda, filter)` classes per dimension (see `phases`), never the stride;
+    // `ConvProblem` caps their product (`MAX_RESIDUE_CLASSES`).
     if td[0].slice_len() > 0 && td[1].slice_len() > 0 {
         let [ys, xs] = [0, 1].map(|d| phases(&td[d], filter[d]));
         for &py in &ys {
@@ -224,5 +231,54 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) ->
             ],
         },
         dims,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::arbitrary::small_problem;
+    use proptest::prelude::*;
+
+    /// The pixel-by-pixel definition the closed form replaced.
+    fn covered_by_pixels(p: &ConvProblem, d: usize, t: &TildaDim) -> bool {
+        let s = p.sizes();
+        let (stride, dil, pad) = (s.stride[d] as i64, s.dilation[d] as i64, s.pad[d] as i64);
+        let (filter, input) = if d == 0 { (s.y, s.h) } else { (s.x, s.w) };
+        (0..input as i64).all(|hi| {
+            (0..t.tilda.min(filter) as i64).any(|i| {
+                let num = hi + pad - i * dil;
+                num >= 0
+                    && num % stride == 0
+                    && (t.left as i64..t.right as i64).contains(&(num / stride))
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn closed_form_coverage_matches_the_pixel_walk(p in small_problem(4, 12)) {
+            for d in 0..2 {
+                let t = tilda_dim(&p, d);
+                prop_assert_eq!(covered(&p, d, &t), covered_by_pixels(&p, d, &t), "{}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn huge_strides_lower_at_once() {
+        // Issue 18: the sub-GEMM loops ran over stride_h × stride_w (2^64 iterations here).
+        let start = std::time::Instant::now();
+        for line in [
+            "conv -n 1 -c 1 -H 1 -W 1 -k 1 -y 1 -x 1 -u 4294967295 -v 4294967295 -F 2",
+            "conv -n 1 -c 1 -H 1 -W 1 -k 1 -y 1 -x 1 -u 100000 -v 100000 -F 2",
+            "conv -n 1 -c 1 -H 3 -W 3 -k 1 -y 3 -x 3 -l 2 -j 2 -p 2 -q 2 -u 4294967295 -v 7 -F 2",
+            "conv -n 1 -c 1 -H 1073741823 -W 1 -k 1 -y 1 -x 1 -u 4294967295 -F 2",
+        ] {
+            let p: ConvProblem = line.parse().unwrap();
+            let l = lower(&p);
+            assert!(!l.gemms.is_empty() && l.gemms.len() <= 9, "{line}");
+        }
+        assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
     }
 }

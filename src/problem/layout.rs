@@ -51,11 +51,44 @@ const ACT_LETTERS: [char; 5] = ['N', 'G', 'C', 'H', 'W'];
 const FIL_LETTERS: [char; 5] = ['G', 'K', 'C', 'Y', 'X'];
 
 /// A memory order of the five logical dimensions, outermost first.
+///
+/// Deserialising validates the order (a permutation of the five dimensions), so a layout read
+/// from a file or another process indexes no dimension that does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "LayoutRepr")]
 pub struct Layout {
     kind: LayoutKind,
     /// `order[i]` is the logical dimension stored at memory position i (0 = outermost).
     order: [u8; 5],
+}
+
+/// [`Layout`] as it is serialised, before the order is checked.
+#[derive(Deserialize)]
+struct LayoutRepr {
+    kind: LayoutKind,
+    order: [u8; 5],
+}
+
+impl TryFrom<LayoutRepr> for Layout {
+    type Error = String;
+    fn try_from(r: LayoutRepr) -> Result<Layout, String> {
+        let mut seen = [false; 5];
+        for &d in &r.order {
+            match seen.get_mut(d as usize) {
+                Some(s) if !*s => *s = true,
+                _ => {
+                    return Err(format!(
+                        "layout order {:?} is not a permutation of 0..5",
+                        r.order
+                    ))
+                }
+            }
+        }
+        Ok(Layout {
+            kind: r.kind,
+            order: r.order,
+        })
+    }
 }
 
 /// A layout string that names no valid layout.
@@ -138,7 +171,7 @@ impl Layout {
             up
         };
         Self::parse(&translated, LayoutKind::Filter).map_err(|e| LayoutError {
-            text: text.to_string(),
+            text: crate::input::excerpt(text, 64),
             ..e
         })
     }
@@ -150,7 +183,7 @@ impl Layout {
         };
         let err = |why| LayoutError {
             kind: kind_name,
-            text: text.to_string(),
+            text: crate::input::excerpt(text, 64),
             why,
         };
         let mut chars: Vec<char> = text.to_ascii_uppercase().chars().collect();

@@ -15,9 +15,11 @@
 
 #[cfg(test)]
 pub(crate) mod arbitrary;
+mod file;
 mod layout;
 pub mod parse;
 
+pub use file::{read_problem_file, ProblemFileError};
 pub use layout::{ActDim, FilDim, Layout, LayoutError};
 pub use parse::{parse_problem_file, ParseError};
 
@@ -161,6 +163,19 @@ pub enum ProblemError {
         /// The group count.
         groups: u32,
     },
+    /// Stride and filter would split backward data into more sub-GEMMs than any kernel set
+    /// should hold (one per stride residue class with filter taps, in each dimension).
+    #[error("strides {stride:?} with filter {filter:?} split the convolution into {classes} residue classes; at most {max} are supported")]
+    TooManyClasses {
+        /// `[-u, -v]`.
+        stride: [u32; 2],
+        /// `[-y, -x]`.
+        filter: [u32; 2],
+        /// The product of the class counts.
+        classes: u64,
+        /// [`MAX_RESIDUE_CLASSES`].
+        max: u64,
+    },
     /// A size too large for 32-bit index arithmetic in the kernels.
     #[error("{what} has {elems} elements; at most 2^31 − 1 are supported")]
     TooLarge {
@@ -169,6 +184,20 @@ pub enum ProblemError {
         /// Its element count.
         elems: u64,
     },
+}
+
+/// The most (H classes × W classes) a problem may have: backward data lowers to one sub-GEMM per
+/// pair of stride residue classes with filter taps, and every later stage (legality, codegen,
+/// tuning) loops over them. 2^16 admits a 256×256 patch embedding with stride 256.
+pub const MAX_RESIDUE_CLASSES: u64 = 1 << 16;
+
+/// Greatest common divisor (Euclid).
+pub(crate) fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The raw sizes of a 2-D convolution; `ConvProblem::new` validates them.
@@ -217,7 +246,11 @@ impl Default for ConvSizes {
 }
 
 /// A validated convolution problem: sizes, direction, element type and the three layouts.
+///
+/// Deserialising goes through [`ConvProblem::new`] too (serde `try_from`), so a problem that
+/// crosses a trust boundary (the worker protocol, a report) is as valid as a parsed one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "ProblemRepr")]
 pub struct ConvProblem {
     sizes: ConvSizes,
     direction: Direction,
@@ -225,6 +258,45 @@ pub struct ConvProblem {
     in_layout: Layout,
     fil_layout: Layout,
     out_layout: Layout,
+}
+
+/// [`ConvProblem`] as it is serialised, before validation.
+#[derive(Deserialize)]
+struct ProblemRepr {
+    sizes: ConvSizes,
+    direction: Direction,
+    dtype: DType,
+    in_layout: Layout,
+    fil_layout: Layout,
+    out_layout: Layout,
+}
+
+impl TryFrom<ProblemRepr> for ConvProblem {
+    type Error = String;
+    fn try_from(r: ProblemRepr) -> Result<ConvProblem, String> {
+        use layout::LayoutKind::{Activation, Filter};
+        for (what, l, kind) in [
+            ("in_layout", r.in_layout, Activation),
+            ("fil_layout", r.fil_layout, Filter),
+            ("out_layout", r.out_layout, Activation),
+        ] {
+            if l.kind() != kind {
+                return Err(format!(
+                    "{what} is a {:?} layout, expected {kind:?}",
+                    l.kind()
+                ));
+            }
+        }
+        ConvProblem::new(
+            r.sizes,
+            r.direction,
+            r.dtype,
+            r.in_layout,
+            r.fil_layout,
+            r.out_layout,
+        )
+        .map_err(|e| format!("invalid problem: {e}"))
+    }
 }
 
 impl ConvProblem {
@@ -299,6 +371,15 @@ impl ConvProblem {
                 });
             }
         }
+        let [ch, cw] = p.residue_classes();
+        if ch as u64 * cw as u64 > MAX_RESIDUE_CLASSES {
+            return Err(ProblemError::TooManyClasses {
+                stride: s.stride,
+                filter: [s.y, s.x],
+                classes: ch as u64 * cw as u64,
+                max: MAX_RESIDUE_CLASSES,
+            });
+        }
         for t in Tensor::ALL {
             let elems = p
                 .logical_dims(t)
@@ -351,6 +432,15 @@ impl ConvProblem {
             out_layout: output,
             ..*self
         }
+    }
+
+    /// Stride residue classes with filter taps along [H, W]: `min(stride / gcd(stride,
+    /// dilation), filter)`. Backward data lowers to one sub-GEMM per pair of them; the same
+    /// for every direction, so a problem stays valid when its direction changes.
+    pub fn residue_classes(&self) -> [u32; 2] {
+        let s = &self.sizes;
+        let f = [s.y, s.x];
+        std::array::from_fn(|d| (s.stride[d] / gcd(s.stride[d], s.dilation[d])).min(f[d]))
     }
 
     /// Channels per group of the input (C / G).
@@ -508,5 +598,57 @@ mod tests {
             ..Default::default()
         });
         assert!(matches!(huge, Err(ProblemError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn deserialising_validates_like_new() {
+        // Issue 18 item 13: `SetProblem` deserialised `groups = 0` and divided by it.
+        let p = nchw(ConvSizes::default()).unwrap();
+        let json = serde_json::to_string(&p).unwrap();
+        let back: ConvProblem = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+        let zero_groups = json.replace("\"groups\":1", "\"groups\":0");
+        let e = serde_json::from_str::<ConvProblem>(&zero_groups).unwrap_err();
+        assert!(e.to_string().contains("-g must be at least 1"), "{e}");
+        let bad_order = json.replacen("[0,1,2,3,4]", "[0,1,2,3,9]", 1);
+        let e = serde_json::from_str::<ConvProblem>(&bad_order).unwrap_err();
+        assert!(e.to_string().contains("not a permutation"), "{e}");
+        let swapped = json.replacen("\"Activation\"", "\"Filter\"", 1);
+        assert!(serde_json::from_str::<ConvProblem>(&swapped).is_err());
+    }
+
+    #[test]
+    fn residue_classes_are_capped() {
+        // Issue 18 item 1: huge strides with big filters would need billions of sub-GEMMs.
+        let e = nchw(ConvSizes {
+            h: 1000,
+            w: 1000,
+            y: 1000,
+            x: 1000,
+            stride: [4096, 4096],
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ProblemError::TooManyClasses {
+                    classes: 1_000_000,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // A 256×256 patch embedding with stride 256 is fine.
+        let p = nchw(ConvSizes {
+            h: 512,
+            w: 512,
+            y: 256,
+            x: 256,
+            stride: [256, 256],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(p.residue_classes(), [256, 256]);
     }
 }

@@ -96,6 +96,14 @@ pub enum ParseError {
     },
 }
 
+/// The most characters of one token an error echoes (see [`crate::input::excerpt`]).
+const MAX_TOKEN: usize = 64;
+
+/// A token as an error shows it: cut to [`MAX_TOKEN`] characters.
+fn cut(s: &str) -> String {
+    crate::input::excerpt(s, MAX_TOKEN)
+}
+
 /// Which setting a flag writes; aliases of one setting share a key so contradictions are caught.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Key {
@@ -247,7 +255,7 @@ fn collect<'a>(
         let tok = toks[i];
         i += 1;
         if !is_flag(tok) {
-            return Err(ParseError::UnexpectedToken { token: tok.into() });
+            return Err(ParseError::UnexpectedToken { token: cut(tok) });
         }
         let body = tok.trim_start_matches('-');
         let dashes = tok.len() - body.len();
@@ -257,7 +265,7 @@ fn collect<'a>(
         };
         let flag = &tok[..dashes + name.len()];
         let unknown = || ParseError::UnknownFlag {
-            flag: flag.into(),
+            flag: cut(flag),
             form,
         };
         if dashes > 2 {
@@ -265,15 +273,27 @@ fn collect<'a>(
         }
         let key = lookup(dashes, name).ok_or_else(unknown)?;
         let value = match (key, inline) {
-            (Key::IgnoreSwitch, _) => continue,
+            (Key::IgnoreSwitch, None) => continue,
+            // LLVM's boolean options take `=true` and the like; anything else is a value the
+            // user meant for something (`-p=7` reads like padding), never silently dropped.
+            (Key::IgnoreSwitch, Some("true" | "false" | "1" | "0")) => continue,
+            (Key::IgnoreSwitch, Some(v)) => {
+                return Err(ParseError::BadValue {
+                    flag: cut(flag),
+                    value: cut(v),
+                    why: "is a switch of the driver (true or false), not a problem size; \
+                          padding is -padding_h / -padding_w"
+                        .into(),
+                })
+            }
             (_, Some(v)) if !v.is_empty() => v,
-            (_, Some(_)) => return Err(ParseError::MissingValue { flag: flag.into() }),
+            (_, Some(_)) => return Err(ParseError::MissingValue { flag: cut(flag) }),
             (_, None) => match toks.get(i) {
                 Some(v) if !is_flag(v) => {
                     i += 1;
                     v
                 }
-                _ => return Err(ParseError::MissingValue { flag: flag.into() }),
+                _ => return Err(ParseError::MissingValue { flag: cut(flag) }),
             },
         };
         if key == Key::IgnoreValue {
@@ -282,10 +302,10 @@ fn collect<'a>(
         if let Some(prev) = out.iter().find(|s| s.key == key) {
             if prev.value != value {
                 return Err(ParseError::Conflict {
-                    first_flag: prev.flag.into(),
-                    first: prev.value.into(),
-                    flag: flag.into(),
-                    second: value.into(),
+                    first_flag: cut(prev.flag),
+                    first: cut(prev.value),
+                    flag: cut(flag),
+                    second: cut(value),
                 });
             }
             continue;
@@ -344,7 +364,7 @@ fn parse_layout(flag: &str, value: &str, act: bool) -> Result<Layout, ParseError
         Layout::parse_filter(value)
     };
     parsed.map_err(|source| ParseError::Layout {
-        flag: flag.into(),
+        flag: cut(flag),
         source,
     })
 }
@@ -362,8 +382,8 @@ fn parse_u32(flag: &str, value: &str) -> Result<u32, ParseError> {
             "is not a non-negative integer"
         };
         ParseError::BadValue {
-            flag: flag.into(),
-            value: value.into(),
+            flag: cut(flag),
+            value: cut(value),
             why: why.into(),
         }
     })
@@ -393,9 +413,7 @@ pub fn parse_problem(line: &str) -> Result<ConvProblem, ParseError> {
     } else if !is_flag(first) && toks.get(1).is_some_and(|t| conv_like(t)) {
         1
     } else {
-        return Err(ParseError::UnknownForm {
-            token: first.into(),
-        });
+        return Err(ParseError::UnknownForm { token: cut(first) });
     };
     parse_miopen(toks[at], &toks[at + 1..])
 }
@@ -407,7 +425,7 @@ fn parse_miopen(command: &str, toks: &[&str]) -> Result<ConvProblem, ParseError>
         "convbfp16" => DType::BF16,
         _ => {
             return Err(ParseError::UnsupportedCommand {
-                command: command.into(),
+                command: cut(command),
             })
         }
     };
@@ -455,6 +473,26 @@ fn parse_miopen(command: &str, toks: &[&str]) -> Result<ConvProblem, ParseError>
         s.layout(Key::FilLayout, all, false)?,
         s.layout(Key::OutLayout, all, true)?,
     ];
+    // `--layout` sets all three; a per-tensor flag that says otherwise is a contradiction, not
+    // an override (which of the two the user meant is a guess).
+    if let Some(all) = all {
+        for (key, act, layout) in [
+            (Key::InLayout, true, layouts[0]),
+            (Key::FilLayout, false, layouts[1]),
+            (Key::OutLayout, true, layouts[2]),
+        ] {
+            if let Some(one) = s.get(key) {
+                if parse_layout(all.flag, all.value, act)? != layout {
+                    return Err(ParseError::Conflict {
+                        first_flag: cut(all.flag),
+                        first: cut(all.value),
+                        flag: cut(one.flag),
+                        second: cut(one.value),
+                    });
+                }
+            }
+        }
+    }
     build(sizes, direction, dtype, layouts)
 }
 
@@ -529,8 +567,8 @@ fn symmetric_pad(s: &Settings, both: Key, left: Key, right: Key) -> Result<u32, 
                 return Err(ParseError::Conflict {
                     first_flag: first,
                     first: b.to_string(),
-                    flag: set.flag.into(),
-                    second: set.value.into(),
+                    flag: cut(set.flag),
+                    second: cut(set.value),
                 });
             }
         }
@@ -538,7 +576,7 @@ fn symmetric_pad(s: &Settings, both: Key, left: Key, right: Key) -> Result<u32, 
     if l != r {
         let flag = s.get(left).or(s.get(right)).map_or("padding", |x| x.flag);
         return Err(ParseError::BadValue {
-            flag: flag.into(),
+            flag: cut(flag),
             value: format!("{l} left, {r} right"),
             why: "asymmetric padding is not supported".into(),
         });
@@ -548,8 +586,8 @@ fn symmetric_pad(s: &Settings, both: Key, left: Key, right: Key) -> Result<u32, 
 
 fn bad(s: &Setting, why: &str) -> ParseError {
     ParseError::BadValue {
-        flag: s.flag.into(),
-        value: s.value.into(),
+        flag: cut(s.flag),
+        value: cut(s.value),
         why: why.into(),
     }
 }
@@ -599,6 +637,7 @@ fn build(
 /// Parses a problem file: one problem a line; `#` starts a comment (whole-line or trailing);
 /// blank lines are skipped. The first bad line is reported with its 1-based number.
 pub fn parse_problem_file(text: &str) -> Result<Vec<ConvProblem>, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut problems = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();

@@ -13,6 +13,56 @@ use serde::{Deserialize, Serialize};
 /// Prefix of every response line.
 pub(crate) const TAG: &str = "@convtune-worker ";
 
+/// The longest request line the worker reads: a plan carries a kernel module's text (PTX of a
+/// few hundred kB), so 64 MiB is generous, and a stream without newlines cannot grow the
+/// worker's memory without bound.
+pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+/// Reads one request line of at most `limit` bytes (newline excluded). `None` at end of input
+/// (or on a read error: the parent is gone); `Some(Err)` for a line too long (skipped to its
+/// end, so the next request starts clean) or not UTF-8.
+pub(crate) fn read_request(
+    input: &mut impl std::io::BufRead,
+    limit: usize,
+) -> Option<Result<String, String>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        if buf.is_empty() {
+            if line.is_empty() && !too_long {
+                return None;
+            }
+            break;
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long && line.len() + chunk.len() <= limit {
+            line.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+            line = Vec::new();
+        }
+        let used = done.unwrap_or(buf.len());
+        input.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if too_long {
+        return Some(Err(format!(
+            "request line longer than {limit} bytes; skipped"
+        )));
+    }
+    Some(String::from_utf8(line).map_err(|_| "request line is not UTF-8".to_string()))
+}
+
 /// Parent → worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum Request {
@@ -66,6 +116,20 @@ pub(crate) fn decode_response(line: &str) -> Option<Result<Response, String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_lines_are_bounded() {
+        // Issue 18 item 13: request lines had no length limit.
+        let input = format!("short\n{}\nnext\nlast", "x".repeat(100));
+        let mut r = std::io::BufReader::with_capacity(7, input.as_bytes());
+        assert_eq!(read_request(&mut r, 16), Some(Ok("short".into())));
+        assert!(matches!(read_request(&mut r, 16), Some(Err(e)) if e.contains("longer than 16")));
+        assert_eq!(read_request(&mut r, 16), Some(Ok("next".into())));
+        assert_eq!(read_request(&mut r, 16), Some(Ok("last".into())));
+        assert_eq!(read_request(&mut r, 16), None);
+        let mut bad = &b"\xff\n"[..];
+        assert!(matches!(read_request(&mut bad, 16), Some(Err(_))));
+    }
 
     #[test]
     fn responses_round_trip_and_noise_is_not_a_response() {

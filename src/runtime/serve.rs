@@ -9,7 +9,7 @@ use super::error::RuntimeError;
 use super::measure::Measurer;
 use super::outcome::Outcome;
 use super::plan::{KernelResources, LaunchPlan};
-use super::protocol::{encode_response, Request, Response};
+use super::protocol::{encode_response, read_request, Request, Response, MAX_REQUEST_BYTES};
 use crate::problem::ConvProblem;
 use std::io::{BufRead, Write};
 
@@ -69,7 +69,7 @@ fn send(out: &mut impl Write, r: &Response) -> std::io::Result<()> {
 /// Answers requests until `Shutdown`, end of input, or a lost context.
 pub(crate) fn serve<B: Backend>(
     backend: Result<(DeviceInfo, B), RuntimeError>,
-    input: impl BufRead,
+    mut input: impl BufRead,
     mut out: impl Write,
 ) -> i32 {
     let mut backend = match backend {
@@ -91,9 +91,21 @@ pub(crate) fn serve<B: Backend>(
             return EXIT_START_FAILED;
         }
     };
-    for line in input.lines() {
-        let Ok(line) = line else {
-            return EXIT_OK;
+    // Requests cross a process boundary: each line is bounded, and a problem is validated as
+    // it is deserialised (`ConvProblem`'s serde goes through `ConvProblem::new`).
+    while let Some(line) = read_request(&mut input, MAX_REQUEST_BYTES) {
+        let line = match line {
+            Ok(line) => line,
+            Err(message) => {
+                let r = Response::Error {
+                    message,
+                    fatal: false,
+                };
+                if send(&mut out, &r).is_err() {
+                    return EXIT_OK;
+                }
+                continue;
+            }
         };
         if line.trim().is_empty() {
             continue;
@@ -232,6 +244,37 @@ mod tests {
             .map(|l| decode_response(l).expect("tagged").expect("well-formed"))
             .collect();
         (code, responses)
+    }
+
+    #[test]
+    fn set_problem_with_an_invalid_problem_is_refused() {
+        // Issue 18 item 13: `SetProblem` deserialised `groups = 0` unchecked (a division by
+        // zero in the worker).
+        let p: ConvProblem = "conv -F 1 -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3"
+            .parse()
+            .unwrap();
+        let line = serde_json::to_string(&Request::SetProblem {
+            problem: p,
+            reference: plan("ref"),
+            seed: 1,
+        })
+        .unwrap()
+        .replace("\"groups\":1", "\"groups\":0");
+        let input = format!(
+            "{line}\n{}",
+            String::from_utf8(requests(&[Request::Measure { plan: plan("ok") }])).unwrap()
+        );
+        let (code, r) = run(Ok((device(), Fake::default())), input.as_bytes());
+        assert_eq!(code, EXIT_OK);
+        match &r[..] {
+            [Response::Ready { .. }, Response::Error {
+                message,
+                fatal: false,
+            }, Response::Error { .. }] => {
+                assert!(message.contains("-g must be at least 1"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -8,4 +8,4 @@ mod space_file;
 /// old paths still builds while parallel branches merge; new code imports `crate::config`.
 pub use crate::config::{ConfigParseError, LdsLayout, MmaPath, PerfConfig};
 pub use enumerate::{enumerate_legal, enumerate_lowered, sample_legal, Enumeration};
-pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError};
+pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError, MAX_RAW_POINTS};

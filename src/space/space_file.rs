@@ -19,17 +19,37 @@ const AMD_TOML: &str = include_str!("../../search-spaces/amd.toml");
 /// overflow and catches typos (`block_m = [1280000]`).
 const MAX_VALUE: u32 = 4096;
 
+/// The most raw points (the product of the list lengths) a space may have: enumeration walks
+/// them and keeps the legal ones in memory, so this bounds its time and memory (the built-in
+/// NVIDIA space has about 4.8·10^7).
+pub const MAX_RAW_POINTS: u64 = 1 << 28;
+
 /// A search-space file that cannot be used, with where the problem is.
 #[derive(Debug, thiserror::Error)]
 pub enum SpaceError {
-    /// Not readable.
-    #[error("cannot read search space {path}: {source}")]
+    /// Not readable (the OS error is the source).
+    #[error("cannot read search space {path}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
         source: std::io::Error,
     },
+    /// A space written for the other vendor: its tiles and paths are not this arch's.
+    #[error("search space {origin} is for {vendor} GPUs, not {arch} ({arch_vendor})")]
+    WrongVendor {
+        /// File name.
+        origin: String,
+        /// The vendor the file names.
+        vendor: &'static str,
+        /// The target arch.
+        arch: &'static str,
+        /// Its vendor.
+        arch_vendor: &'static str,
+    },
+    /// Not a regular file, too large, or not UTF-8 text.
+    #[error(transparent)]
+    Read(crate::input::ReadError),
     /// Not valid TOML, or a key missing, unknown or of the wrong type.
     #[error("{origin}:{line}:{column}: {message}")]
     Toml {
@@ -249,9 +269,10 @@ impl SearchSpace {
 
     /// Reads a space file (`--space FILE`).
     pub fn load(path: &Path) -> Result<SearchSpace, SpaceError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpaceError::Io {
-            path: path.to_path_buf(),
-            source,
+        use crate::input::{read_text, ReadError, SPACE_FILE_LIMIT};
+        let text = read_text(path, SPACE_FILE_LIMIT, "search spaces").map_err(|e| match e {
+            ReadError::Io { path, source } => SpaceError::Io { path, source },
+            e => SpaceError::Read(e),
         })?;
         SearchSpace::from_toml(&text, &path.display().to_string())
     }
@@ -342,21 +363,54 @@ impl SearchSpace {
                 ),
             ));
         }
-        Ok(SearchSpace {
+        let space = SearchSpace {
             name: repr.name.clone(),
             vendor,
             params,
             constraints,
-        })
+        };
+        // Each list is capped, their product is not: bound it before anything enumerates it.
+        let raw = space.raw_size();
+        if raw > MAX_RAW_POINTS {
+            let shown = if raw == u64::MAX {
+                "more than 2^64".to_string()
+            } else {
+                raw.to_string()
+            };
+            return Err(invalid(
+                "params",
+                repr.params
+                    .0
+                    .iter()
+                    .find_map(|(_, l)| l.as_ref().map(|(span, _)| span.clone()))
+                    .unwrap_or(0..0),
+                format!("the lists multiply to {shown} raw points; at most {MAX_RAW_POINTS}"),
+            ));
+        }
+        Ok(space)
     }
 
-    /// Candidates before legality: the product of the list lengths.
+    /// Fails when the space names a vendor other than `arch`'s; `origin` names the file.
+    pub fn check_vendor(&self, arch: &Arch, origin: &str) -> Result<(), SpaceError> {
+        match self.vendor {
+            Some(v) if v != arch.vendor => Err(SpaceError::WrongVendor {
+                origin: origin.to_string(),
+                vendor: v.name(),
+                arch: arch.name,
+                arch_vendor: arch.vendor.name(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Candidates before legality: the product of the list lengths (`u64::MAX` if it does not
+    /// fit; a loaded space has at most [`MAX_RAW_POINTS`]).
     pub fn raw_size(&self) -> u64 {
         self.lengths()
             .as_array()
             .iter()
-            .map(|&l| l as u64)
-            .product()
+            .try_fold(1u64, |acc, &l| acc.checked_mul(l as u64))
+            .unwrap_or(u64::MAX)
     }
 
     /// List length of every field.
@@ -519,6 +573,44 @@ mod tests {
             SearchSpace::default_for(&Arch::GFX90A).raw_size()
         );
         assert_eq!(s.constraints.max_warps, 4);
+    }
+
+    #[test]
+    fn huge_products_are_refused_not_wrapped() {
+        // Issue 18 item 3: split_k = [1..4096] allocated 12 GB; every list at its maximum
+        // wrapped the u64 product to 0 ("raw 0 legal 0").
+        let all = |n: u32| format!("{:?}", (1..=n).collect::<Vec<_>>());
+        let t = NVIDIA_TOML.replace(
+            "split_k = [1, 2, 4, 8, 16, 32, 64]",
+            &format!("split_k = {}", all(4096)),
+        );
+        assert!(
+            err(&t).contains("raw points; at most 268435456"),
+            "{}",
+            err(&t)
+        );
+        let mut t = NVIDIA_TOML.to_string();
+        for key in [
+            "block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "split_k", "raster",
+        ] {
+            let line = t.lines().find(|l| l.starts_with(key)).unwrap().to_string();
+            t = t.replace(&line, &format!("{key} = {}", all(4096)));
+        }
+        assert!(err(&t).contains("more than 2^64 raw points"), "{}", err(&t));
+        let mut s = SearchSpace::default_for(&Arch::SM_90);
+        s.params.split_k = (1..=4096).collect();
+        s.params.block_m = (1..=4096).collect();
+        s.params.block_n = (1..=4096).collect();
+        s.params.warp_m = (1..=4096).collect();
+        s.params.warp_n = (1..=4096).collect();
+        s.params.block_k = (1..=4096).collect();
+        assert_eq!(s.raw_size(), u64::MAX);
+    }
+
+    #[test]
+    fn special_files_are_refused() {
+        let e = SearchSpace::load(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 
     #[test]

@@ -179,7 +179,8 @@ impl Campaign {
                 });
             }
         }
-        let db_path = db::user_db_path(o.db.as_deref(), arch.name);
+        let db_path =
+            db::user_db_path(o.db.as_deref(), arch.name).map_err(CampaignError::UserDbPath)?;
         let journal = o
             .journal
             .clone()
@@ -259,7 +260,8 @@ impl Campaign {
             backend: backend.name(),
         })?;
         let arch = self.arch(&fp.arch)?;
-        let path = db::user_db_path(self.options.db.as_deref(), arch.name);
+        let path = db::user_db_path(self.options.db.as_deref(), arch.name)
+            .map_err(CampaignError::UserDbPath)?;
         let d = db::TunedDb::load(&path).map_err(CampaignError::StaleDb)?;
         let stale = db::stale(&d, &db::Fingerprint::from(fp), env!("CARGO_PKG_VERSION"));
         let problems = stale
@@ -302,6 +304,10 @@ impl Campaign {
     fn space(&self, arch: &Arch) -> Result<(SearchSpace, String), CampaignError> {
         match &self.options.space {
             Some(path) => SearchSpace::load(path)
+                .and_then(|s| {
+                    s.check_vendor(arch, &path.display().to_string())
+                        .map(|()| s)
+                })
                 .map(|s| (s, path.display().to_string()))
                 .map_err(|source| CampaignError::Space {
                     path: path.clone(),

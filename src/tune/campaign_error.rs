@@ -106,6 +106,9 @@ pub enum CampaignError {
     /// The database `retune` reads cannot be loaded.
     #[error(transparent)]
     StaleDb(DbError),
+    /// No database path was given and there is no home directory to put the user database in.
+    #[error(transparent)]
+    UserDbPath(DbError),
     /// Reading or writing the database or the journal failed.
     #[error(transparent)]
     Db(#[from] DbError),
@@ -174,6 +177,7 @@ impl CampaignError {
                 | BadDevice { .. }
                 | StaleEntry { .. }
                 | StaleDb(_)
+                | UserDbPath(_)
         )
     }
 
