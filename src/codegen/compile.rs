@@ -6,7 +6,9 @@ use super::builder::Kb;
 use super::gemm::emit_gemm;
 use super::plan::GemmPlan;
 use super::simple::{self, blocks, fill_width, THREADS};
-use super::target::{Target, TargetSpec};
+use super::spec::TargetSpec;
+use super::target::Target;
+use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
@@ -74,8 +76,19 @@ fn kernel(
     })
 }
 
-/// Plans every launch of `job` on `target`.
-pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, CodegenError> {
+/// The spec of a GPU target; `arch_specific`: the module uses instructions of the exact
+/// processor (NVIDIA `sm_90a` for `wgmma`).
+pub(crate) fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
+    match target {
+        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm, arch_specific }),
+        Target::Amdgpu { gfx } => Box::new(amdgpu::Amdgpu { gfx }),
+    }
+}
+
+/// Plans every launch of `job` for `spec`'s target, asking it for the instruction families
+/// the configs need.
+pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'l>, CodegenError> {
+    let target = spec.target();
     target.check()?;
     let mut kernels = Vec::new();
     match job {
@@ -106,7 +119,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, Cod
             let plans = lowering
                 .gemms
                 .iter()
-                .map(|g| GemmPlan::new(p, g, cfg, target))
+                .map(|g| GemmPlan::new(p, g, cfg, spec))
                 .collect::<Result<Vec<_>, _>>()?;
             let split = cfg.split_k > 1 && !plans.is_empty();
             let to_workspace = split && dt != DType::F32;

@@ -35,7 +35,7 @@ use inkwell::values::IntValue;
 /// outside every buffer (the fault-isolation test).
 pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     let c = &plan.cfg;
-    kb.spec.set_block_size(kb, plan.threads);
+    kb.set_block_size(plan.threads);
     let tid = kb.thread_idx();
     let (tile_m, tile_n) = raster(kb, plan);
     let z = kb.block_idx(2);
@@ -114,7 +114,7 @@ fn pipeline<'ctx>(
     let async_reader = matches!(plan.math, super::plan::Math::Wgmma { .. });
     let fence = |kb: &Kb<'_, 'ctx>| {
         if async_reader {
-            kb.spec.fence_proxy_async(kb);
+            kb.fence_proxy_async();
         }
     };
     if s == 1 {
@@ -129,8 +129,8 @@ fn pipeline<'ctx>(
                 }
             }
             if any_async {
-                kb.spec.cp_async_commit(kb);
-                kb.spec.cp_async_wait(kb, 0);
+                kb.cp_async_commit();
+                kb.cp_async_wait(0);
             }
             fence(kb);
             kb.barrier();
@@ -147,7 +147,7 @@ fn pipeline<'ctx>(
                     l.issue_async(kb, kt, kb.c(i as i64));
                 }
             });
-            kb.spec.cp_async_commit(kb);
+            kb.cp_async_commit();
         }
     }
     if any_regs {
@@ -160,7 +160,7 @@ fn pipeline<'ctx>(
     }
     kb.for_range(lo, hi, |kb, kt| {
         if any_async {
-            kb.spec.cp_async_wait(kb, ahead - 1);
+            kb.cp_async_wait(ahead - 1);
         }
         fence(kb);
         kb.barrier();
@@ -171,7 +171,7 @@ fn pipeline<'ctx>(
                     l.issue_async(kb, next, stage_of(next));
                 }
             });
-            kb.spec.cp_async_commit(kb);
+            kb.cp_async_commit();
         }
         let next = kb.addc(kt, 1);
         let more = kb.ult(next, hi);
@@ -195,7 +195,7 @@ fn pipeline<'ctx>(
     if any_async {
         // No copy may still be in flight when the kernel ends (the last groups are empty, but
         // the count is what the hardware tracks).
-        kb.spec.cp_async_wait(kb, 0);
+        kb.cp_async_wait(0);
     }
 }
 

@@ -196,9 +196,7 @@ mod tests {
     /// past the GEMM edge (which must be invalid).
     fn agrees_with_offset(p: &ConvProblem) {
         let l = lower(p);
-        let spec = HostEmu {
-            like: Target::Nvptx { sm: 90 },
-        };
+        let spec = HostEmu::new(Target::Nvptx { sm: 90 });
         let tm = machine::machine(&spec).unwrap();
         for gemm in &l.gemms {
             for (op, [d0, d1]) in gemm.operands() {
@@ -219,11 +217,7 @@ mod tests {
                     let p0 = a.part(kb, d0, arg(1), true);
                     let p1 = a.part(kb, d1, arg(2), true);
                     let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
-                    let valid = crate::codegen::builder::ok(kb.raw().build_int_z_extend(
-                        valid,
-                        kb.i32t(),
-                        "",
-                    ));
+                    let valid = kb.zext(valid, kb.i32t());
                     for (j, v) in [(0, valid), (1, off)] {
                         kb.set(
                             kb.gep(i32t, kb.param(2), kb.addc(kb.mulc(i, 2), j)),

@@ -31,6 +31,7 @@ pub mod emu;
 mod error;
 mod gemm;
 mod index;
+mod ir;
 mod loader;
 mod machine;
 mod math;
@@ -38,19 +39,20 @@ mod nvptx;
 mod plan;
 mod report;
 mod simple;
+mod spec;
 mod target;
 
 pub use amd_meta::{AmdKernelResources, AmdResources};
 pub use error::CodegenError;
 pub use report::resource_report;
+pub use spec::Capability;
 pub use target::Target;
 
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::space::PerfConfig;
-use compile::{guarded, Job};
+use compile::{guarded, spec_for, Job};
 use inkwell::context::Context;
-use target::TargetSpec;
 
 /// One launch: what the runtime needs to run a kernel of a [`Compiled`] module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +97,7 @@ pub fn launches(
             cfg,
             fault: false,
         },
-        target,
+        spec_for(target, false).as_ref(),
     )?;
     Ok((
         l.kernels.into_iter().map(|(k, _)| k).collect(),
@@ -143,17 +145,15 @@ pub fn compile_reference(problem: &ConvProblem, target: Target) -> Result<Compil
     compile_job(Job::Reference(problem), target)
 }
 
-fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
-    match target {
-        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm, arch_specific }),
-        Target::Amdgpu { gfx } => Box::new(amdgpu::Amdgpu { gfx }),
-    }
+/// The instruction families `target` has (what configs it can be planned for).
+pub fn capabilities(target: Target) -> Vec<Capability> {
+    spec::capabilities(spec_for(target, false).as_ref())
 }
 
 fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
     let arch_specific = matches!(job, Job::Conv { cfg, .. } if cfg.mma.is_wgmma());
-    let launches = compile::plan(job, target)?;
     let spec = spec_for(target, arch_specific);
+    let launches = compile::plan(job, spec.as_ref())?;
     guarded(|| {
         let tm = machine::machine(spec.as_ref())?;
         let ctx = Context::create();

@@ -3,7 +3,8 @@
 //! reason that names the field) keeps the emitters free of error paths, and lets callers ask
 //! for launch shapes and shared-memory sizes without compiling.
 
-use super::target::{MatrixUnit, Target};
+use super::spec::{Capability, TargetSpec};
+use super::target::MatrixUnit;
 use super::CodegenError;
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
@@ -257,17 +258,32 @@ fn c_stage(p: &ConvProblem, gemm: &Gemm, c: &PerfConfig, budget: u64) -> Result<
 }
 
 impl<'l> GemmPlan<'l> {
-    /// Plans `gemm` of `p` with `cfg` on `target`, or says which field does not fit.
+    /// Plans `gemm` of `p` with `cfg` for `spec`'s target, or says which field does not fit
+    /// or which instruction family the target lacks.
     pub fn new(
         p: &'l ConvProblem,
         gemm: &'l Gemm,
         cfg: &PerfConfig,
-        target: Target,
+        spec: &dyn TargetSpec,
     ) -> Result<Self, CodegenError> {
+        let target = spec.target();
         let fail = |reason: String| CodegenError::Config {
             config: cfg.to_string(),
             gemm: gemm.id,
             reason,
+        };
+        let require = |capability: Capability, needed_by: String| {
+            if spec.has(capability) {
+                Ok(())
+            } else {
+                Err(CodegenError::Missing {
+                    config: cfg.to_string(),
+                    gemm: gemm.id,
+                    target: target.to_string(),
+                    capability,
+                    needed_by,
+                })
+            }
         };
         let c = cfg;
         let dt = p.dtype();
@@ -300,7 +316,10 @@ impl<'l> GemmPlan<'l> {
         let units = target.matrix_units(dt);
         let wgmma = c.mma.is_wgmma();
         let math = if wgmma {
-            wgmma_math(c, dt, target).map_err(|r| fail(format!("mma={}: {r}", c.mma.name())))?
+            let by = || format!("mma={}", c.mma.name());
+            require(Capability::WarpgroupMma, by())?;
+            require(Capability::Barriers, by())?;
+            wgmma_math(c, dt).map_err(|r| fail(format!("mma={}: {r}", c.mma.name())))?
         } else if units.is_empty() {
             fma_math(c, warp, bytes).ok_or_else(|| {
                 fail(format!(
@@ -331,11 +350,16 @@ impl<'l> GemmPlan<'l> {
                     shapes.join(", ")
                 ))
             })?;
+            let family = match unit {
+                MatrixUnit::Mma16816 => Capability::WarpMma,
+                MatrixUnit::Mfma { .. } => Capability::Mfma,
+            };
+            require(family, format!("the {} matrix path", dt.name()))?;
             Math::Matrix(*unit)
         };
         let load =
             |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
-                tile_load(p, gemm, op, row_dim, rows, vec, c, threads, target)
+                tile_load(p, gemm, op, row_dim, rows, vec, c, threads, spec)
                     .map_err(|r| fail(format!("{name}: {r}")))
             };
         let a = load("vec_a", &gemm.a, Dim::M, c.block_m, c.vec_a)?;
@@ -434,13 +458,10 @@ impl<'l> GemmPlan<'l> {
     }
 }
 
-/// The `wgmma` shape for `c`, or why there is none: sm_90 (compiled as sm_90a), f16/bf16, a
-/// 64 × N warpgroup tile with N a multiple of 8 up to 256, and `bk` one 128-byte swizzle line.
-fn wgmma_math(c: &PerfConfig, dt: DType, target: Target) -> Result<Math, String> {
-    match target {
-        Target::Nvptx { sm: 90 } => {}
-        t => return Err(format!("{t} has no wgmma (sm_90 only)")),
-    }
+/// The `wgmma` shape for `c`, or why there is none (the target's `wgmma` was asked for
+/// before): f16/bf16, a 64 × N warpgroup tile with N a multiple of 8 up to 256, and `bk` one
+/// 128-byte swizzle line.
+fn wgmma_math(c: &PerfConfig, dt: DType) -> Result<Math, String> {
     if !matches!(dt, DType::F16 | DType::BF16) {
         return Err(format!("{} is not f16 or bf16", dt.name()));
     }
@@ -505,7 +526,7 @@ fn tile_load(
     vec: u32,
     c: &PerfConfig,
     threads: u32,
-    target: Target,
+    spec: &dyn TargetSpec,
 ) -> Result<TileLoad, String> {
     let bytes = p.dtype().bytes();
     let contiguous = op.contiguity(p, gemm, [row_dim, Dim::K]).dim;
@@ -543,13 +564,15 @@ fn tile_load(
         vectors,
         slots: vectors.div_ceil(threads),
         partial: !vectors.is_multiple_of(threads),
-        async_copy: target.has_cp_async() && matches!(vb, 4 | 8 | 16),
+        async_copy: spec.async_copy().is_some() && matches!(vb, 4 | 8 | 16),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codegen::compile::spec_for;
+    use crate::codegen::target::Target;
     use crate::lowering::lower;
 
     fn plan_of(line: &str, cfg: &str, target: Target) -> (ConvProblem, PerfConfig, Target) {
@@ -564,7 +587,7 @@ mod tests {
             Target::Nvptx { sm: 90 },
         );
         let l = lower(&p);
-        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
         let st = plan.c_stage.unwrap();
         // Output NHWC is contiguous along K (= M); lines of 64 + 8 bf16.
         assert!(!st.along_n);
@@ -584,13 +607,13 @@ mod tests {
             Target::Nvptx { sm: 90 },
         );
         let l = lower(&p);
-        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
         assert!(!plan.smem.a.kmajor && !plan.smem.b.kmajor);
         // 64 k-lines would cost 64 chunks of padding, 32 rows budget 32: swizzled instead.
         assert_eq!(plan.smem.a.swizzle, Some(4));
         assert_eq!(plan.smem.bytes, 2 * (32 + 32) * 64 * 2);
         let c = PerfConfig { block_k: 16, ..c };
-        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
         assert_eq!((plan.smem.a.stride, plan.smem.a.swizzle), (40, None));
     }
 }

@@ -30,7 +30,7 @@ pub(crate) fn blocks(elems: u64, per_thread: u32) -> u64 {
 
 /// Writes zeros to `elems` elements of type `dt` at kernel argument `param`.
 pub(crate) fn emit_zero<'ctx>(kb: &Kb<'_, 'ctx>, param: u32, dt: DType, elems: u64) {
-    kb.spec.set_block_size(kb, THREADS);
+    kb.set_block_size(THREADS);
     let v = fill_width(elems, dt.bytes());
     let first = kb.mulc(global_id(kb), v as i64);
     kb.if_then(kb.ultc(first, elems as u32), |kb| {
@@ -42,7 +42,7 @@ pub(crate) fn emit_zero<'ctx>(kb: &Kb<'_, 'ctx>, param: u32, dt: DType, elems: u
 
 /// Converts the f32 workspace to the written tensor's type (split-K with f16/bf16).
 pub(crate) fn emit_finish<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64) {
-    kb.spec.set_block_size(kb, THREADS);
+    kb.set_block_size(THREADS);
     let i = global_id(kb);
     kb.if_then(kb.ultc(i, elems as u32), |kb| {
         let src = kb.gep(kb.f32t().into(), kb.param(3), i);
@@ -82,7 +82,7 @@ fn read<'ctx>(
 /// The direct convolution, one thread per element of the written tensor, f32 accumulation,
 /// every tap bounds-checked: the textbook loop nest of [`crate::reference::direct_conv`].
 pub(crate) fn emit_reference<'ctx>(kb: &Kb<'_, 'ctx>, p: &ConvProblem) {
-    kb.spec.set_block_size(kb, THREADS);
+    kb.set_block_size(THREADS);
     let dir = p.direction();
     let written = dir.written();
     let dims = p.logical_dims(written);

@@ -152,7 +152,8 @@ fn run(
     like: Target,
     tensors: &mut [Vec<f64>; 3],
 ) -> Result<EmuReport, CodegenError> {
-    let launches = compile::plan(job, like)?;
+    let spec = spec::HostEmu::new(like);
+    let launches = compile::plan(job, &spec)?;
     for t in Tensor::ALL {
         let need = p.tensor_elems(t) as usize;
         if tensors[t as usize].len() != need {
@@ -163,7 +164,6 @@ fn run(
             )));
         }
     }
-    let spec = spec::HostEmu { like };
     guarded(|| {
         let tm = machine::machine(&spec)?;
         let ctx = Context::create();
@@ -178,7 +178,7 @@ fn run(
         let ee = module
             .create_jit_execution_engine(OptimizationLevel::Default)
             .map_err(|e| llvm_err("creating the JIT", e.to_string()))?;
-        for (name, addr) in runtime::symbols() {
+        for (name, addr) in runtime::symbols().into_iter().chain(wgmma::symbols()) {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);
             }
