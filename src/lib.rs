@@ -7,6 +7,7 @@
 //! tuned database that ships).
 #![deny(missing_docs)]
 
+pub mod abi;
 pub mod arch;
 pub mod codegen;
 pub mod db;

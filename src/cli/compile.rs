@@ -45,12 +45,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
         ))
     })?;
     let c = compile_conv(&l, &cfg, target_for(&arch))?;
-    let bytes = match (&c.ptx, &c.code_object) {
-        (Some(ptx), _) => ptx.as_bytes().to_vec(),
-        (None, Some(co)) => co.clone(),
-        (None, None) => return Err(anyhow!("the code generator produced no module")),
-    };
-    std::fs::write(&args.output, bytes)
+    std::fs::write(&args.output, c.module.bytes())
         .with_context(|| format!("writing {}", args.output.display()))?;
     println!("{cfg}");
     println!("{}", resource_report(&c));

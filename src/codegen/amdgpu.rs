@@ -169,6 +169,7 @@ pub(crate) fn f32_to_bf16_bits<'ctx>(ir: &Ir<'_, 'ctx>, v: FloatValue<'ctx>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{ArgRole, CONV_ARGS};
     use crate::codegen::{builder::Kb, emu::spec::HostEmu, machine};
     use inkwell::OptimizationLevel;
 
@@ -203,15 +204,18 @@ mod tests {
         let tm = machine::machine(&spec).unwrap();
         let ctx = Context::create();
         let m = machine::new_module(&ctx, &spec, &tm, "bf16").unwrap();
-        let kb = Kb::kernel(&ctx, &m, &spec, "round", [true, true, false, true]);
+        let kb = Kb::kernel(&ctx, &m, &spec, "round", CONV_ARGS, &[ArgRole::Output]);
         let n = kb.c(inputs.len() as i64);
         kb.for_range(kb.c(0), n, |kb, i| {
             let f32t = kb.f32t().into();
             let v = kb
-                .get(kb.gep(f32t, kb.param(0), i), f32t)
+                .get(kb.gep(f32t, kb.arg(ArgRole::Input), i), f32t)
                 .into_float_value();
             let h = f32_to_bf16_bits(kb, v);
-            kb.set(kb.gep(kb.ctx.i16_type().into(), kb.param(2), i), h.into());
+            kb.set(
+                kb.gep(kb.ctx.i16_type().into(), kb.arg(ArgRole::Output), i),
+                h.into(),
+            );
         });
         kb.finish();
         machine::optimize(&m, &tm).unwrap();

@@ -17,7 +17,8 @@
 pub(crate) use super::ir::Mem;
 use super::ir::{ok, type_bytes, Ir};
 use super::spec::{AsyncCopy, Barriers, Mfma, TargetSpec, WarpMma, WarpgroupMma};
-use crate::problem::DType;
+use crate::abi::{ArgKind, ArgRole, KernelArg};
+use crate::problem::{DType, Tensor};
 use inkwell::{
     context::Context,
     module::Module,
@@ -30,6 +31,7 @@ use std::ops::Deref;
 pub(crate) struct Kb<'a, 'ctx> {
     ir: Ir<'a, 'ctx>,
     spec: &'a dyn TargetSpec,
+    args: &'a [KernelArg],
 }
 
 impl<'a, 'ctx> Deref for Kb<'a, 'ctx> {
@@ -47,25 +49,35 @@ fn planned<'s, T: ?Sized>(family: Option<&'s T>, what: &str) -> &'s T {
 }
 
 impl<'a, 'ctx> Kb<'a, 'ctx> {
-    /// Starts a kernel `name(ptr input, ptr filter, ptr output, ptr workspace, <spec extras>)`.
-    /// `readonly[i]` marks the tensors the kernel only reads.
+    /// Starts a kernel `name(<args>, <spec extras>)` with the parameters the ABI declares
+    /// ([`crate::abi`]). Pointer arguments do not alias; those whose role is not in `writes`
+    /// are read-only.
     pub fn kernel(
         ctx: &'ctx Context,
         module: &'a Module<'ctx>,
         spec: &'a dyn TargetSpec,
         name: &str,
-        readonly: [bool; 4],
+        args: &'a [KernelArg],
+        writes: &[ArgRole],
     ) -> Self {
         let gptr = ctx.ptr_type(spec.global_as());
-        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum> = vec![gptr.into(); 4];
+        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum> = args
+            .iter()
+            .map(|a| match a.kind {
+                ArgKind::DevicePtr => gptr.into(),
+                // The planner never asks for one yet (no kernel uses TMA).
+                ArgKind::TensorMap => panic!("tensor-map parameters are not generated yet"),
+            })
+            .collect();
         for _ in 0..spec.extra_params() {
             params.push(ctx.ptr_type(AddressSpace::default()).into());
         }
         let func = module.add_function(name, ctx.void_type().fn_type(&params, false), None);
         spec.declare_kernel(ctx, func);
-        for (i, ro) in readonly.iter().enumerate() {
+        for (i, arg) in args.iter().enumerate() {
+            let ro = !writes.contains(&arg.role);
             let loc = inkwell::attributes::AttributeLoc::Param(i as u32);
-            for (attr, on) in [("noalias", true), ("nocapture", true), ("readonly", *ro)] {
+            for (attr, on) in [("noalias", true), ("nocapture", true), ("readonly", ro)] {
                 if on {
                     let kind = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
                     func.add_attribute(loc, ctx.create_enum_attribute(kind, 0));
@@ -75,6 +87,7 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         Kb {
             ir: Ir::new(ctx, module, func),
             spec,
+            args,
         }
     }
 
@@ -83,12 +96,16 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         ok(self.raw().build_return(None));
     }
 
-    /// Kernel argument `i` (0 input, 1 filter, 2 output, 3 workspace).
-    pub fn param(&self, i: u32) -> PointerValue<'ctx> {
-        self.func
-            .get_nth_param(i)
-            .unwrap_or_else(|| panic!("kernel has no parameter {i}"))
+    /// The pointer argument of `role`.
+    pub fn arg(&self, role: ArgRole) -> PointerValue<'ctx> {
+        role.position(self.args)
+            .and_then(|i| self.func.get_nth_param(i as u32))
+            .unwrap_or_else(|| panic!("kernel has no `{role}` argument"))
             .into_pointer_value()
+    }
+    /// The argument of tensor `t`.
+    pub fn tensor(&self, t: Tensor) -> PointerValue<'ctx> {
+        self.arg(ArgRole::of(t))
     }
 
     /// Records the block size so the backend can budget registers for it.

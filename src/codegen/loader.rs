@@ -129,7 +129,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
         Loader {
             load,
             addr,
-            tensor: kb.param(op.tensor as u32),
+            tensor: kb.tensor(op.tensor),
             dt: plan.dt,
             tile: if is_a { plan.smem.a } else { plan.smem.b },
             block_k: bk,

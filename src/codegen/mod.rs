@@ -4,8 +4,8 @@
 //! A candidate (one [`PerfConfig`] for one [`Lowering`]) becomes one module holding every launch
 //! in order: a zero-init kernel when the written tensor is not fully covered by the GEMMs or
 //! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16.
-//! Every kernel takes the same four arguments `(input, filter, output, workspace)`, the
-//! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`] (null
+//! Every kernel takes the arguments of [`Kernel::args`] (today [`crate::abi::CONV_ARGS`]: the
+//! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`], null
 //! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
 //!
 //! ```no_run
@@ -15,13 +15,16 @@
 //! let p = "convbfp16 -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC".parse().unwrap();
 //! let cfg: PerfConfig = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
 //! let c = compile_conv(&lower(&p), &cfg, Target::Nvptx { sm: 90 }).unwrap();
-//! assert!(c.ptx.unwrap().contains("mma.sync"));
+//! assert!(c.module.ptx().unwrap().contains("mma.sync"));
 //! ```
 //!
-//! Layers: `builder` (short verbs over inkwell), `target` (the `TargetSpec` trait; NVPTX,
-//! AMDGPU and the host emulator implement it), `plan` (every compile-time decision), `index`,
-//! `loader`, `math`, `gemm`, `simple` (the kernel logic, written once), `machine` (LLVM passes
-//! and emission), [`emu`] (running the same kernels on the CPU).
+//! Layers: `ir` (target-free verbs over inkwell), `spec` (the `TargetSpec` trait and the
+//! instruction families a target has or lacks; NVPTX, AMDGPU and the host emulator implement
+//! them), `builder` (the kernel builder: `ir` plus the target verbs), `target` (the public
+//! [`Target`]), `plan` (every compile-time decision, including which families a config needs),
+//! `index`, `loader`, `math`, `schedule` (tile schedulers), `mainloop` (K loops), `gemm`,
+//! `simple` (the kernel logic, written once), `machine` (LLVM passes and emission), [`emu`]
+//! (running the same kernels on the CPU).
 
 mod amd_meta;
 mod amdgpu;
@@ -34,10 +37,12 @@ mod index;
 mod ir;
 mod loader;
 mod machine;
+mod mainloop;
 mod math;
 mod nvptx;
 mod plan;
 mod report;
+mod schedule;
 mod simple;
 mod spec;
 mod target;
@@ -47,6 +52,9 @@ pub use error::CodegenError;
 pub use report::resource_report;
 pub use spec::Capability;
 pub use target::Target;
+
+use crate::abi::KernelArg;
+pub use crate::abi::Module;
 
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
@@ -65,6 +73,8 @@ pub struct Kernel {
     pub block: [u32; 3],
     /// Dynamic shared memory to pass at launch, bytes.
     pub shared_bytes: u32,
+    /// The kernel's parameters, in order (see [`crate::abi`]).
+    pub args: Vec<KernelArg>,
 }
 
 /// All launches of one candidate (or of the reference), compiled for one target.
@@ -72,10 +82,8 @@ pub struct Kernel {
 pub struct Compiled {
     /// What it was compiled for.
     pub target: Target,
-    /// PTX text (NVIDIA), JIT-loaded by the driver.
-    pub ptx: Option<String>,
-    /// Linked code object (AMD), loadable by `hipModuleLoadData`.
-    pub code_object: Option<Vec<u8>>,
+    /// PTX (NVIDIA) or a linked code object (AMD).
+    pub module: Module,
     /// Launches, in the order they must run.
     pub kernels: Vec<Kernel>,
     /// Bytes of the scratch buffer passed as the fourth argument (0: pass null).
@@ -161,22 +169,20 @@ fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
         compile::emit(&ctx, &module, spec.as_ref(), &launches);
         machine::optimize(&module, &tm)?;
         let kernels = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
-        let mut out = Compiled {
-            target,
-            ptx: None,
-            code_object: None,
-            kernels,
-            workspace_bytes: launches.workspace_bytes,
-            resources: None,
-        };
-        match target {
-            Target::Nvptx { .. } => out.ptx = Some(machine::emit_ptx(&module, &tm)?),
+        let (module, resources) = match target {
+            Target::Nvptx { .. } => (Module::Ptx(machine::emit_ptx(&module, &tm)?), None),
             Target::Amdgpu { .. } => {
                 let co = machine::emit_code_object(&module, &tm)?;
-                out.resources = Some(amd_meta::read(&co)?);
-                out.code_object = Some(co);
+                let resources = amd_meta::read(&co)?;
+                (Module::CodeObject(co), Some(resources))
             }
-        }
-        Ok(out)
+        };
+        Ok(Compiled {
+            target,
+            module,
+            kernels,
+            workspace_bytes: launches.workspace_bytes,
+            resources,
+        })
     })
 }

@@ -39,6 +39,21 @@ pub(crate) enum Math {
     },
 }
 
+/// Which [`super::mainloop::MainLoop`] walks K. One kind per implementation; a new pipeline
+/// adds a kind and its file, and leaves the others alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MainLoopKind {
+    /// [`super::mainloop::MultistageLoop`]: a ring of `stages` buffers, `cp.async` or registers.
+    Multistage,
+}
+
+/// Which [`super::schedule::TileScheduler`] maps blocks to tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SchedulerKind {
+    /// [`super::schedule::RasterScheduler`]: one block per tile, rasterised by `rs`.
+    Raster,
+}
+
 /// How one operand's tile moves from global to shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TileLoad {
@@ -165,6 +180,10 @@ pub(crate) struct GemmPlan<'l> {
     pub warp: u32,
     /// Warp-tile computation.
     pub math: Math,
+    /// The K loop.
+    pub main_loop: MainLoopKind,
+    /// Blocks → tiles.
+    pub scheduler: SchedulerKind,
     /// A tile loads.
     pub a: TileLoad,
     /// B tile loads.
@@ -431,6 +450,9 @@ impl<'l> GemmPlan<'l> {
             threads,
             warp,
             math,
+            // The only ones today; a TMA / warp-specialised kernel chooses its own here.
+            main_loop: MainLoopKind::Multistage,
+            scheduler: SchedulerKind::Raster,
             a,
             b,
             smem,
@@ -446,15 +468,6 @@ impl<'l> GemmPlan<'l> {
             atomic,
             c_stage,
         })
-    }
-
-    /// Launch grid: (tiles, 1, groups · split_k).
-    pub fn grid(&self) -> [u64; 3] {
-        [
-            self.tiles_m as u64 * self.tiles_n as u64,
-            1,
-            self.gemm.g_len() as u64 * self.cfg.split_k as u64,
-        ]
     }
 }
 

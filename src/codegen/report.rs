@@ -36,7 +36,7 @@ pub fn resource_report(c: &Compiled) -> String {
         }
         s.push('\n');
     }
-    if let Some(ptx) = &c.ptx {
+    if let Some(ptx) = c.module.ptx() {
         let count = |pat: &str| ptx.matches(pat).count();
         let _ = writeln!(
             s,
@@ -49,7 +49,7 @@ pub fn resource_report(c: &Compiled) -> String {
             count("st.global")
         );
     }
-    if let Some(co) = &c.code_object {
+    if let Some(co) = c.module.code_object() {
         let _ = writeln!(s, "  code object: {} bytes", co.len());
     }
     s

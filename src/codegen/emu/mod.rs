@@ -26,6 +26,7 @@ mod wgmma;
 
 use super::compile::{self, guarded, Job, Launches};
 use super::{machine, CodegenError, Kernel, Target};
+use crate::abi::CONV_ARGS;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
 use crate::space::PerfConfig;
@@ -154,6 +155,13 @@ fn run(
 ) -> Result<EmuReport, CodegenError> {
     let spec = spec::HostEmu::new(like);
     let launches = compile::plan(job, &spec)?;
+    // The host calls kernels through one Rust signature: the buffers in `CONV_ARGS` order.
+    if let Some((k, _)) = launches.kernels.iter().find(|(k, _)| k.args != CONV_ARGS) {
+        return Err(CodegenError::Internal(format!(
+            "emulator: kernel {} takes {:?}, the emulator passes {CONV_ARGS:?}",
+            k.name, k.args
+        )));
+    }
     for t in Tensor::ALL {
         let need = p.tensor_elems(t) as usize;
         if tensors[t as usize].len() != need {
