@@ -75,6 +75,11 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         let func = module.add_function(name, ctx.void_type().fn_type(&params, false), None);
         spec.declare_kernel(ctx, func);
         for (i, arg) in args.iter().enumerate() {
+            // Named after the role: AMD code objects carry the name in their argument
+            // metadata (NVPTX names `.param`s after the function whatever the IR says).
+            if let Some(p) = func.get_nth_param(i as u32) {
+                p.set_name(arg.role.name());
+            }
             let ro = !writes.contains(&arg.role);
             let loc = inkwell::attributes::AttributeLoc::Param(i as u32);
             for (attr, on) in [("noalias", true), ("nocapture", true), ("readonly", ro)] {
