@@ -305,3 +305,53 @@ pub(crate) fn capabilities(spec: &dyn TargetSpec) -> Vec<Capability> {
         .filter(|&c| spec.has(c))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::compile::spec_for;
+    use crate::codegen::emu::spec::HostEmu;
+    use crate::codegen::plan::GemmPlan;
+    use crate::codegen::CodegenError;
+    use crate::lowering::lower;
+    use crate::space::PerfConfig;
+
+    #[test]
+    fn targets_have_the_families_of_their_hardware() {
+        use Capability::*;
+        let caps = |t: Target| capabilities(spec_for(t, false).as_ref());
+        assert_eq!(caps(Target::Nvptx { sm: 80 }), [AsyncCopy, WarpMma]);
+        assert_eq!(
+            caps(Target::Nvptx { sm: 90 }),
+            [AsyncCopy, WarpMma, WarpgroupMma, Barriers]
+        );
+        assert_eq!(caps(Target::Amdgpu { gfx: "gfx90a" }), [Mfma]);
+        // The emulator offers exactly what it imitates.
+        for t in [Target::Nvptx { sm: 80 }, Target::Amdgpu { gfx: "gfx942" }] {
+            assert_eq!(capabilities(&HostEmu::new(t)), caps(t));
+        }
+    }
+
+    /// A config that needs a family the target lacks is a planning error naming the family
+    /// and the field, not a panic during emission.
+    #[test]
+    fn a_missing_family_is_a_planning_error() {
+        let p: crate::problem::ConvProblem =
+            "convbfp16 -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC"
+                .parse()
+                .unwrap();
+        let cfg: PerfConfig =
+            "v2:bm=64,bn=16,bk=64,wm=64,wn=16,st=1,va=1,vb=1,vc=4,lds=swz,sk=1,rs=1,mma=wg"
+                .parse()
+                .unwrap();
+        let l = lower(&p);
+        let plan = |t: Target| GemmPlan::new(&p, &l.gemms[0], &cfg, spec_for(t, false).as_ref());
+        assert!(plan(Target::Nvptx { sm: 90 }).is_ok());
+        let e = plan(Target::Nvptx { sm: 80 }).unwrap_err();
+        assert!(
+            matches!(&e, CodegenError::Missing { capability: Capability::WarpgroupMma, needed_by, .. } if needed_by == "mma=wg"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("sm_80 lacks"), "{e}");
+    }
+}
