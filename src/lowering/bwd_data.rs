@@ -89,14 +89,15 @@ fn covered(p: &ConvProblem, d: usize, t: &TildaDim) -> bool {
 pub(super) fn lower(p: &ConvProblem) -> Lowering {
     let s = p.sizes();
     let td = [tilda_dim(p, 0), tilda_dim(p, 1)];
+    let filter = [s.y, s.x];
     let mut gemms = Vec::new();
-    for iy in 0..td[0].tilda {
-        for ix in 0..td[1].tilda {
-            let (ydot, xdot) = (td[0].dot_slice(iy, s.y), td[1].dot_slice(ix, s.x));
-            if ydot == 0 || xdot == 0 || td[0].slice_len() == 0 || td[1].slice_len() == 0 {
-                continue;
+    if td[0].slice_len() > 0 && td[1].slice_len() > 0 {
+        let [ys, xs] = [0, 1].map(|d| phases(&td[d], filter[d]));
+        for &py in &ys {
+            for &px in &xs {
+                let id = gemms.len() as u32;
+                gemms.push(sub_gemm(p, &td, [py, px], id));
             }
-            gemms.push(sub_gemm(p, &td, [iy, ix], [ydot, xdot], gemms.len() as u32));
         }
     }
     let zero_init = gemms.is_empty() || !covered(p, 0, &td[0]) || !covered(p, 1, &td[1]);
@@ -107,18 +108,66 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
     }
 }
 
-fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], i: [u32; 2], dots: [u32; 2], id: u32) -> Gemm {
+/// Which residue classes of one spatial dimension a sub-GEMM covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Class `i` alone, with `dot` filter taps.
+    Fixed(u32, u32),
+    /// Classes `0..classes` as a row axis of the GEMM, each with `dot` filter taps.
+    Merged {
+        /// Non-empty residue classes.
+        classes: u32,
+        /// Filter taps of each.
+        dot: u32,
+    },
+}
+
+impl Phase {
+    fn dot(self) -> u32 {
+        match self {
+            Phase::Fixed(_, dot) | Phase::Merged { dot, .. } => dot,
+        }
+    }
+}
+
+/// The residue classes of one spatial dimension, as the sub-GEMMs cover them. When every
+/// non-empty class has the same filter taps (filter ≤ tilda, or filter a multiple of tilda) the
+/// classes write disjoint pixels with the same reduction, so they are one row axis of a single
+/// GEMM (seed 003: one dense GEMM, not two); otherwise each non-empty class is a GEMM of its own.
+fn phases(t: &TildaDim, filter: u32) -> Vec<Phase> {
+    let classes = t.tilda.min(filter);
+    if classes > 1 && (filter <= t.tilda || filter.is_multiple_of(t.tilda)) {
+        return vec![Phase::Merged {
+            classes,
+            dot: t.dot_slice(0, filter),
+        }];
+    }
+    (0..classes)
+        .map(|i| Phase::Fixed(i, t.dot_slice(i, filter)))
+        .collect()
+}
+
+fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) -> Gemm {
     let s = p.sizes();
     let k = ("k", p.k_per_group());
-    let (yd, xd) = (("ydot", dots[0]), ("xdot", dots[1]));
+    let (yd, xd) = (("ydot", phases[0].dot()), ("xdot", phases[1].dot()));
     let k_axes = if super::channels_last(p, Tensor::Output) {
         dim(&[yd, xd, k])
     } else {
         dim(&[k, yd, xd])
     };
+    // Merged residue classes are row axes outside the channel: with channels innermost in
+    // memory, (class, c) stays one contiguous run when the dilation is 1.
+    let class_axes = [("iy", 0), ("ix", 1)]
+        .into_iter()
+        .filter_map(|(name, d)| match phases[d] {
+            Phase::Merged { classes, .. } => Some((name, classes)),
+            Phase::Fixed(..) => None,
+        });
+    let m_axes: Vec<(&'static str, u32)> = class_axes.chain([("c", p.c_per_group())]).collect();
     let dims: [GemmDim; 4] = [
         dim(&[("g", s.groups)]),
-        dim(&[("c", p.c_per_group())]),
+        dim(&m_axes),
         dim(&[
             ("n", s.n),
             ("htilda", td[0].slice_len()),
@@ -128,20 +177,24 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], i: [u32; 2], dots: [u32; 2], id
     ];
     let ax = |n: &str| find(&dims, n);
     let one = |n: &str| Affine::axis(ax(n));
-    let tap = |d: usize, dot: &str| {
-        Affine::zero()
-            .plus(ax(dot), td[d].tilda as i64)
-            .add(i[d] as i64)
+    // `base + i · coef` for the residue class of dimension `d`: a constant, or the class axis.
+    let class = |d: usize, base: Affine, coef: i64| match phases[d] {
+        Phase::Fixed(i, _) => base.add(i as i64 * coef),
+        Phase::Merged { .. } => base.plus(ax(["iy", "ix"][d]), coef),
     };
+    let tap = |d: usize, dot: &str| class(d, Affine::zero().plus(ax(dot), td[d].tilda as i64), 1);
     let out_pixel = |d: usize, t: &str, dot: &str| {
         Affine::axis(ax(t))
             .plus(ax(dot), -(td[d].dot_step as i64))
             .add(td[d].left as i64)
     };
     let in_pixel = |d: usize, t: &str| {
-        Affine::zero().plus(ax(t), s.stride[d] as i64).add(
-            td[d].left as i64 * s.stride[d] as i64 + i[d] as i64 * s.dilation[d] as i64
-                - s.pad[d] as i64,
+        class(
+            d,
+            Affine::zero()
+                .plus(ax(t), s.stride[d] as i64)
+                .add(td[d].left as i64 * s.stride[d] as i64 - s.pad[d] as i64),
+            s.dilation[d] as i64,
         )
     };
     Gemm {

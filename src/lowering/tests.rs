@@ -48,12 +48,17 @@ fn seed_000_padding_problems_match_direct_conv() {
 }
 
 #[test]
-fn seed_003_shape_two_gemms_and_correct() {
-    // Seed 003's spatial shape, stride and filter at reduced batch and channels.
+fn seed_003_shape_is_one_dense_gemm_and_correct() {
+    // Seed 003's spatial shape, stride and filter at reduced batch and channels: stride equals
+    // the filter width, so the two residue classes write disjoint pixels with one tap each and
+    // are the rows of one GEMM (M = classes x C).
     let p = problem("convbfp16 -n 2 -c 8 -H 1 -W 512 -k 4 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
     let l = lower(&p);
-    assert_eq!(l.gemms.len(), 2);
-    assert_eq!(l.gemms.iter().map(|g| g.id).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(l.gemms.len(), 1);
+    assert_eq!(
+        (l.gemms[0].id, l.gemms[0].m_len(), l.gemms[0].k_len()),
+        (0, 16, 4)
+    );
     assert!(
         !l.zero_init,
         "stride 2 with a 2-wide filter covers every pixel"
@@ -64,9 +69,11 @@ fn seed_003_shape_two_gemms_and_correct() {
 #[test]
 fn empty_filter_slice_is_dropped_and_zeroed() {
     // Stride 3 > filter 2: residue class 2 has no filter taps, its pixels must read zero.
+    // The two non-empty classes have one tap each: one GEMM over both.
     let p = problem("conv -n 1 -c 2 -H 7 -W 5 -k 2 -y 2 -x 1 -u 3 -v 1 -F 2");
     let l = lower(&p);
-    assert_eq!(l.gemms.len(), 2);
+    assert_eq!(l.gemms.len(), 1);
+    assert_eq!(l.gemms[0].m_len(), 2 * 2);
     assert!(l.zero_init);
     assert!(disagreement(&p, 1) < 1e-12);
 }
@@ -80,7 +87,23 @@ fn full_problem_sizes_of_seed_003() {
         .iter()
         .map(|g| (g.m_len(), g.n_len(), g.k_len()))
         .collect();
-    assert_eq!(sizes, [(2048, 16 * 257, 2048), (2048, 16 * 257, 2048)]);
+    assert_eq!(sizes, [(2 * 2048, 16 * 257, 2048)]);
+}
+
+#[test]
+fn unequal_classes_stay_separate_gemms_with_consecutive_ids() {
+    // 3x3 stride 2: classes have 2 and 1 taps per dimension, so four GEMMs of different K.
+    let p = problem("conv -n 2 -c 3 -H 9 -W 8 -k 5 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2");
+    let l = lower(&p);
+    let ks: Vec<_> = l.gemms.iter().map(|g| (g.id, g.k_len())).collect();
+    assert_eq!(ks, [(0, 5 * 4), (1, 5 * 2), (2, 5 * 2), (3, 5)]);
+    assert!(disagreement(&p, 5) < 1e-12);
+    // One dimension mergeable (x: 2 taps, stride 2), the other not (y: 3 taps, stride 2).
+    let p = problem("conv -n 2 -c 3 -H 9 -W 8 -k 5 -y 3 -x 2 -p 1 -q 0 -u 2 -v 2 -F 2");
+    let l = lower(&p);
+    let shapes: Vec<_> = l.gemms.iter().map(|g| (g.m_len(), g.k_len())).collect();
+    assert_eq!(shapes, [(2 * 3, 5 * 2), (2 * 3, 5)]);
+    assert!(disagreement(&p, 6) < 1e-12);
 }
 
 fn arb_problem() -> impl Strategy<Value = ConvProblem> {
