@@ -337,7 +337,7 @@ mod tests {
     #[test]
     fn a_missing_family_is_a_planning_error() {
         let p: crate::problem::ConvProblem =
-            "convbfp16 -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC"
+            "convbfp16 -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
                 .parse()
                 .unwrap();
         let cfg: PerfConfig =

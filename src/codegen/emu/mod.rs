@@ -1,7 +1,7 @@
 //! Running the generated kernels on the CPU, to check the code generator without a GPU.
 //!
 //! The kernels of a candidate are emitted by the same code as for the GPU, with a host
-//! [`TargetSpec`](super::target::TargetSpec) that imitates one GPU (`like`): its warp size,
+//! [`TargetSpec`](super::spec::TargetSpec) that imitates one GPU (`like`): its warp size,
 //! matrix instruction and async copies. They are optimised, JIT-compiled, and run block by
 //! block, one OS thread per GPU thread (see `runtime.rs` for what is emulated and how). The
 //! report lists every out-of-bounds or misaligned access; the written tensor comes back for
