@@ -2,19 +2,20 @@
 //! convolution (bit-exact: the data are multiples of 1/8, so every sum is exact in f32), and
 //! compiled for NVIDIA and AMD to check that LLVM accepts it and emits what was meant.
 
+use convtune::arch::Arch;
 use convtune::codegen::emu::{emulate_conv, emulate_faulting, emulate_reference};
 use convtune::codegen::{compile_conv, compile_reference, Target};
+use convtune::config::PerfConfig;
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, DType};
 use convtune::reference::direct_conv;
-use convtune::space::PerfConfig;
 mod common;
 
 use common::{cfg, data, mismatches, problem};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-const H200: Target = Target::Nvptx { sm: 90 };
-const MI200: Target = Target::Amdgpu { gfx: "gfx90a" };
+const H200: Target = Target::of(Arch::SM_90);
+const MI200: Target = Target::of(Arch::GFX90A);
 
 /// Emulates one candidate on `like` and demands bit-exact agreement and no bad access.
 fn check(p: &ConvProblem, c: &PerfConfig, like: Target) {
@@ -289,9 +290,9 @@ fn compiles_for_nvidia_and_amd() {
     for t in [
         H200,
         MI200,
-        Target::Amdgpu { gfx: "gfx942" },
-        Target::Amdgpu { gfx: "gfx908" },
-        Target::Nvptx { sm: 80 },
+        Target::of(Arch::GFX942),
+        Target::of(Arch::GFX908),
+        Target::of(Arch::SM_80),
     ] {
         let p =
             problem("convbfp16 -n 2 -c 8 -H 6 -W 5 -k 12 -y 3 -x 3 -p 1 -q 1 -F 2 --layout NHWC");
@@ -344,11 +345,7 @@ fn compile_throughput() {
 /// gfx908 has no `_1k` bf16 MFMA: half the K per instruction (2 elements per lane).
 #[test]
 fn emulated_gfx908_bf16() {
-    sweep(
-        Target::Amdgpu { gfx: "gfx908" },
-        &AMD_CONFIGS,
-        &["convbfp16"],
-    );
+    sweep(Target::of(Arch::GFX908), &AMD_CONFIGS, &["convbfp16"]);
 }
 
 /// Every config legality accepts must compute the right answer: random small problems (all
@@ -356,7 +353,6 @@ fn emulated_gfx908_bf16() {
 /// emulated on an H200-like and an MI200-like target. `CONVTUNE_EMU_CASES` scales it up.
 #[test]
 fn legal_configs_are_correct() {
-    use convtune::arch::Arch;
     use convtune::problem::{ConvSizes, Direction, Layout};
     use convtune::space::{sample_legal, SearchSpace};
     let cases: usize = std::env::var("CONVTUNE_EMU_CASES")
@@ -404,7 +400,6 @@ fn legal_configs_are_correct() {
 /// no LLVM: cheap enough for every legal config of realistic problems on every arch).
 #[test]
 fn every_legal_config_can_be_generated() {
-    use convtune::arch::Arch;
     use convtune::codegen::launches;
     use convtune::space::{enumerate_legal, SearchSpace};
     let problems = [

@@ -3,17 +3,18 @@
 //! kernel side), and compared bit-exactly with the f64 direct convolution (data are multiples
 //! of 1/8: every product and sum is exact in f32, whatever the order).
 
+use convtune::arch::Arch;
 use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, Capability, CodegenError, Target};
+use convtune::config::{MmaPath, PerfConfig};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 use convtune::reference::direct_conv;
-use convtune::space::{MmaPath, PerfConfig};
 mod common;
 
 use common::{cfg, data, mismatches, problem};
 
-const H200: Target = Target::Nvptx { sm: 90 };
+const H200: Target = Target::of(Arch::SM_90);
 
 /// Emulates one candidate: `Ok(false)` when codegen refuses the config (not a wgmma shape for
 /// this problem), `Ok(true)` when it ran with no bad access and agrees bit-exactly.
@@ -153,7 +154,7 @@ fn wgmma_is_refused_off_sm90_and_for_f32() {
     let l = lower(&p);
     // sm_80 lacks the instruction family: a planning error that names it.
     assert!(matches!(
-        compile_conv(&l, &c, Target::Nvptx { sm: 80 }),
+        compile_conv(&l, &c, Target::of(Arch::SM_80)),
         Err(CodegenError::Missing {
             capability: Capability::WarpgroupMma,
             ..

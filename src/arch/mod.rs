@@ -1,24 +1,23 @@
-//! GPU architectures: the hardware limits that decide which tuning parameters can run at all.
+//! GPU architectures: every hardware fact the tuner uses, in one table with its sources.
 //!
-//! Legality, the register and shared-memory estimates, the search-space choice and the code
-//! generator's target all read these numbers, so they live in one table with their sources:
-//!
-//! - NVIDIA: CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"
-//!   (shared memory per block opt-in 163 KB on 8.0 and 227 KB on 9.0; per SM 164 / 228 KB;
-//!   64 K 32-bit registers per SM, 255 per thread, 1024 threads per block); PTX ISA,
-//!   "Warp-level matrix multiply-accumulate instructions" (`mma.sync.m16n8k16` for f16/bf16);
-//!   SM counts from the A100 and H100 whitepapers (A100 108, H100/H200 SXM5 132).
-//! - AMD: CDNA / CDNA2 / CDNA3 ISA reference guides and LLVM's AMDGPUUsage (64 KB LDS per
-//!   workgroup and per CU, wave64, 1024 work-items per workgroup, 512 VGPRs per lane: 256
-//!   ArchVGPR + 256 AccVGPR on gfx908, one unified file of 512 on gfx90a/gfx942, 4 SIMDs per
-//!   CU); MFMA shapes from the same ISA guides (`v_mfma_f32_32x32x8f16`, `…_16x16x16f16`,
-//!   `…_32x32x8bf16_1k` from gfx90a, gfx908 only has `…_32x32x4bf16` / `…_16x16x8bf16`,
-//!   `…_32x32x2f32`, `…_16x16x4f32`); CU counts from the product pages (MI100 120, MI210 104,
-//!   MI250X 110 per GCD, MI300X 304).
-//! - Target triples and CPU names as LLVM 19 spells them.
+//! Legality, the register and shared-memory estimates, the search-space choice, the code
+//! generator's target and the cost model all read an [`Arch`]: its limits, its [`Features`]
+//! (which kernel paths exist), its matrix instructions, how LLVM names it ([`Isa`]) and its
+//! throughput [`Rates`]. The rows are in `table.rs`, with where each number comes from; the
+//! rule for "does this tile fit the arch's matrix unit" that legality, planning and the cost
+//! model share is [`fit`]. Nothing outside this module names an arch to decide behaviour: an
+//! arch the table lacks is an error ([`UnknownArch`]), never another arch's numbers.
 
 use crate::problem::DType;
 use std::fmt;
+
+mod features;
+pub mod fit;
+mod rates;
+mod table;
+
+pub use features::{Features, Isa, WarpgroupMma};
+pub use rates::Rates;
 
 /// The GPU maker; decides the kernel flavour (warps vs waves, mma.sync vs MFMA) and the
 /// default search space.
@@ -73,58 +72,27 @@ impl fmt::Display for MathInstr {
     }
 }
 
-const fn instr(kind: MathKind, m: u32, n: u32, k: u32, mnemonic: &'static str) -> MathInstr {
-    MathInstr {
-        kind,
-        m,
-        n,
-        k,
-        mnemonic,
-    }
+/// The matrix (or FMA) instructions per element type, preferred first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MathTable {
+    /// f32 operands.
+    pub f32: &'static [MathInstr],
+    /// f16 operands (f32 accumulation).
+    pub f16: &'static [MathInstr],
+    /// bf16 operands (f32 accumulation).
+    pub bf16: &'static [MathInstr],
 }
 
-/// f32 on NVIDIA is SIMT FMA: any warp tile that is a multiple of 4×4 per thread group.
-const NV_F32: &[MathInstr] = &[instr(MathKind::Fma, 4, 4, 1, "fma.rn.f32")];
-const NV_F16: &[MathInstr] = &[instr(
-    MathKind::MmaSync,
-    16,
-    8,
-    16,
-    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-)];
-const NV_BF16: &[MathInstr] = &[instr(
-    MathKind::MmaSync,
-    16,
-    8,
-    16,
-    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-)];
-const AMD_F32: &[MathInstr] = &[
-    instr(MathKind::Mfma, 32, 32, 2, "v_mfma_f32_32x32x2f32"),
-    instr(MathKind::Mfma, 16, 16, 4, "v_mfma_f32_16x16x4f32"),
-];
-const AMD_F16: &[MathInstr] = &[
-    instr(MathKind::Mfma, 32, 32, 8, "v_mfma_f32_32x32x8f16"),
-    instr(MathKind::Mfma, 16, 16, 16, "v_mfma_f32_16x16x16f16"),
-];
-/// gfx908 predates the `_1k` bf16 instructions: half the depth per instruction.
-const GFX908_BF16: &[MathInstr] = &[
-    instr(MathKind::Mfma, 32, 32, 4, "v_mfma_f32_32x32x4bf16"),
-    instr(MathKind::Mfma, 16, 16, 8, "v_mfma_f32_16x16x8bf16"),
-];
-const AMD_BF16_1K: &[MathInstr] = &[
-    instr(MathKind::Mfma, 32, 32, 8, "v_mfma_f32_32x32x8bf16_1k"),
-    instr(MathKind::Mfma, 16, 16, 16, "v_mfma_f32_16x16x16bf16_1k"),
-];
-
-/// One GPU target and its limits. Values are per block (workgroup) unless named per SM/CU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// One GPU target: its limits, features, instruction set and rates. Values are per block
+/// (workgroup) unless named per SM/CU. The fields are public so that an arch can be described
+/// outside the table too (a test's made-up arch); the tuner then treats it like any row.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Arch {
     /// Canonical name (`sm_90`, `gfx90a`, …), as the database files are named.
     pub name: &'static str,
-    /// The product the defaults describe (CU count), for reports.
+    /// The product the defaults describe (CU count, rates), for reports.
     pub product: &'static str,
-    /// Maker.
+    /// Maker: decides the backend (NVPTX or AMDGPU) and the default search space.
     pub vendor: Vendor,
     /// Threads per warp (wave).
     pub warp_size: u32,
@@ -134,6 +102,10 @@ pub struct Arch {
     pub smem_per_sm: u32,
     /// Threads per block.
     pub max_threads_per_block: u32,
+    /// Resident threads per SM (CU).
+    pub max_threads_per_sm: u32,
+    /// Resident blocks (workgroups) per SM (CU).
+    pub max_blocks_per_sm: u32,
     /// 32-bit registers one thread may use (on AMD: ArchVGPRs + AccVGPRs per lane).
     pub max_regs_per_thread: u32,
     /// 32-bit registers per SM (CU), all lanes together.
@@ -142,13 +114,14 @@ pub struct Arch {
     pub compute_units: u32,
     /// Widest global load or store one thread can issue, bytes.
     pub max_vector_bytes: u32,
-    /// LLVM target triple.
-    pub triple: &'static str,
-    /// LLVM target CPU.
-    pub cpu: &'static str,
-    mma_f32: &'static [MathInstr],
-    mma_f16: &'static [MathInstr],
-    mma_bf16: &'static [MathInstr],
+    /// LLVM triple, CPU and features.
+    pub isa: Isa,
+    /// Instructions that decide which kernel paths exist.
+    pub features: Features,
+    /// Matrix (or FMA) instructions per element type; see [`Arch::math`].
+    pub math: MathTable,
+    /// Data-sheet throughput of the default product, for the cost model.
+    pub rates: Rates,
 }
 
 /// An architecture name this crate does not describe.
@@ -162,120 +135,15 @@ pub struct UnknownArch {
 }
 
 impl Arch {
-    /// NVIDIA A100 (Ampere).
-    pub const SM_80: Arch = Arch {
-        name: "sm_80",
-        product: "A100 SXM4",
-        vendor: Vendor::Nvidia,
-        warp_size: 32,
-        smem_per_block: 163 * 1024,
-        smem_per_sm: 164 * 1024,
-        max_threads_per_block: 1024,
-        max_regs_per_thread: 255,
-        regs_per_sm: 64 * 1024,
-        compute_units: 108,
-        max_vector_bytes: 16,
-        triple: "nvptx64-nvidia-cuda",
-        cpu: "sm_80",
-        mma_f32: NV_F32,
-        mma_f16: NV_F16,
-        mma_bf16: NV_BF16,
-    };
-    /// NVIDIA H100 / H200 (Hopper).
-    pub const SM_90: Arch = Arch {
-        name: "sm_90",
-        product: "H100/H200 SXM5",
-        vendor: Vendor::Nvidia,
-        warp_size: 32,
-        smem_per_block: 227 * 1024,
-        smem_per_sm: 228 * 1024,
-        max_threads_per_block: 1024,
-        max_regs_per_thread: 255,
-        regs_per_sm: 64 * 1024,
-        compute_units: 132,
-        max_vector_bytes: 16,
-        triple: "nvptx64-nvidia-cuda",
-        cpu: "sm_90",
-        mma_f32: NV_F32,
-        mma_f16: NV_F16,
-        mma_bf16: NV_BF16,
-    };
-    /// AMD MI100 (CDNA1).
-    pub const GFX908: Arch = Arch {
-        name: "gfx908",
-        product: "MI100",
-        vendor: Vendor::Amd,
-        warp_size: 64,
-        smem_per_block: 64 * 1024,
-        smem_per_sm: 64 * 1024,
-        max_threads_per_block: 1024,
-        max_regs_per_thread: 512,
-        regs_per_sm: 4 * 512 * 64,
-        compute_units: 120,
-        max_vector_bytes: 16,
-        triple: "amdgcn-amd-amdhsa",
-        cpu: "gfx908",
-        mma_f32: AMD_F32,
-        mma_f16: AMD_F16,
-        mma_bf16: GFX908_BF16,
-    };
-    /// AMD MI210 / MI250X (CDNA2); the default CU count is one MI250X GCD (MI210: 104).
-    pub const GFX90A: Arch = Arch {
-        name: "gfx90a",
-        product: "MI250X (one GCD)",
-        vendor: Vendor::Amd,
-        warp_size: 64,
-        smem_per_block: 64 * 1024,
-        smem_per_sm: 64 * 1024,
-        max_threads_per_block: 1024,
-        max_regs_per_thread: 512,
-        regs_per_sm: 4 * 512 * 64,
-        compute_units: 110,
-        max_vector_bytes: 16,
-        triple: "amdgcn-amd-amdhsa",
-        cpu: "gfx90a",
-        mma_f32: AMD_F32,
-        mma_f16: AMD_F16,
-        mma_bf16: AMD_BF16_1K,
-    };
-    /// AMD MI300X (CDNA3).
-    pub const GFX942: Arch = Arch {
-        name: "gfx942",
-        product: "MI300X",
-        vendor: Vendor::Amd,
-        warp_size: 64,
-        smem_per_block: 64 * 1024,
-        smem_per_sm: 64 * 1024,
-        max_threads_per_block: 1024,
-        max_regs_per_thread: 512,
-        regs_per_sm: 4 * 512 * 64,
-        compute_units: 304,
-        max_vector_bytes: 16,
-        triple: "amdgcn-amd-amdhsa",
-        cpu: "gfx942",
-        mma_f32: AMD_F32,
-        mma_f16: AMD_F16,
-        mma_bf16: AMD_BF16_1K,
-    };
-
-    /// Every described architecture, for listings and exhaustive tests.
-    pub const ALL: [Arch; 5] = [
-        Arch::SM_80,
-        Arch::SM_90,
-        Arch::GFX908,
-        Arch::GFX90A,
-        Arch::GFX942,
-    ];
-
-    /// Looks an architecture up by name. Case-insensitive; accepts `sm_90a` (the wgmma variant
-    /// has the same limits) and AMD target ids with feature suffixes (`gfx90a:sramecc+:xnack-`).
+    /// Looks an architecture up by name. Case-insensitive; accepts an arch-specific CPU name
+    /// (`sm_90a`: the same limits) and AMD target ids with feature suffixes
+    /// (`gfx90a:sramecc+:xnack-`).
     pub fn from_name(name: &str) -> Result<Arch, UnknownArch> {
         let lower = name.trim().to_ascii_lowercase();
         let base = lower.split(':').next().unwrap_or("");
-        let base = if base == "sm_90a" { "sm_90" } else { base };
         Arch::ALL
             .iter()
-            .find(|a| a.name == base)
+            .find(|a| a.name == base || a.isa.cpu_arch_specific == Some(base))
             .copied()
             .ok_or_else(|| UnknownArch {
                 name: name.to_string(),
@@ -287,9 +155,9 @@ impl Arch {
     /// preferred first.
     pub fn math(&self, dtype: DType) -> &'static [MathInstr] {
         match dtype {
-            DType::F32 => self.mma_f32,
-            DType::F16 => self.mma_f16,
-            DType::BF16 => self.mma_bf16,
+            DType::F32 => self.math.f32,
+            DType::F16 => self.math.f16,
+            DType::BF16 => self.math.bf16,
         }
     }
 

@@ -3,10 +3,10 @@
 use super::{bad_input, ArchArg, ProblemArg};
 use anyhow::{anyhow, Context as _};
 use convtune::codegen::{compile_conv, resource_report};
+use convtune::config::PerfConfig;
 use convtune::legality;
 use convtune::lookup::find_config;
 use convtune::lowering::lower;
-use convtune::space::PerfConfig;
 use convtune::tune::target_for;
 use std::path::PathBuf;
 

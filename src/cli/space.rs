@@ -1,9 +1,10 @@
 //! `convtune space`: how many candidates a problem has on an arch, and why the rest are illegal.
 
 use super::{bad_input, ArchArg, ProblemArg};
+use convtune::config::PerfConfig;
 use convtune::legality::{self, RejectReasonKind};
 use convtune::lowering::lower;
-use convtune::space::{enumerate_lowered, PerfConfig};
+use convtune::space::enumerate_lowered;
 
 /// Arguments of `convtune space`.
 #[derive(clap::Args)]

@@ -16,22 +16,22 @@ use inkwell::{
 
 /// An AMD CDNA GPU.
 pub(crate) struct Amdgpu {
-    /// LLVM processor name.
-    pub gfx: &'static str,
+    /// Which one.
+    pub target: Target,
 }
 
 impl TargetSpec for Amdgpu {
     fn target(&self) -> Target {
-        Target::Amdgpu { gfx: self.gfx }
+        self.target
     }
     fn triple(&self) -> String {
-        "amdgcn-amd-amdhsa".into()
+        self.target.arch().isa.triple.into()
     }
     fn cpu(&self) -> String {
-        self.gfx.into()
+        self.target.arch().isa.cpu.into()
     }
     fn features(&self) -> String {
-        String::new()
+        self.target.arch().isa.features.into()
     }
     fn global_as(&self) -> AddressSpace {
         AddressSpace::from(1u16)
@@ -200,7 +200,7 @@ mod tests {
             x ^= x << 5;
             inputs.push(x);
         }
-        let spec = HostEmu::new(Target::Amdgpu { gfx: "gfx90a" });
+        let spec = HostEmu::new(Target::of(crate::arch::Arch::GFX90A));
         let tm = machine::machine(&spec).unwrap();
         let ctx = Context::create();
         let m = machine::new_module(&ctx, &spec, &tm, "bf16").unwrap();

@@ -11,9 +11,10 @@ use super::target::Target;
 use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
+use crate::arch::Vendor;
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
-use crate::space::PerfConfig;
 use inkwell::context::Context;
 use inkwell::module::Module;
 
@@ -85,9 +86,12 @@ fn kernel(
 /// The spec of a GPU target; `arch_specific`: the module uses instructions of the exact
 /// processor (NVIDIA `sm_90a` for `wgmma`).
 pub(crate) fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
-    match target {
-        Target::Nvptx { sm } => Box::new(nvptx::Nvptx { sm, arch_specific }),
-        Target::Amdgpu { gfx } => Box::new(amdgpu::Amdgpu { gfx }),
+    match target.arch().vendor {
+        Vendor::Nvidia => Box::new(nvptx::Nvptx {
+            target,
+            arch_specific,
+        }),
+        Vendor::Amd => Box::new(amdgpu::Amdgpu { target }),
     }
 }
 

@@ -197,7 +197,7 @@ mod tests {
     /// past the GEMM edge (which must be invalid).
     fn agrees_with_offset(p: &ConvProblem) {
         let l = lower(p);
-        let spec = HostEmu::new(Target::Nvptx { sm: 90 });
+        let spec = HostEmu::new(Target::of(crate::arch::Arch::SM_90));
         let tm = machine::machine(&spec).unwrap();
         for gemm in &l.gemms {
             for (op, [d0, d1]) in gemm.operands() {

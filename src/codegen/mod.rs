@@ -9,12 +9,13 @@
 //! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
 //!
 //! ```no_run
+//! use convtune::arch::Arch;
 //! use convtune::codegen::{compile_conv, Target};
 //! use convtune::lowering::lower;
-//! use convtune::space::PerfConfig;
+//! use convtune::config::PerfConfig;
 //! let p = "convbfp16 -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC".parse().unwrap();
 //! let cfg: PerfConfig = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
-//! let c = compile_conv(&lower(&p), &cfg, Target::Nvptx { sm: 90 }).unwrap();
+//! let c = compile_conv(&lower(&p), &cfg, Target::of(Arch::SM_90)).unwrap();
 //! assert!(c.module.ptx().unwrap().contains("mma.sync"));
 //! ```
 //!
@@ -53,12 +54,13 @@ pub use report::resource_report;
 pub use spec::Capability;
 pub use target::Target;
 
-use crate::abi::KernelArg;
 pub use crate::abi::Module;
 
+use crate::abi::KernelArg;
+use crate::arch::Vendor;
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
-use crate::space::PerfConfig;
 use compile::{guarded, spec_for, Job};
 use inkwell::context::Context;
 
@@ -169,9 +171,9 @@ fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
         compile::emit(&ctx, &module, spec.as_ref(), &launches);
         machine::optimize(&module, &tm)?;
         let kernels = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
-        let (module, resources) = match target {
-            Target::Nvptx { .. } => (Module::Ptx(machine::emit_ptx(&module, &tm)?), None),
-            Target::Amdgpu { .. } => {
+        let (module, resources) = match target.arch().vendor {
+            Vendor::Nvidia => (Module::Ptx(machine::emit_ptx(&module, &tm)?), None),
+            Vendor::Amd => {
                 let co = machine::emit_code_object(&module, &tm)?;
                 let resources = amd_meta::read(&co)?;
                 (Module::CodeObject(co), Some(resources))

@@ -13,12 +13,12 @@ use inkwell::{
     AddressSpace,
 };
 
-/// An NVIDIA GPU of compute capability `sm`.
+/// An NVIDIA GPU.
 pub(crate) struct Nvptx {
-    /// e.g. 90.
-    pub sm: u32,
+    /// Which one.
+    pub target: Target,
     /// Whether the module uses arch-specific instructions (`wgmma`): then it is compiled for
-    /// `sm_90a`, which the H200's driver JIT-loads as it does `sm_90`.
+    /// the arch-specific CPU (`sm_90a`, which the H200's driver JIT-loads as it does `sm_90`).
     pub arch_specific: bool,
 }
 
@@ -97,18 +97,16 @@ const SHARED: u16 = 3;
 
 impl TargetSpec for Nvptx {
     fn target(&self) -> Target {
-        Target::Nvptx { sm: self.sm }
+        self.target
     }
     fn triple(&self) -> String {
-        "nvptx64-nvidia-cuda".into()
+        self.target.arch().isa.triple.into()
     }
     fn cpu(&self) -> String {
-        let a = if self.arch_specific { "a" } else { "" };
-        format!("sm_{}{a}", self.sm)
+        self.target.arch().isa.cpu_for(self.arch_specific).into()
     }
     fn features(&self) -> String {
-        // PTX ISA 8.0 covers sm_90 and everything the kernels use; the H200's driver JITs it.
-        "+ptx80".into()
+        self.target.arch().isa.features.into()
     }
     fn global_as(&self) -> AddressSpace {
         AddressSpace::from(GLOBAL)
@@ -172,23 +170,22 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             .into_int_value()
     }
     fn async_copy(&self) -> Option<&dyn AsyncCopy> {
-        self.target().has_cp_async().then_some(self)
+        self.target.has_cp_async().then_some(self)
     }
     fn warp_mma(&self) -> Option<&dyn WarpMma> {
-        // mma.sync m16n8k16 with bf16 and ldmatrix: sm_80 and newer (every target `Target`
-        // accepts).
-        Some(self)
+        // mma.sync is fed by ldmatrix (`Target::check` accepts no mma.sync path without it).
+        self.target.arch().features.ldmatrix.then_some(self)
     }
     fn mfma(&self) -> Option<&dyn Mfma> {
         None
     }
     fn warpgroup_mma(&self) -> Option<&dyn WarpgroupMma> {
-        // wgmma exists on sm_90a only (Blackwell replaced it).
-        (self.sm == 90).then_some(self)
+        self.target.arch().features.wgmma.is_some().then_some(self)
     }
     fn barriers(&self) -> Option<&dyn Barriers> {
-        // fence.proxy.async: PTX ISA 8.0, sm_90.
-        (self.sm >= 90).then_some(self)
+        // fence.proxy.async comes with the async proxy (sm_90: wgmma and TMA).
+        let f = &self.target.arch().features;
+        (f.wgmma.is_some() || f.tma).then_some(self)
     }
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
         None

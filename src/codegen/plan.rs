@@ -6,9 +6,10 @@
 use super::spec::{Capability, TargetSpec};
 use super::target::MatrixUnit;
 use super::CodegenError;
+use crate::arch::fit;
+use crate::config::{Field, LdsLayout, PerfConfig};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
-use crate::space::{LdsLayout, PerfConfig};
 
 /// Bytes in one shared-memory chunk: the unit of padding and swizzling, and of `ldmatrix` rows.
 pub(crate) const CHUNK: u32 = 16;
@@ -307,82 +308,75 @@ impl<'l> GemmPlan<'l> {
         let c = cfg;
         let dt = p.dtype();
         let bytes = dt.bytes();
-        for (name, v) in [
-            ("bm", c.block_m),
-            ("bn", c.block_n),
-            ("bk", c.block_k),
-            ("wm", c.warp_m),
-            ("wn", c.warp_n),
-            ("st", c.stages),
-            ("va", c.vec_a),
-            ("vb", c.vec_b),
-            ("vc", c.vec_c),
-            ("sk", c.split_k),
-            ("rs", c.raster),
-        ] {
-            if v == 0 {
-                return Err(fail(format!("{name} must be positive")));
-            }
+        if let Some(f) = c.zero_field() {
+            return Err(fail(format!("{} must be positive", f.key())));
         }
         if !c.block_m.is_multiple_of(c.warp_m) || !c.block_n.is_multiple_of(c.warp_n) {
             return Err(fail("the warp tile must divide the block tile".into()));
         }
+        let arch = target.arch();
         let warp = target.warp_size();
         let threads = c.warps() * warp;
-        if threads > 1024 {
-            return Err(fail(format!("{threads} threads per block (at most 1024)")));
+        if threads > arch.max_threads_per_block {
+            return Err(fail(format!(
+                "{threads} threads per block (at most {})",
+                arch.max_threads_per_block
+            )));
         }
-        let units = target.matrix_units(dt);
         let wgmma = c.mma.is_wgmma();
         let math = if wgmma {
             let by = || format!("mma={}", c.mma.name());
             require(Capability::WarpgroupMma, by())?;
             require(Capability::Barriers, by())?;
-            wgmma_math(c, dt).map_err(|r| fail(format!("mma={}: {r}", c.mma.name())))?
-        } else if units.is_empty() {
-            fma_math(c, warp, bytes).ok_or_else(|| {
-                fail(format!(
-                    "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
-                    c.warp_m, c.warp_n
-                ))
-            })?
+            let in_flight = c.mma == crate::config::MmaPath::WgmmaInFlight;
+            let shape = fit::wgmma_fit(
+                arch,
+                dt,
+                (c.warp_m, c.warp_n, c.block_k),
+                c.stages,
+                in_flight,
+            )
+            .map_err(|r| fail(format!("mma={}: {r}", c.mma.name())))?;
+            Math::Wgmma {
+                n: shape.n,
+                in_flight,
+            }
         } else {
-            let fits = |u: &&MatrixUnit| {
-                let (m, n, k) = u.shape();
-                c.warp_m.is_multiple_of(m)
-                    && c.warp_n.is_multiple_of(n)
-                    && c.block_k.is_multiple_of(k)
-            };
-            let unit = units.iter().find(fits).ok_or_else(|| {
-                let shapes: Vec<String> = units
-                    .iter()
-                    .map(|u| {
-                        let (m, n, k) = u.shape();
-                        format!("{m}x{n}x{k}")
-                    })
-                    .collect();
-                fail(format!(
-                    "the warp tile {}x{} and bk {} are no multiple of the matrix shapes {} (wm x wn x bk)",
-                    c.warp_m,
-                    c.warp_n,
-                    c.block_k,
-                    shapes.join(", ")
-                ))
-            })?;
-            let family = match unit {
-                MatrixUnit::Mma16816 => Capability::WarpMma,
-                MatrixUnit::Mfma { .. } => Capability::Mfma,
-            };
-            require(family, format!("the {} matrix path", dt.name()))?;
-            Math::Matrix(*unit)
+            let instr =
+                fit::warp_instr(arch, dt, c.warp_m, c.warp_n, c.block_k).ok_or_else(|| {
+                    fail(format!(
+                        "the warp tile {}x{} and bk {} fit no instruction of {} ({})",
+                        c.warp_m,
+                        c.warp_n,
+                        c.block_k,
+                        arch.name,
+                        fit::warp_rule_text(arch, dt)
+                    ))
+                })?;
+            match MatrixUnit::of(&instr) {
+                Some(unit) => {
+                    let family = match unit {
+                        MatrixUnit::Mma16816 => Capability::WarpMma,
+                        MatrixUnit::Mfma { .. } => Capability::Mfma,
+                    };
+                    require(family, format!("the {} matrix path", dt.name()))?;
+                    Math::Matrix(unit)
+                }
+                None => fma_math(c, warp, bytes).ok_or_else(|| {
+                    fail(format!(
+                        "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
+                        c.warp_m, c.warp_n
+                    ))
+                })?,
+            }
         };
         let load =
             |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
                 tile_load(p, gemm, op, row_dim, rows, vec, c, threads, spec)
                     .map_err(|r| fail(format!("{name}: {r}")))
             };
-        let a = load("vec_a", &gemm.a, Dim::M, c.block_m, c.vec_a)?;
-        let b = load("vec_b", &gemm.b, Dim::N, c.block_n, c.vec_b)?;
+        let a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
+        let b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
         let tile = |l: &TileLoad, name: &str| {
             let (line, lines) = if l.along_k {
                 (c.block_k, l.rows)
@@ -469,38 +463,6 @@ impl<'l> GemmPlan<'l> {
             c_stage,
         })
     }
-}
-
-/// The `wgmma` shape for `c`, or why there is none (the target's `wgmma` was asked for
-/// before): f16/bf16, a 64 × N warpgroup tile with N a multiple of 8 up to 256, and `bk` one
-/// 128-byte swizzle line.
-fn wgmma_math(c: &PerfConfig, dt: DType) -> Result<Math, String> {
-    if !matches!(dt, DType::F16 | DType::BF16) {
-        return Err(format!("{} is not f16 or bf16", dt.name()));
-    }
-    if c.warp_m != 64 {
-        return Err(format!("wm = {} (a warpgroup tile has 64 rows)", c.warp_m));
-    }
-    if !c.warp_n.is_multiple_of(8) || c.warp_n > 256 {
-        return Err(format!("wn = {} (a multiple of 8 up to 256)", c.warp_n));
-    }
-    if c.block_k * dt.bytes() != 128 {
-        return Err(format!(
-            "bk = {} is not 128 bytes (one 128-byte swizzle line)",
-            c.block_k
-        ));
-    }
-    let in_flight = c.mma == crate::space::MmaPath::WgmmaInFlight;
-    if in_flight && c.stages < 3 {
-        return Err(format!(
-            "mma = wg1 needs three stages or more (st = {})",
-            c.stages
-        ));
-    }
-    Ok(Math::Wgmma {
-        n: c.warp_n,
-        in_flight,
-    })
 }
 
 /// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken
@@ -597,7 +559,7 @@ mod tests {
         let (p, c, t) = plan_of(
             "convbfp16 -n 2 -c 16 -H 5 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
             "v1:bm=64,bn=64,bk=16,wm=32,wn=32,st=1,va=8,vb=8,vc=8,lds=pad,sk=1,rs=1",
-            Target::Nvptx { sm: 90 },
+            Target::of(crate::arch::Arch::SM_90),
         );
         let l = lower(&p);
         let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
@@ -617,7 +579,7 @@ mod tests {
         let (p, c, t) = plan_of(
             "convbfp16 -n 2 -c 16 -H 5 -W 4 -k 32 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
             "v1:bm=32,bn=32,bk=64,wm=16,wn=16,st=2,va=8,vb=8,vc=1,lds=pad,sk=1,rs=1",
-            Target::Nvptx { sm: 90 },
+            Target::of(crate::arch::Arch::SM_90),
         );
         let l = lower(&p);
         let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();

@@ -309,25 +309,26 @@ pub(crate) fn capabilities(spec: &dyn TargetSpec) -> Vec<Capability> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::Arch;
     use crate::codegen::compile::spec_for;
     use crate::codegen::emu::spec::HostEmu;
     use crate::codegen::plan::GemmPlan;
     use crate::codegen::CodegenError;
+    use crate::config::PerfConfig;
     use crate::lowering::lower;
-    use crate::space::PerfConfig;
 
     #[test]
     fn targets_have_the_families_of_their_hardware() {
         use Capability::*;
         let caps = |t: Target| capabilities(spec_for(t, false).as_ref());
-        assert_eq!(caps(Target::Nvptx { sm: 80 }), [AsyncCopy, WarpMma]);
+        assert_eq!(caps(Target::of(Arch::SM_80)), [AsyncCopy, WarpMma]);
         assert_eq!(
-            caps(Target::Nvptx { sm: 90 }),
+            caps(Target::of(Arch::SM_90)),
             [AsyncCopy, WarpMma, WarpgroupMma, Barriers]
         );
-        assert_eq!(caps(Target::Amdgpu { gfx: "gfx90a" }), [Mfma]);
+        assert_eq!(caps(Target::of(Arch::GFX90A)), [Mfma]);
         // The emulator offers exactly what it imitates.
-        for t in [Target::Nvptx { sm: 80 }, Target::Amdgpu { gfx: "gfx942" }] {
+        for t in [Target::of(Arch::SM_80), Target::of(Arch::GFX942)] {
             assert_eq!(capabilities(&HostEmu::new(t)), caps(t));
         }
     }
@@ -346,8 +347,8 @@ mod tests {
                 .unwrap();
         let l = lower(&p);
         let plan = |t: Target| GemmPlan::new(&p, &l.gemms[0], &cfg, spec_for(t, false).as_ref());
-        assert!(plan(Target::Nvptx { sm: 90 }).is_ok());
-        let e = plan(Target::Nvptx { sm: 80 }).unwrap_err();
+        assert!(plan(Target::of(Arch::SM_90)).is_ok());
+        let e = plan(Target::of(Arch::SM_80)).unwrap_err();
         assert!(
             matches!(&e, CodegenError::Missing { capability: Capability::WarpgroupMma, needed_by, .. } if needed_by == "mma=wg"),
             "{e:?}"

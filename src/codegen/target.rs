@@ -3,101 +3,109 @@
 //! instructions is [`super::spec`].
 
 use super::CodegenError;
+use crate::arch::{Arch, MathInstr, MathKind, Vendor};
 use crate::problem::DType;
 use std::fmt;
 
-/// A GPU to compile for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// NVIDIA, by compute capability (80 = A100, 90 = H100/H200).
-    Nvptx {
-        /// Compute capability × 10 + minor, e.g. 90.
-        sm: u32,
-    },
-    /// AMD CDNA, by LLVM processor name.
-    Amdgpu {
-        /// `gfx908`, `gfx90a`, `gfx940`, `gfx941` or `gfx942`.
-        gfx: &'static str,
-    },
+/// A GPU to compile for: an arch of the table ([`Arch`]), whose rows say everything codegen
+/// needs (vendor and so backend, warp size, matrix instructions, features, LLVM names).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    arch: Arch,
 }
 
-/// The AMD processors with MFMA that LLVM 19 knows (the tuner's AMD targets).
-const GFX: [&str; 5] = ["gfx908", "gfx90a", "gfx940", "gfx941", "gfx942"];
-
 impl Target {
-    /// Parses an arch name as the CLI takes it (`sm_90`, `sm_80`, `gfx90a`, …).
+    /// The target for `arch` ([`check`](Self::check) says whether the kernels can run on it;
+    /// compiling checks).
+    pub const fn of(arch: Arch) -> Target {
+        Target { arch }
+    }
+
+    /// Parses an arch name as the CLI takes it (`sm_90`, `sm_90a`, `gfx90a`, …): an arch of the
+    /// table, else an error naming the known ones.
     pub fn parse(arch: &str) -> Result<Target, CodegenError> {
-        let bad = |reason: &str| CodegenError::Target {
+        let a = Arch::from_name(arch).map_err(|e| CodegenError::Target {
             target: arch.to_string(),
-            reason: reason.to_string(),
-        };
-        if let Some(sm) = arch.strip_prefix("sm_") {
-            let sm: u32 = sm
-                .trim_end_matches('a')
-                .parse()
-                .map_err(|_| bad("expected sm_<number>"))?;
-            let t = Target::Nvptx { sm };
-            t.check()?;
-            return Ok(t);
-        }
-        GFX.iter()
-            .find(|&&g| g == arch)
-            .map(|&gfx| Target::Amdgpu { gfx })
-            .ok_or_else(|| bad("unknown arch (expected sm_80, sm_90 or one of gfx908, gfx90a, gfx940, gfx941, gfx942)"))
+            reason: e.to_string(),
+        })?;
+        let t = Target::of(a);
+        t.check()?;
+        Ok(t)
     }
 
-    /// Rejects targets the kernels cannot run on (the tensor-core and async-copy paths need
-    /// sm_80 or newer; AMD needs an MFMA-capable CDNA part).
+    /// The arch.
+    pub fn arch(&self) -> &Arch {
+        &self.arch
+    }
+
+    /// Rejects archs the kernels cannot run on: the backends and kernel paths need a warp of
+    /// 32 with `mma.sync` read through `ldmatrix` on NVIDIA, and a wave64 with square MFMA
+    /// shapes of 16 or 32 rows on AMD.
     pub fn check(&self) -> Result<(), CodegenError> {
-        match *self {
-            Target::Nvptx { sm } if sm < 80 => Err(CodegenError::Target {
+        let a = &self.arch;
+        let bad = |reason: String| {
+            Err(CodegenError::Target {
                 target: self.to_string(),
-                reason: "sm_80 or newer is required (mma.sync bf16, cp.async)".into(),
-            }),
-            Target::Amdgpu { gfx } if !GFX.contains(&gfx) => Err(CodegenError::Target {
-                target: self.to_string(),
-                reason: "not an MFMA-capable CDNA processor known to LLVM 19".into(),
-            }),
-            _ => Ok(()),
+                reason,
+            })
+        };
+        let warp = match a.vendor {
+            Vendor::Nvidia => 32,
+            Vendor::Amd => 64,
+        };
+        if a.warp_size != warp {
+            return bad(format!(
+                "the {} backend needs a warp of {warp} threads",
+                a.vendor.name()
+            ));
         }
-    }
-
-    /// Threads that execute in lockstep: 32 on NVIDIA, 64 on CDNA.
-    pub fn warp_size(&self) -> u32 {
-        match self {
-            Target::Nvptx { .. } => 32,
-            Target::Amdgpu { .. } => 64,
-        }
-    }
-
-    /// The matrix instructions for `dt`, preferred first (the first that tiles the warp tile
-    /// and `block_k` is used; the same order as [`crate::arch::Arch::math`]). Empty: scalar FMA
-    /// (f32 on NVIDIA: TF32 would not meet the f32 tolerance).
-    pub(crate) fn matrix_units(&self, dt: DType) -> &'static [MatrixUnit] {
-        use MatrixUnit::{Mfma, Mma16816};
-        match (self, dt) {
-            (Target::Nvptx { .. }, DType::F32) => &[],
-            (Target::Nvptx { .. }, _) => &[Mma16816],
-            (Target::Amdgpu { .. }, DType::F32) => &[Mfma { m: 32, k: 2 }, Mfma { m: 16, k: 4 }],
-            (Target::Amdgpu { gfx: "gfx908" }, DType::BF16) => {
-                &[Mfma { m: 32, k: 4 }, Mfma { m: 16, k: 8 }]
+        for dt in [DType::F32, DType::F16, DType::BF16] {
+            for i in a.math(dt) {
+                let ok = match (i.kind, a.vendor) {
+                    (MathKind::Fma, Vendor::Nvidia) => true,
+                    (MathKind::MmaSync, Vendor::Nvidia) => {
+                        a.features.ldmatrix && (i.m, i.n, i.k) == (16, 8, 16) && dt != DType::F32
+                    }
+                    (MathKind::Mfma, Vendor::Amd) => matches!(i.m, 16 | 32) && i.n == i.m,
+                    _ => false,
+                };
+                if !ok {
+                    return bad(format!(
+                        "no kernel path for {i} with {} operands on {}",
+                        dt.name(),
+                        a.vendor.name()
+                    ));
+                }
             }
-            (Target::Amdgpu { .. }, _) => &[Mfma { m: 32, k: 8 }, Mfma { m: 16, k: 16 }],
         }
+        Ok(())
     }
 
-    /// Whether global→shared copies can bypass registers (`cp.async`, sm_80+).
+    /// Threads that execute in lockstep.
+    pub fn warp_size(&self) -> u32 {
+        self.arch.warp_size
+    }
+
+    /// The matrix instructions for `dt`, preferred first, as [`crate::arch::Arch::math`] lists
+    /// them. Empty: scalar FMA (f32 on NVIDIA: TF32 would not meet the f32 tolerance).
+    #[cfg(test)]
+    pub(crate) fn matrix_units(&self, dt: DType) -> Vec<MatrixUnit> {
+        self.arch
+            .math(dt)
+            .iter()
+            .filter_map(MatrixUnit::of)
+            .collect()
+    }
+
+    /// Whether global→shared copies can bypass registers (`cp.async`).
     pub(crate) fn has_cp_async(&self) -> bool {
-        matches!(self, Target::Nvptx { .. })
+        self.arch.features.cp_async
     }
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Nvptx { sm } => write!(f, "sm_{sm}"),
-            Target::Amdgpu { gfx } => f.write_str(gfx),
-        }
+        f.write_str(self.arch.name)
     }
 }
 
@@ -116,12 +124,13 @@ pub(crate) enum MatrixUnit {
 }
 
 impl MatrixUnit {
-    /// (rows, columns, depth) of one instruction: what the warp tile and `block_k` must be
-    /// multiples of. The B fragments of `mma.sync` are loaded two n8 tiles at a time.
-    pub fn shape(&self) -> (u32, u32, u32) {
-        match *self {
-            MatrixUnit::Mma16816 => (16, 16, 16),
-            MatrixUnit::Mfma { m, k } => (m, m, k),
+    /// The unit that executes `i`, `None` for FMA (see [`Target::check`] for the shapes the
+    /// backends take).
+    pub fn of(i: &MathInstr) -> Option<MatrixUnit> {
+        match i.kind {
+            MathKind::Fma => None,
+            MathKind::MmaSync => Some(MatrixUnit::Mma16816),
+            MathKind::Mfma => Some(MatrixUnit::Mfma { m: i.m, k: i.k }),
         }
     }
     /// MFMA: elements of A (and B) per lane; the 64 lanes form 64/m groups along K.
@@ -142,18 +151,20 @@ mod tests {
         for s in ["sm_80", "sm_90", "gfx90a", "gfx942", "gfx908"] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
-        assert_eq!(Target::parse("sm_90a").unwrap(), Target::Nvptx { sm: 90 });
+        assert_eq!(Target::parse("sm_90a").unwrap(), Target::of(Arch::SM_90));
         assert!(Target::parse("sm_70").is_err());
+        let e = Target::parse("sm_86").unwrap_err().to_string();
+        assert!(e.contains("known architectures are sm_80, sm_90"), "{e}");
         assert!(Target::parse("gfx1100").is_err());
         assert!(Target::parse("cuda").is_err());
     }
 
     #[test]
     fn matrix_units() {
-        let h = Target::Nvptx { sm: 90 };
+        let h = Target::of(Arch::SM_90);
         assert_eq!(h.matrix_units(DType::BF16), &[MatrixUnit::Mma16816]);
         assert!(h.matrix_units(DType::F32).is_empty());
-        let m = Target::Amdgpu { gfx: "gfx908" };
+        let m = Target::of(Arch::GFX908);
         assert_eq!(
             m.matrix_units(DType::BF16)[0],
             MatrixUnit::Mfma { m: 32, k: 4 }

@@ -159,7 +159,9 @@ pub enum Rejection {
         max: u32,
     },
     /// The Hopper `wgmma` path (`mma=wg` or `wg1`) does not apply: arch, type or tile shape.
-    #[error("the wgmma path (mma=wg|wg1: m64nNk16, sm_90 f16/bf16) cannot run this config: {why}")]
+    #[error(
+        "the wgmma path (mma=wg|wg1: warpgroup m64nNk16, f16/bf16) cannot run this config: {why}"
+    )]
     Wgmma {
         /// What does not fit, in words.
         why: String,

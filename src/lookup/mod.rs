@@ -18,12 +18,13 @@ mod quick;
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedDb};
 use crate::legality;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, PerfConfig, SearchSpace};
+use crate::space::{enumerate_lowered, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
 pub struct LegalityCheck;
@@ -78,6 +79,35 @@ pub fn find_config(
         user,
     };
     find_config_in(problem, arch, layers, fingerprint)
+}
+
+/// [`find_config`] with the user database a compiler names: `user_db` (else `$CONVTUNE_DB`,
+/// else the XDG path, see [`db::user_db_path`]) over the system database unless
+/// `use_system` is false. A user database that does not exist is no layer; one that exists
+/// but does not load is an error, so a typo'd entry is not silently ignored. This is what
+/// `convtune lookup`, the C API and the Python package answer with.
+pub fn find_config_with_user_db(
+    problem: &ConvProblem,
+    arch: &Arch,
+    user_db: Option<&std::path::Path>,
+    use_system: bool,
+) -> Result<Found, LookupError> {
+    let path = db::user_db_path(user_db, arch.name);
+    let user = if path.exists() {
+        Some(TunedDb::load(&path)?)
+    } else {
+        None
+    };
+    let system = if use_system {
+        db::system(arch.name)?
+    } else {
+        None
+    };
+    let layers = Layered {
+        system,
+        user: user.as_ref(),
+    };
+    find_config_in(problem, arch, layers, None)
 }
 
 /// [`find_config`] over explicit database layers (e.g. without the system database).

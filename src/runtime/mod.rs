@@ -7,6 +7,8 @@
 //! - [`Measurer`]: in-process checking and timing against a reference plan.
 //! - [`Worker`]: the same in a child process, restarted when a kernel crashes or hangs it, so a
 //!   bad candidate costs one [`Outcome`] and never the run.
+//! - [`DeviceBackend`] / [`MeasureDevice`]: what the tuning campaign sees of all this, so that
+//!   another runtime (HIP) or a test's fake device plugs in beside [`CudaBackend`].
 //!
 //! ```no_run
 //! use convtune::runtime::{Outcome, Worker};
@@ -24,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backend;
 mod cuda;
 mod device;
 mod error;
@@ -40,6 +43,7 @@ mod protocol;
 mod serve;
 mod worker;
 
+pub use backend::{backend_for, default_backend, CudaBackend, DeviceBackend, MeasureDevice};
 pub use device::{cuda_device, cuda_devices, driver_version, sm_arch, DeviceInfo};
 pub use error::RuntimeError;
 pub use fingerprint::Fingerprint;

@@ -26,15 +26,15 @@
 //! - **Math path**: Hopper's `wgmma` reaches the data-sheet matrix peak; `mma.sync` about 60% of
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
-use crate::arch::{Arch, MathKind, Vendor};
+use crate::arch::{fit, Arch, MathKind};
+use crate::config::{LdsLayout, PerfConfig};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
 use crate::problem::DType;
-use crate::space::{LdsLayout, PerfConfig};
 
-/// The machine numbers the model needs: the arch's resource limits, plus throughput figures
-/// (peak math rate, DRAM and L2 bandwidth) that are not hardware limits and so are not in
-/// [`Arch`]; they come from the vendors' data sheets.
+/// The machine numbers the model needs for one element type, all read from the arch table
+/// ([`Arch::rates`] and its limits); a struct of its own so that tests and the synthetic GPU can
+/// perturb them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostArch {
     /// Resource limits and SM count (wave quantisation is over `arch.compute_units`).
@@ -63,78 +63,31 @@ pub struct CostArch {
     pub launch_us: f64,
 }
 
-/// Data-sheet numbers per arch name.
-struct Rates {
-    /// Warp-level matrix (or FMA for f32) peak, TFLOP/s.
-    peak: f64,
-    /// `wgmma` peak, TFLOP/s; 0 where there is none.
-    wgmma: f64,
-    dram: f64,
-    l2: f64,
-    clock_ghz: f64,
-}
-
-/// Peak rates per arch name: (matrix f16/bf16 TFLOP/s, f32 TFLOP/s, DRAM TB/s, L2 TB/s, clock).
-/// NVIDIA: H100/H200 SXM5 and A100 data sheets, the `mma.sync` matrix peak scaled by 0.6
-/// because it reaches about 60% of the `wgmma` peak (design notes; the H200 recordings agree:
-/// at equal tiles `mma=wg` measures ~1.5× faster). AMD: MI100/MI250X/MI300X data sheets (one
-/// GCD for MI250X); gfx908 bf16 is half its f16 rate.
-fn rates(name: &str, dtype: DType) -> Rates {
-    let (f16, bf16, f32, dram, l2, clock_ghz) = match name {
-        "sm_80" => (312.0, 312.0, 19.5, 2.0, 5.0, 1.41),
-        "gfx908" => (184.6, 92.3, 46.1, 1.23, 3.0, 1.502),
-        "gfx90a" => (191.5, 191.5, 47.9, 1.6, 4.0, 1.7),
-        "gfx942" => (1307.0, 1307.0, 163.4, 5.3, 12.0, 2.1),
-        // sm_90 and anything newer that maps to it.
-        _ => (989.0, 989.0, 67.0, 4.8, 10.0, 1.98),
-    };
-    let matrix = match dtype {
-        DType::F16 => f16,
-        DType::BF16 => bf16,
-        DType::F32 => f32,
-    };
-    let nvidia = name.starts_with("sm_");
-    let peak = if nvidia && dtype != DType::F32 {
-        matrix * 0.6
-    } else {
-        matrix
-    };
-    // `wgmma` exists on sm_90 for f16/bf16 (the legality rule for `mma=wg` says the same).
-    let wgmma = if name == "sm_90" && dtype != DType::F32 {
-        matrix
-    } else {
-        0.0
-    };
-    Rates {
-        peak,
-        wgmma,
-        dram,
-        l2,
-        clock_ghz,
-    }
-}
+/// Fixed cost of one kernel launch, µs (driver and queue, not a property of the arch).
+const LAUNCH_US: f64 = 2.5;
 
 impl CostArch {
-    /// The model's view of `arch` for one element type.
+    /// The model's view of `arch` for one element type: the arch table's limits and rates (every
+    /// arch states its own; there is no fallback to another arch's numbers).
     pub fn from_arch(arch: &Arch, dtype: DType) -> Self {
-        let r = rates(arch.name, dtype);
+        let r = &arch.rates;
+        let warp_kind = arch.math(dtype).first().map_or(MathKind::Fma, |i| i.kind);
         CostArch {
             arch: *arch,
-            max_threads_per_sm: 2048,
-            max_blocks_per_sm: match arch.vendor {
-                Vendor::Nvidia => 32,
-                Vendor::Amd => 16,
+            max_threads_per_sm: arch.max_threads_per_sm,
+            max_blocks_per_sm: arch.max_blocks_per_sm,
+            peak_tflops: r.warp_tflops(dtype, warp_kind),
+            // `wgmma` reaches the data-sheet peak where the shared rule offers it for `dtype`.
+            wgmma_tflops: if fit::wgmma_unit(arch, dtype).is_ok() {
+                r.matrix_tflops(dtype)
+            } else {
+                0.0
             },
-            peak_tflops: r.peak,
-            wgmma_tflops: r.wgmma,
-            dram_tbps: r.dram,
-            l2_tbps: r.l2,
+            dram_tbps: r.dram_tbps,
+            l2_tbps: r.l2_tbps,
             clock_ghz: r.clock_ghz,
-            issue_per_clk: match arch.vendor {
-                Vendor::Nvidia => 128.0,
-                Vendor::Amd => 64.0,
-            },
-            launch_us: 2.5,
+            issue_per_clk: r.issue_per_clk,
+            launch_us: LAUNCH_US,
         }
     }
 }
@@ -184,18 +137,18 @@ const REGISTER_COPY_SLOTS: f64 = 32.0;
 /// register round trip, no wait), and of one vector the epilogue stores.
 const ASYNC_COPY_SLOTS: f64 = 8.0;
 
-/// Whether a global→shared vector of `bytes` goes through registers: always on AMD (global →
-/// VGPR → LDS), and on NVIDIA when it is not a `cp.async` size (4, 8 or 16 bytes), which is how
-/// the code generator lowers it.
-fn through_registers(vendor: Vendor, bytes: u32) -> bool {
-    vendor == Vendor::Amd || !matches!(bytes, 4 | 8 | 16)
+/// Whether a global→shared vector of `bytes` goes through registers: always without
+/// `cp.async` (AMD: global → VGPR → LDS), and with it when it is not a `cp.async` size (4, 8
+/// or 16 bytes), which is how the code generator lowers it.
+fn through_registers(cp_async: bool, bytes: u32) -> bool {
+    !cp_async || !matches!(bytes, 4 | 8 | 16)
 }
 
 /// Issue slots of copying `rows × block_k` elements of one operand per `block_k` step in
 /// vectors of `vec` elements of `elem` bytes.
-fn copy_slots(vendor: Vendor, rows: u32, block_k: u32, vec: u32, elem: u32) -> f64 {
+fn copy_slots(cp_async: bool, rows: u32, block_k: u32, vec: u32, elem: u32) -> f64 {
     let vectors = f64::from(rows) * f64::from(block_k) / f64::from(vec.max(1));
-    let per = if through_registers(vendor, vec * elem) {
+    let per = if through_registers(cp_async, vec * elem) {
         REGISTER_COPY_SLOTS
     } else {
         ASYNC_COPY_SLOTS
@@ -250,12 +203,13 @@ fn estimate_with(
     let arch = &machine.arch;
     let elem = lowering.problem.dtype().bytes();
     let (threads, smem) = (res.threads, u64::from(res.lds_bytes));
-    // An NVIDIA operand too narrow for `cp.async` holds its next tile in registers across the
-    // multiply (the resource estimate assumes `cp.async` there): one register per 4 bytes of
-    // each vector a thread copies.
+    // On an arch with `cp.async`, an operand too narrow for it holds its next tile in registers
+    // across the multiply (the resource estimate assumes `cp.async` there): one register per 4
+    // bytes of each vector a thread copies.
+    let cp_async = arch.features.cp_async;
     let staging: u32 = [(c.block_m, c.vec_a), (c.block_n, c.vec_b)]
         .into_iter()
-        .filter(|&(_, v)| arch.vendor == Vendor::Nvidia && through_registers(arch.vendor, v * elem))
+        .filter(|&(_, v)| cp_async && through_registers(cp_async, v * elem))
         .map(|(rows, v)| {
             let vectors = rows.saturating_mul(c.block_k) / v.max(1);
             vectors.div_ceil(threads.max(1)) * (v * elem).div_ceil(4)
@@ -337,8 +291,8 @@ fn estimate_with(
         machine.peak_tflops
     };
     // Copy issue per `block_k` step of one block, and the epilogue's stores.
-    let step_slots = copy_slots(arch.vendor, c.block_m, c.block_k, c.vec_a, elem)
-        + copy_slots(arch.vendor, c.block_n, c.block_k, c.vec_b, elem);
+    let step_slots = copy_slots(cp_async, c.block_m, c.block_k, c.vec_a, elem)
+        + copy_slots(cp_async, c.block_n, c.block_k, c.vec_b, elem);
     let epilogue_slots =
         f64::from(c.block_m) * f64::from(c.block_n) / f64::from(c.vec_c.max(1)) * ASYNC_COPY_SLOTS;
     let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);

@@ -4,17 +4,36 @@
 //! The loop is independent of the GPU: it measures through the [`Evaluate`] trait (the real one
 //! is a worker process; tests use a fake), and it records through callbacks so that the caller
 //! decides where results go (a journal for resuming, the database for winners).
+//!
+//! [`Campaign`] is the whole job on top of that loop: problems spread over the devices of a
+//! [`DeviceBackend`](crate::runtime::DeviceBackend), resumed from the journal, winners written to
+//! the database, a typed [`CampaignReport`] at the end (and a dry run that only compiles).
 
+mod campaign;
+mod campaign_error;
+mod device_run;
+mod devices;
+mod dry_run;
 mod plan;
 mod progress;
+mod report;
+mod report_file;
 
+pub use campaign::{Campaign, CampaignOptions, Stale};
+pub use campaign_error::CampaignError;
+pub use devices::{Devices, SelectionError, Shard};
 pub use plan::{
     compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError,
 };
+pub use report::{
+    CampaignReport, CompiledProblem, DryRunReport, DryRunSetup, Event, Failure, ProblemSummary,
+    Ranked, TuneSetup, TunedReport,
+};
+pub use report_file::{write_report_file, ReportFileError, ReportRow};
 
+use crate::config::PerfConfig;
 use crate::runtime::{LaunchPlan, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
-use crate::space::PerfConfig;
 use progress::Progress;
 use rayon::prelude::*;
 use std::sync::mpsc;
@@ -235,5 +254,7 @@ where
     }
 }
 
+#[cfg(test)]
+mod campaign_tests;
 #[cfg(test)]
 mod tests;

@@ -2,23 +2,18 @@
 //! launch list the worker runs.
 
 use super::TuneOptions;
-use crate::arch::{Arch, Vendor};
+use crate::arch::Arch;
 use crate::codegen::{self, CodegenError, Compiled, Target};
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::runtime::{Launch, LaunchPlan};
 use crate::search::{SearchContext, Strategy};
-use crate::space::PerfConfig;
 use rayon::prelude::*;
 
-/// The code generator's target for an arch.
+/// The code generator's target for an arch (compiling checks that the kernels can run on it).
 pub fn target_for(arch: &Arch) -> Target {
-    match arch.vendor {
-        Vendor::Nvidia => Target::Nvptx {
-            sm: arch.name.trim_start_matches("sm_").parse().unwrap_or(90),
-        },
-        Vendor::Amd => Target::Amdgpu { gfx: arch.name },
-    }
+    Target::of(*arch)
 }
 
 /// Why a candidate has no launch plan.

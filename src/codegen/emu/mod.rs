@@ -10,13 +10,14 @@
 //! Only small problems are practical: every GPU thread is an OS thread.
 //!
 //! ```no_run
+//! use convtune::arch::Arch;
 //! use convtune::codegen::{emu::emulate_conv, Target};
 //! use convtune::lowering::lower;
 //! use convtune::problem::Tensor;
 //! let p: convtune::problem::ConvProblem = "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1".parse().unwrap();
 //! let cfg = "v1:bm=32,bn=32,bk=8,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
 //! let mut t = Tensor::ALL.map(|t| vec![0.5; p.tensor_elems(t) as usize]);
-//! let report = emulate_conv(&lower(&p), &cfg, Target::Nvptx { sm: 90 }, &mut t).unwrap();
+//! let report = emulate_conv(&lower(&p), &cfg, Target::of(Arch::SM_90), &mut t).unwrap();
 //! assert!(report.violations == 0);
 //! ```
 
@@ -27,9 +28,9 @@ mod wgmma;
 use super::compile::{self, guarded, Job, Launches};
 use super::{machine, CodegenError, Kernel, Target};
 use crate::abi::CONV_ARGS;
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
-use crate::space::PerfConfig;
 use inkwell::context::Context;
 use inkwell::OptimizationLevel;
 use runtime::{Block, Thread, Violations};

@@ -2,9 +2,8 @@
 //! memory, and whether the `wgmma` path's shared-memory layouts fit the config.
 
 use super::Checker;
-use crate::arch::{MathInstr, MathKind, Vendor};
-use crate::problem::DType;
-use crate::space::{LdsLayout, MmaPath, PerfConfig};
+use crate::arch::{fit, MathInstr, MathKind};
+use crate::config::{LdsLayout, MmaPath, PerfConfig};
 
 impl Checker {
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {
@@ -17,35 +16,15 @@ impl Checker {
             * per_tile
     }
 
-    /// Why the `wgmma` path cannot run `cfg` (fields up to `bk`), if it cannot. The kernel's
-    /// shared-memory tiles must be exactly the 128-byte-swizzle layouts the descriptors
-    /// describe: K-major tiles of 64-element (128-byte) lines of K, so `bk` = 128 bytes, or,
-    /// for an operand contiguous along its rows (stored `[k][row]`), MN-major tiles in blocks
-    /// of 64 rows.
+    /// Why the `wgmma` path cannot run `cfg` (fields up to `bk`), if it cannot: the shared
+    /// rule ([`fit::wgmma_tile`]), then the operand layouts. The kernel's shared-memory tiles
+    /// must be exactly the 128-byte-swizzle layouts the descriptors describe: K-major tiles of
+    /// 128-byte lines of K, or, for an operand contiguous along its rows (stored `[k][row]`),
+    /// MN-major tiles in blocks of 64 rows.
     pub(in crate::legality) fn wgmma_misfit(&self, cfg: &PerfConfig) -> Option<String> {
-        let arch = &self.arch;
-        if arch.vendor != Vendor::Nvidia || arch.name != "sm_90" {
-            return Some(format!("{} is not sm_90", arch.name));
-        }
         let dt = self.problem.dtype();
-        if !matches!(dt, DType::F16 | DType::BF16) {
-            return Some(format!("{} is not f16 or bf16", dt.name()));
-        }
-        if cfg.warp_m != 64 {
-            return Some(format!(
-                "wm = {} (the warpgroup tile has 64 rows)",
-                cfg.warp_m
-            ));
-        }
-        if !cfg.warp_n.is_multiple_of(8) || cfg.warp_n > 256 {
-            return Some(format!("wn = {} (a multiple of 8 up to 256)", cfg.warp_n));
-        }
-        if cfg.block_k * self.elem_bytes != 128 {
-            return Some(format!(
-                "bk = {} ({} bytes; the 128-byte swizzle needs 128)",
-                cfg.block_k,
-                cfg.block_k * self.elem_bytes
-            ));
+        if let Err(why) = fit::wgmma_tile(&self.arch, dt, cfg.warp_m, cfg.warp_n, cfg.block_k) {
+            return Some(why.to_string());
         }
         for (i, name, block, warp) in [
             (0, "A", cfg.block_m, cfg.warp_m),
@@ -82,14 +61,14 @@ impl Checker {
             // Double-buffered A and B fragments of one instruction depth.
             _ => 2 * ((wm + wn) * instr.k as u64 * eb).div_ceil(4 * warp),
         };
-        // AMD loads global → VGPR → LDS; NVIDIA sm_80+ copies asynchronously (cp.async).
-        let staging = match self.arch.vendor {
-            Vendor::Amd => {
-                let threads = (Self::warps(cfg) * warp).max(1);
-                ((cfg.block_m as u64 + cfg.block_n as u64) * cfg.block_k as u64 * eb)
-                    .div_ceil(4 * threads)
-            }
-            Vendor::Nvidia => 0,
+        // Without `cp.async` (AMD) tiles go global → registers → shared memory; with it the
+        // copies bypass registers.
+        let staging = if self.arch.features.cp_async {
+            0
+        } else {
+            let threads = (Self::warps(cfg) * warp).max(1);
+            ((cfg.block_m as u64 + cfg.block_n as u64) * cfg.block_k as u64 * eb)
+                .div_ceil(4 * threads)
         };
         (acc, frag, staging)
     }

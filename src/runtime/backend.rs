@@ -1,0 +1,126 @@
+//! The seam between the tuning campaign and a kind of GPU: find the devices, open one to measure
+//! on. The campaign never names CUDA; it asks for the backend of the arch's vendor.
+//!
+//! A backend answers two questions. [`DeviceBackend::discover`] lists the devices present (a
+//! machine without the vendor's driver is an error that says what was looked for, never a panic),
+//! and [`DeviceBackend::open`] starts a [`MeasureDevice`] on one of them: the thing that checks a
+//! candidate against the reference and times it. CUDA's opens a fault-isolating [`Worker`]
+//! process; a HIP backend plugs in the same way (its own driver library opened at run time, its
+//! own worker that loads AMD code objects), and tests plug in a fake device that drives the whole
+//! campaign without a GPU.
+
+use super::device::cuda_devices;
+use super::error::RuntimeError;
+use super::fingerprint::Fingerprint;
+use super::outcome::Outcome;
+use super::plan::LaunchPlan;
+use super::worker::Worker;
+use crate::arch::Vendor;
+use crate::problem::ConvProblem;
+
+/// One kind of GPU runtime the tuner can measure on.
+pub trait DeviceBackend: Sync {
+    /// Short name for messages: `CUDA`.
+    fn name(&self) -> &'static str;
+    /// The GPU maker whose architectures this backend runs.
+    fn vendor(&self) -> Vendor;
+    /// What discovery looks for, so that "no usable GPU" can say where it looked.
+    fn looked_for(&self) -> &'static str;
+    /// The devices present, in ordinal order; the arch in each fingerprint is the compiler
+    /// target (`sm_90`, `gfx90a`). An empty list is not an error.
+    fn discover(&self) -> Result<Vec<Fingerprint>, RuntimeError>;
+    /// Opens one device for measuring. `Err` means nothing can be measured on it.
+    fn open(&self, ordinal: usize) -> Result<Box<dyn MeasureDevice>, RuntimeError>;
+}
+
+/// One device, ready to check and time the candidates of one problem at a time.
+///
+/// A candidate that faults, hangs or computes a wrong result is an [`Outcome`], and the device
+/// stays usable for the next one (a worker process restarts behind this interface); `Err` means
+/// the device itself is gone and the campaign stops using it.
+pub trait MeasureDevice {
+    /// Allocates the problem's tensors, fills them with random data from `seed` and runs the
+    /// reference every candidate is compared with; returns the reference's time in µs.
+    fn set_problem(
+        &mut self,
+        problem: &ConvProblem,
+        reference: &LaunchPlan,
+        seed: u64,
+    ) -> Result<f64, RuntimeError>;
+    /// Checks and times one candidate of the current problem.
+    fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError>;
+}
+
+impl MeasureDevice for Worker {
+    fn set_problem(
+        &mut self,
+        problem: &ConvProblem,
+        reference: &LaunchPlan,
+        seed: u64,
+    ) -> Result<f64, RuntimeError> {
+        Worker::set_problem(self, problem, reference, seed)
+    }
+    fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
+        Worker::measure(self, plan)
+    }
+}
+
+/// NVIDIA GPUs through the CUDA driver; every device is measured in a `convtune worker` child
+/// process of this executable, so a faulting kernel costs one candidate, not the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CudaBackend;
+
+impl DeviceBackend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "CUDA"
+    }
+    fn vendor(&self) -> Vendor {
+        Vendor::Nvidia
+    }
+    fn looked_for(&self) -> &'static str {
+        "NVIDIA GPUs through the CUDA driver"
+    }
+    fn discover(&self) -> Result<Vec<Fingerprint>, RuntimeError> {
+        Ok(cuda_devices()?.iter().map(|d| d.fingerprint()).collect())
+    }
+    fn open(&self, ordinal: usize) -> Result<Box<dyn MeasureDevice>, RuntimeError> {
+        Ok(Box::new(Worker::spawn(ordinal)?))
+    }
+}
+
+/// The backend that measures on `vendor`'s GPUs in this build, if there is one. AMD has none
+/// yet: the HIP runtime can list devices (feature `hip`) but not run kernels.
+pub fn backend_for(vendor: Vendor) -> Option<&'static dyn DeviceBackend> {
+    match vendor {
+        Vendor::Nvidia => Some(&CudaBackend),
+        Vendor::Amd => None,
+    }
+}
+
+/// The backend asked when no arch is given and the GPU decides it.
+pub fn default_backend() -> &'static dyn DeviceBackend {
+    &CudaBackend
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backends_follow_the_vendor() {
+        let cuda = backend_for(Vendor::Nvidia).expect("CUDA is built in");
+        assert_eq!((cuda.name(), cuda.vendor()), ("CUDA", Vendor::Nvidia));
+        assert!(cuda.looked_for().contains("CUDA driver"));
+        assert_eq!(default_backend().vendor(), Vendor::Nvidia);
+        assert!(backend_for(Vendor::Amd).is_none());
+    }
+
+    /// Discovery through the trait: a list on a GPU machine, the driver's absence elsewhere.
+    #[test]
+    fn cuda_discovery_answers_without_crashing() {
+        match CudaBackend.discover() {
+            Ok(devices) => assert!(devices.iter().all(|d| d.arch.starts_with("sm_"))),
+            Err(e) => assert!(e.to_string().contains("CUDA") || e.to_string().contains("cu")),
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The whole campaign on a fake device backend (no GPU): candidates compiled for real, measured
+//! by the fake, a fault recorded as a failure while the run goes on, the journal, the database
+//! and the report file written, and a rerun that resumes from the journal.
+
+use super::*;
+use crate::arch::{Arch, Vendor};
+use crate::db::TunedDb;
+use crate::problem::ConvProblem;
+use crate::runtime::{
+    DeviceBackend, Fingerprint, LaunchPlan, MeasureDevice, Outcome, RuntimeError,
+};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// GPUs that time every plan they are given, and fault on the `fault_at`-th one (1-based).
+struct FakeBackend {
+    gpus: Result<Vec<&'static str>, ()>,
+    fault_at: usize,
+    measured: Arc<AtomicUsize>,
+}
+
+impl FakeBackend {
+    fn new(archs: &[&'static str], fault_at: usize) -> FakeBackend {
+        FakeBackend {
+            gpus: Ok(archs.to_vec()),
+            fault_at,
+            measured: Arc::default(),
+        }
+    }
+    fn measured(&self) -> usize {
+        self.measured.load(Ordering::SeqCst)
+    }
+}
+
+struct FakeDevice {
+    fault_at: usize,
+    measured: Arc<AtomicUsize>,
+    problem_set: bool,
+}
+
+impl DeviceBackend for FakeBackend {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+    fn vendor(&self) -> Vendor {
+        Vendor::Nvidia
+    }
+    fn looked_for(&self) -> &'static str {
+        "fake GPUs in a test"
+    }
+    fn discover(&self) -> Result<Vec<Fingerprint>, RuntimeError> {
+        let gpus = self.gpus.clone().map_err(|()| RuntimeError::NoDriver)?;
+        Ok(gpus
+            .iter()
+            .map(|arch| Fingerprint {
+                gpu: "Fake GPU".into(),
+                arch: arch.to_string(),
+                compute_units: 2,
+                driver: "0.1".into(),
+                clock_mhz: None,
+                memory_mhz: None,
+            })
+            .collect())
+    }
+    fn open(&self, _ordinal: usize) -> Result<Box<dyn MeasureDevice>, RuntimeError> {
+        Ok(Box::new(FakeDevice {
+            fault_at: self.fault_at,
+            measured: self.measured.clone(),
+            problem_set: false,
+        }))
+    }
+}
+
+impl MeasureDevice for FakeDevice {
+    fn set_problem(
+        &mut self,
+        _: &ConvProblem,
+        reference: &LaunchPlan,
+        _: u64,
+    ) -> Result<f64, RuntimeError> {
+        assert!(
+            !reference.launches.is_empty(),
+            "a reference plan to check against"
+        );
+        self.problem_set = true;
+        Ok(12.5)
+    }
+    fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
+        if !self.problem_set {
+            return Err(RuntimeError::NoProblem);
+        }
+        assert!(
+            !plan.launches.is_empty() && !plan.module.bytes().is_empty(),
+            "a compiled plan"
+        );
+        let n = self.measured.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.fault_at {
+            return Ok(Outcome::Fault("illegal address (fake)".into()));
+        }
+        Ok(Outcome::Ok(crate::runtime::Timing {
+            median_us: 10.0 + n as f64,
+            min_us: 10.0 + n as f64,
+            runs: 5,
+            tflops: 100.0 / n as f64,
+            rel_err: 0.0,
+            resources: vec![],
+        }))
+    }
+}
+
+const PROBLEM: &str = "conv -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1";
+
+fn options(dir: &Path, budget: usize) -> CampaignOptions {
+    CampaignOptions {
+        arch: Some(Arch::SM_90),
+        strategy: "exhaustive".into(),
+        tune: TuneOptions {
+            budget: Some(budget),
+            batch: 2,
+            progress: false,
+            ..TuneOptions::default()
+        },
+        db: Some(dir.join("db.toml")),
+        journal: Some(dir.join("journal.jsonl")),
+        report: Some(dir.join("report.json")),
+        ..CampaignOptions::default()
+    }
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// Runs and returns the tuned report and what was announced.
+fn run(
+    o: CampaignOptions,
+    backend: &FakeBackend,
+    problems: &[&str],
+) -> Result<(TunedReport, Vec<String>), CampaignError> {
+    let events = Mutex::new(Vec::new());
+    let problems = problems.iter().map(|p| p.parse().unwrap()).collect();
+    let report = Campaign::new(o)?.run_on(backend, problems, &|e| {
+        events.lock().unwrap().push(e.to_string())
+    })?;
+    let CampaignReport::Tuned(t) = report else {
+        panic!("not a dry run")
+    };
+    Ok((t, events.into_inner().unwrap()))
+}
+
+#[test]
+fn a_fault_is_recorded_the_run_goes_on_and_a_rerun_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 2);
+    let (first, events) = run(options(dir.path(), 4), &fake, &[PROBLEM]).unwrap();
+    assert_eq!(fake.measured(), 4, "the fault did not stop the run");
+    let s = &first.problems[0];
+    assert_eq!((s.evaluated, s.failed, s.resumed), (4, 1, 0), "{s}");
+    assert_eq!(s.failures.get("fault"), Some(&1), "{s}");
+    assert!(s
+        .first_failure
+        .as_ref()
+        .unwrap()
+        .reason
+        .contains("illegal address"));
+    let winner = s.winner().unwrap().clone();
+    assert_eq!(winner.time_us, 11.0, "the first (fastest) timing wins: {s}");
+    assert!(
+        events[0].contains("1 problem(s) on 1 × Fake GPU"),
+        "{events:?}"
+    );
+    assert!(events[1].starts_with("[gpu 0] ") && events[1].contains("reference kernel 12.5 us"));
+    assert!(
+        events[2].contains("4 evaluated (0 resumed, 1 failed)"),
+        "{events:?}"
+    );
+
+    assert_eq!(
+        lines(&dir.path().join("journal.jsonl")),
+        4,
+        "every outcome journalled"
+    );
+    let db = TunedDb::load(&dir.path().join("db.toml")).unwrap();
+    let key = PROBLEM.parse::<ConvProblem>().unwrap().key();
+    let entry = &db.get_key(&key)[0];
+    assert_eq!(
+        (entry.config.as_str(), entry.time_us),
+        (winner.config.as_str(), 11.0)
+    );
+    assert_eq!(
+        (entry.candidates_tried, entry.fingerprint.gpu.as_str()),
+        (4, "Fake GPU")
+    );
+    let rows: Vec<ReportRow> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(rows, vec![s.report_row().unwrap()]);
+
+    // A larger budget: the journalled four are not measured again, the fault stays a failure.
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    let (second, _) = run(options(dir.path(), 6), &fake, &[PROBLEM]).unwrap();
+    let s = &second.problems[0];
+    assert_eq!(
+        fake.measured(),
+        2,
+        "only the candidates the journal lacks: {s}"
+    );
+    assert_eq!((s.evaluated, s.resumed, s.failed), (6, 4, 1), "{s}");
+    assert_eq!(lines(&dir.path().join("journal.jsonl")), 6);
+    assert_eq!(
+        s.winner().unwrap().config,
+        winner.config,
+        "resumed timings still compete"
+    );
+}
+
+#[test]
+fn devices_share_the_queue_with_a_journal_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90", "sm_90"], 0);
+    let mut o = options(dir.path(), 2);
+    o.devices = Devices::All;
+    let other = "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1";
+    let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
+    assert_eq!(r.setup.devices, [0, 1]);
+    assert_eq!(r.problems.len(), 2);
+    assert_eq!(fake.measured(), 4);
+    let journalled: usize = ["gpu0", "gpu1"]
+        .iter()
+        .map(|g| lines(&dir.path().join(format!("journal.jsonl.{g}"))))
+        .sum();
+    assert_eq!(journalled, 4, "one journal per device");
+    assert_eq!(TunedDb::load(&dir.path().join("db.toml")).unwrap().len(), 2);
+}
+
+#[test]
+fn missing_or_mismatched_gpus_are_input_errors_that_say_what_was_looked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = FakeBackend {
+        gpus: Err(()),
+        ..FakeBackend::new(&[], 0)
+    };
+    let e = run(options(dir.path(), 1), &none, &[PROBLEM]).unwrap_err();
+    assert!(e.is_input_error());
+    assert_eq!(
+        e.to_string(),
+        "no usable GPU: looked for fake GPUs in a test: no CUDA driver (libcuda.so.1 not found)"
+    );
+    let e = run(
+        options(dir.path(), 1),
+        &FakeBackend::new(&[], 0),
+        &[PROBLEM],
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "--device 0: only 0 fake device(s) present");
+    let e = run(
+        options(dir.path(), 1),
+        &FakeBackend::new(&["sm_80"], 0),
+        &[PROBLEM],
+    )
+    .unwrap_err();
+    assert!(matches!(e, CampaignError::ArchMismatch { .. }), "{e}");
+    let mut o = options(dir.path(), 1);
+    o.devices = Devices::All;
+    let e = run(o, &FakeBackend::new(&["sm_90", "sm_80"], 0), &[PROBLEM]).unwrap_err();
+    assert_eq!(e.to_string(), "--devices: GPU 1 is sm_80, not sm_90");
+    assert!(!dir.path().join("db.toml").exists() && !dir.path().join("journal.jsonl").exists());
+    let mut o = options(dir.path(), 1);
+    o.strategy = "annealing".into();
+    assert!(Campaign::new(o).unwrap_err().is_input_error());
+}
+
+#[test]
+fn amd_archs_have_no_measuring_backend_yet_but_dry_runs_compile() {
+    let mut o = options(Path::new("/nonexistent"), 2);
+    o.arch = Some(Arch::from_name("gfx90a").unwrap());
+    let e = Campaign::new(o.clone())
+        .unwrap()
+        .run(vec![PROBLEM.parse().unwrap()], &|_| {})
+        .unwrap_err();
+    assert!(
+        e.is_input_error() && e.to_string().starts_with("no usable GPU"),
+        "{e}"
+    );
+    o.dry_run = true;
+    o.shard = Some("1/2".parse().unwrap());
+    let problems = vec![
+        PROBLEM.parse().unwrap(),
+        "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1"
+            .parse()
+            .unwrap(),
+    ];
+    let r = Campaign::new(o).unwrap().run(problems, &|_| {}).unwrap();
+    let CampaignReport::DryRun(d) = r else {
+        panic!("a dry run")
+    };
+    assert_eq!(d.problems.len(), 1, "the shard's half of the list");
+    assert_eq!(
+        (d.problems[0].compiled, d.failed()),
+        (2, 0),
+        "{}",
+        d.problems[0]
+    );
+    assert!(d.problems[0]
+        .resources
+        .as_deref()
+        .is_some_and(|r| r.contains("vgpr")));
+    let json = serde_json::to_value(CampaignReport::DryRun(d)).unwrap();
+    assert_eq!(json["mode"], "dry_run");
+}
