@@ -11,6 +11,7 @@
 //! is what the C API links, so a compiler embedding it does not carry LLVM.
 #![deny(missing_docs)]
 
+pub mod abi;
 pub mod arch;
 #[cfg(feature = "llvm")]
 pub mod codegen;

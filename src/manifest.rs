@@ -237,12 +237,12 @@ enum Param {
     Workspace,
 }
 
-/// The kernels' parameters in order. This is today's fixed ABI (x, w, y, workspace; see
-/// `runtime::LaunchPlan` and `codegen`'s module docs), written here once: when the code
-/// generator declares its argument list as data, this function returns that list instead.
-fn parameters() -> [Param; 4] {
-    let [x, w, y] = Tensor::ALL.map(Param::Tensor);
-    [x, w, y, Param::Workspace]
+/// The kernels' parameters in order, from the one ABI declaration ([`crate::abi::CONV_ARGS`]).
+fn parameters() -> Vec<Param> {
+    crate::abi::CONV_ARGS
+        .iter()
+        .map(|a| a.role.tensor().map_or(Param::Workspace, Param::Tensor))
+        .collect()
 }
 
 impl Manifest {
@@ -258,15 +258,15 @@ impl Manifest {
         module_path: &str,
     ) -> Manifest {
         let p = &lowering.problem;
-        let (kind, bytes, target) = match (&compiled.ptx, &compiled.code_object) {
-            (Some(ptx), _) => (
+        let (kind, bytes, target) = match &compiled.module {
+            crate::abi::Module::Ptx(ptx) => (
                 ModuleKind::Ptx,
                 ptx.len() as u64,
                 ptx_target(ptx).unwrap_or_else(|| compiled.target.to_string()),
             ),
-            (None, co) => (
+            crate::abi::Module::CodeObject(co) => (
                 ModuleKind::CodeObject,
-                co.as_ref().map_or(0, |c| c.len() as u64),
+                co.len() as u64,
                 compiled.target.to_string(),
             ),
         };
@@ -398,8 +398,7 @@ mod tests {
         let (kernels, workspace_bytes) = launches(&l, &cfg, target).unwrap();
         let c = Compiled {
             target,
-            ptx: Some(".version 8.5\n.target sm_90a\n".into()),
-            code_object: None,
+            module: crate::abi::Module::Ptx(".version 8.5\n.target sm_90a\n".into()),
             kernels,
             workspace_bytes,
             resources: None,

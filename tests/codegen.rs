@@ -192,7 +192,7 @@ fn faulting_kernel_writes_out_of_bounds() {
     );
     let c = convtune::codegen::compile_faulting(&lower(&p), &cfg(BASIC), H200).unwrap();
     assert!(
-        c.ptx.unwrap().contains("1099511627776"),
+        c.module.ptx().unwrap().contains("1099511627776"),
         "the far offset (2^40 bytes) is in the PTX"
     );
 }
@@ -235,7 +235,7 @@ fn compiles_for_nvidia_and_amd() {
         };
         let c =
             compile_conv(&l, &split(with_v(&nv)), H200).unwrap_or_else(|e| panic!("{line}: {e}"));
-        let ptx = c.ptx.as_deref().unwrap();
+        let ptx = c.module.ptx().unwrap();
         assert!(ptx.contains(".maxntid 128, 1, 1"), "{line}");
         match p.dtype() {
             DType::F32 => assert!(!ptx.contains("mma.sync"), "{line}"),
@@ -276,7 +276,7 @@ fn compiles_for_nvidia_and_amd() {
         let c =
             compile_conv(&l, &split(with_v(&amd)), MI200).unwrap_or_else(|e| panic!("{line}: {e}"));
         let r = c.resources.as_ref().unwrap();
-        assert!(c.code_object.as_ref().unwrap().starts_with(b"\x7fELF"));
+        assert!(c.module.code_object().unwrap().starts_with(b"\x7fELF"));
         for k in &c.kernels {
             let kr = r
                 .kernel(&k.name)
@@ -300,7 +300,7 @@ fn compiles_for_nvidia_and_amd() {
         assert_eq!(r.kernels.len(), 1);
         assert_eq!(r.workspace_bytes, 0);
         let c = compile_conv(&lower(&p), &cfg(BASIC), t).unwrap_or_else(|e| panic!("{t}: {e}"));
-        assert!(c.ptx.is_some() != c.code_object.is_some());
+        assert!(c.module.ptx().is_some() != c.module.code_object().is_some());
     }
 }
 

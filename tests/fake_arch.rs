@@ -132,8 +132,10 @@ fn a_fake_arch_is_enumerated_checked_compiled_and_ranked() {
     for c in legal.iter().step_by(legal.len().div_ceil(4)) {
         let ptx = compile_conv(&l, c, target)
             .unwrap_or_else(|e| panic!("{c}: {e}"))
-            .ptx
-            .unwrap();
+            .module
+            .ptx()
+            .unwrap()
+            .to_string();
         assert!(ptx.contains(".target sm_89"), "{c}");
         assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{c}");
         assert!(ptx.contains("cp.async"), "{c}");

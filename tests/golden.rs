@@ -51,12 +51,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-fn module_bytes(c: &Compiled) -> Vec<u8> {
-    match (&c.ptx, &c.code_object) {
-        (Some(ptx), _) => ptx.as_bytes().to_vec(),
-        (None, Some(co)) => co.clone(),
-        (None, None) => panic!("a compiled module with neither PTX nor a code object"),
-    }
+fn module_bytes(c: &Compiled) -> &[u8] {
+    c.module.bytes()
 }
 
 /// One module of the sample.
@@ -80,7 +76,7 @@ impl Case {
             k => panic!("unknown kind {k}"),
         }
         .unwrap_or_else(|e| panic!("{} {} {} {}: {e}", self.arch, self.kind, p, self.config));
-        fnv1a(&module_bytes(&compiled))
+        fnv1a(module_bytes(&compiled))
     }
 }
 

@@ -104,16 +104,12 @@ fn problem_json(p: &ConvProblem) -> Value {
     })
 }
 
-/// The module's kind and bytes. Until the manifest of `convtune compile --manifest` lands,
-/// this reads `Compiled` directly.
+/// The module's kind and bytes.
 fn module_of(c: &Compiled) -> PyResult<(&'static str, Vec<u8>)> {
-    match (&c.ptx, &c.code_object) {
-        (Some(ptx), _) => Ok(("ptx", ptx.as_bytes().to_vec())),
-        (None, Some(co)) => Ok(("amdgpu-code-object", co.clone())),
-        (None, None) => Err(ConvtuneError::new_err(
-            "the code generator produced no module",
-        )),
-    }
+    Ok(match &c.module {
+        convtune::abi::Module::Ptx(ptx) => ("ptx", ptx.as_bytes().to_vec()),
+        convtune::abi::Module::CodeObject(co) => ("amdgpu-code-object", co.clone()),
+    })
 }
 
 /// Parses a problem line and describes it (JSON).

@@ -68,12 +68,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
         ))
     })?;
     let c = compile_conv(&l, &cfg, target_for(&arch))?;
-    let bytes = match (&c.ptx, &c.code_object) {
-        (Some(ptx), _) => ptx.as_bytes().to_vec(),
-        (None, Some(co)) => co.clone(),
-        (None, None) => return Err(anyhow!("the code generator produced no module")),
-    };
-    std::fs::write(&args.output, bytes)
+    std::fs::write(&args.output, c.module.bytes())
         .with_context(|| format!("writing {}", args.output.display()))?;
     let manifest = Manifest::new(
         &l,
@@ -92,7 +87,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
         return super::out::json(&serde_json::json!({
             "manifest": manifest,
             "manifest_file": args.manifest.as_ref().map(|m| m.display().to_string()),
-            "ptx": c.ptx.as_deref().map(PtxCounts::of),
+            "ptx": c.module.ptx().map(PtxCounts::of),
             "amd_resources": c.resources,
         }));
     }

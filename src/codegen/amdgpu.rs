@@ -2,8 +2,11 @@
 //! MFMA for f16/bf16. The barrier and the float atomic need sync scopes and metadata that the
 //! LLVM C API cannot build, so they live in the prelude IR.
 
-use super::builder::{ok, Kb};
-use super::target::{dynamic_shared, Target, TargetSpec};
+use super::ir::{ok, Ir};
+use super::spec::{
+    dynamic_shared, AsyncCopy, Barriers, BulkTensorCopy, Mfma, TargetSpec, WarpMma, WarpgroupMma,
+};
+use super::target::Target;
 use crate::problem::DType;
 use inkwell::{
     context::Context,
@@ -39,29 +42,29 @@ impl TargetSpec for Amdgpu {
     fn declare_kernel<'ctx>(&self, _ctx: &'ctx Context, f: FunctionValue<'ctx>) {
         f.set_call_conventions(91);
     }
-    fn set_block_size(&self, kb: &Kb, threads: u32) {
+    fn set_block_size(&self, ir: &Ir, threads: u32) {
         // Without it the backend assumes 1024 threads and caps registers accordingly.
         let v = format!("{threads},{threads}");
-        let attr = kb
+        let attr = ir
             .ctx
             .create_string_attribute("amdgpu-flat-work-group-size", &v);
-        kb.func
+        ir.func
             .add_attribute(inkwell::attributes::AttributeLoc::Function, attr);
     }
-    fn thread_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> IntValue<'ctx> {
-        kb.intrinsic("llvm.amdgcn.workitem.id.x", &[], &[])
+    fn thread_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
+        ir.intrinsic("llvm.amdgcn.workitem.id.x", &[], &[])
             .into_int_value()
     }
-    fn block_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
+    fn block_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
         let name = ["x", "y", "z"][dim as usize];
-        kb.intrinsic(&format!("llvm.amdgcn.workgroup.id.{name}"), &[], &[])
+        ir.intrinsic(&format!("llvm.amdgcn.workgroup.id.{name}"), &[], &[])
             .into_int_value()
     }
-    fn barrier(&self, kb: &Kb) {
-        kb.call(kb.prelude_fn("convtune_barrier"), &[]);
+    fn barrier(&self, ir: &Ir) {
+        ir.call(ir.prelude_fn("convtune_barrier"), &[]);
     }
-    fn shared_base<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> PointerValue<'ctx> {
-        dynamic_shared(kb, self.shared_as())
+    fn shared_base<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> PointerValue<'ctx> {
+        dynamic_shared(ir, self.shared_as())
     }
     fn prelude_ir(&self) -> String {
         // Workgroup-scope fences around s_barrier make LDS writes before the barrier visible
@@ -85,22 +88,44 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
     }
     fn f32_to_half<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         v: FloatValue<'ctx>,
         dt: DType,
     ) -> IntValue<'ctx> {
         match dt {
-            DType::BF16 => f32_to_bf16_bits(kb, v),
+            DType::BF16 => f32_to_bf16_bits(ir, v),
             _ => {
-                let h = ok(kb.raw().build_float_trunc(v, kb.ctx.f16_type(), ""));
-                kb.bitcast(h.into(), kb.ctx.i16_type().into())
+                let h = ok(ir.raw().build_float_trunc(v, ir.ctx.f16_type(), ""));
+                ir.bitcast(h.into(), ir.ctx.i16_type().into())
                     .into_int_value()
             }
         }
     }
+    fn async_copy(&self) -> Option<&dyn AsyncCopy> {
+        None
+    }
+    fn warp_mma(&self) -> Option<&dyn WarpMma> {
+        None
+    }
+    fn mfma(&self) -> Option<&dyn Mfma> {
+        // Every CDNA processor `Target` accepts has MFMA.
+        Some(self)
+    }
+    fn warpgroup_mma(&self) -> Option<&dyn WarpgroupMma> {
+        None
+    }
+    fn barriers(&self) -> Option<&dyn Barriers> {
+        None
+    }
+    fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
+        None
+    }
+}
+
+impl Mfma for Amdgpu {
     fn mfma<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dt: DType,
         m: u32,
         k: u32,
@@ -112,39 +137,40 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         let (suffix, a, b) = match dt {
             DType::F32 => ("f32", a, b),
             DType::F16 => {
-                let h = kb.ctx.f16_type().vec_type(per_lane).into();
-                ("f16", kb.bitcast(a, h), kb.bitcast(b, h))
+                let h = ir.ctx.f16_type().vec_type(per_lane).into();
+                ("f16", ir.bitcast(a, h), ir.bitcast(b, h))
             }
             DType::BF16 if per_lane == 4 => ("bf16.1k", a, b),
             DType::BF16 => ("bf16", a, b),
         };
         let name = format!("llvm.amdgcn.mfma.f32.{m}x{m}x{k}{suffix}");
-        let z = kb.c(0).into();
-        kb.intrinsic(&name, &[], &[a, b, c.into(), z, z, z])
+        let z = ir.c(0).into();
+        ir.intrinsic(&name, &[], &[a, b, c.into(), z, z, z])
             .into_vector_value()
     }
 }
 
 /// f32 → bf16 bits, round to nearest even, NaN kept quiet, with integer operations only (CDNA
 /// before gfx950 has no conversion instruction).
-pub(crate) fn f32_to_bf16_bits<'ctx>(kb: &Kb<'_, 'ctx>, v: FloatValue<'ctx>) -> IntValue<'ctx> {
-    let b = kb.raw();
-    let bits = kb.bitcast(v.into(), kb.i32t().into()).into_int_value();
-    let hi = ok(b.build_right_shift(bits, kb.c(16), false, ""));
-    let lsb = ok(b.build_and(hi, kb.c(1), ""));
-    let rounded = kb.add(kb.add(bits, kb.c(0x7fff)), lsb);
-    let rounded = ok(b.build_right_shift(rounded, kb.c(16), false, ""));
-    let quiet = ok(b.build_or(hi, kb.c(0x40), ""));
-    let mag = ok(b.build_and(bits, kb.c(0x7fff_ffff), ""));
-    let is_nan = ok(b.build_int_compare(inkwell::IntPredicate::UGT, mag, kb.c(0x7f80_0000), ""));
-    let r = kb.seli(is_nan, quiet, rounded);
-    ok(b.build_int_truncate(r, kb.ctx.i16_type(), ""))
+pub(crate) fn f32_to_bf16_bits<'ctx>(ir: &Ir<'_, 'ctx>, v: FloatValue<'ctx>) -> IntValue<'ctx> {
+    let b = ir.raw();
+    let bits = ir.bitcast(v.into(), ir.i32t().into()).into_int_value();
+    let hi = ok(b.build_right_shift(bits, ir.c(16), false, ""));
+    let lsb = ok(b.build_and(hi, ir.c(1), ""));
+    let rounded = ir.add(ir.add(bits, ir.c(0x7fff)), lsb);
+    let rounded = ok(b.build_right_shift(rounded, ir.c(16), false, ""));
+    let quiet = ok(b.build_or(hi, ir.c(0x40), ""));
+    let mag = ok(b.build_and(bits, ir.c(0x7fff_ffff), ""));
+    let is_nan = ok(b.build_int_compare(inkwell::IntPredicate::UGT, mag, ir.c(0x7f80_0000), ""));
+    let r = ir.seli(is_nan, quiet, rounded);
+    ok(b.build_int_truncate(r, ir.ctx.i16_type(), ""))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codegen::{emu::spec::HostEmu, machine};
+    use crate::abi::{ArgRole, CONV_ARGS};
+    use crate::codegen::{builder::Kb, emu::spec::HostEmu, machine};
     use inkwell::OptimizationLevel;
 
     /// The integer bf16 rounding (what AMD kernels use to store bf16) against the `half` crate,
@@ -174,21 +200,22 @@ mod tests {
             x ^= x << 5;
             inputs.push(x);
         }
-        let spec = HostEmu {
-            like: Target::of(crate::arch::Arch::GFX90A),
-        };
+        let spec = HostEmu::new(Target::of(crate::arch::Arch::GFX90A));
         let tm = machine::machine(&spec).unwrap();
         let ctx = Context::create();
         let m = machine::new_module(&ctx, &spec, &tm, "bf16").unwrap();
-        let kb = Kb::kernel(&ctx, &m, &spec, "round", [true, true, false, true]);
+        let kb = Kb::kernel(&ctx, &m, &spec, "round", CONV_ARGS, &[ArgRole::Output]);
         let n = kb.c(inputs.len() as i64);
         kb.for_range(kb.c(0), n, |kb, i| {
             let f32t = kb.f32t().into();
             let v = kb
-                .get(kb.gep(f32t, kb.param(0), i), f32t)
+                .get(kb.gep(f32t, kb.arg(ArgRole::Input), i), f32t)
                 .into_float_value();
             let h = f32_to_bf16_bits(kb, v);
-            kb.set(kb.gep(kb.ctx.i16_type().into(), kb.param(2), i), h.into());
+            kb.set(
+                kb.gep(kb.ctx.i16_type().into(), kb.arg(ArgRole::Output), i),
+                h.into(),
+            );
         });
         kb.finish();
         machine::optimize(&m, &tm).unwrap();

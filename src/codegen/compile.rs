@@ -3,11 +3,15 @@
 //! the emulator runs exactly the kernels the GPU gets.
 
 use super::builder::Kb;
-use super::gemm::emit_gemm;
+use super::gemm::{emit_gemm, scheduler};
 use super::plan::GemmPlan;
 use super::simple::{self, blocks, fill_width, THREADS};
-use super::target::{Target, TargetSpec};
+use super::spec::TargetSpec;
+use super::target::Target;
+use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
+use crate::abi::{ArgRole, CONV_ARGS};
+use crate::arch::Vendor;
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
@@ -32,8 +36,12 @@ pub(crate) enum Job<'l> {
 
 /// What one kernel does.
 pub(crate) enum Body<'l> {
-    /// Zero `elems` elements of `dt` at argument `param`.
-    Zero { param: u32, dt: DType, elems: u64 },
+    /// Zero `elems` elements of `dt` at argument `role`.
+    Zero {
+        role: ArgRole,
+        dt: DType,
+        elems: u64,
+    },
     /// One GEMM.
     Gemm(Box<GemmPlan<'l>>),
     /// Workspace (f32) → written tensor.
@@ -50,7 +58,7 @@ pub(crate) enum Body<'l> {
 pub(crate) struct Launches<'l> {
     /// Kernels in launch order with what each does.
     pub kernels: Vec<(Kernel, Body<'l>)>,
-    /// Scratch bytes the kernels need (argument 3).
+    /// Scratch bytes the kernels need (the workspace argument).
     pub workspace_bytes: u64,
     /// Whether the GEMM kernels get the out-of-bounds store.
     pub fault: bool,
@@ -71,11 +79,26 @@ fn kernel(
         grid: grid.map(|g| g as u32),
         block: [threads, 1, 1],
         shared_bytes,
+        args: CONV_ARGS.to_vec(),
     })
 }
 
-/// Plans every launch of `job` on `target`.
-pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, CodegenError> {
+/// The spec of a GPU target; `arch_specific`: the module uses instructions of the exact
+/// processor (NVIDIA `sm_90a` for `wgmma`).
+pub(crate) fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
+    match target.arch().vendor {
+        Vendor::Nvidia => Box::new(nvptx::Nvptx {
+            target,
+            arch_specific,
+        }),
+        Vendor::Amd => Box::new(amdgpu::Amdgpu { target }),
+    }
+}
+
+/// Plans every launch of `job` for `spec`'s target, asking it for the instruction families
+/// the configs need.
+pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'l>, CodegenError> {
+    let target = spec.target();
     target.check()?;
     let mut kernels = Vec::new();
     match job {
@@ -106,16 +129,16 @@ pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, Cod
             let plans = lowering
                 .gemms
                 .iter()
-                .map(|g| GemmPlan::new(p, g, cfg, target))
+                .map(|g| GemmPlan::new(p, g, cfg, spec))
                 .collect::<Result<Vec<_>, _>>()?;
             let split = cfg.split_k > 1 && !plans.is_empty();
             let to_workspace = split && dt != DType::F32;
             let workspace_bytes = if to_workspace { elems * 4 } else { 0 };
             if lowering.zero_init || split {
-                let (param, zdt) = if to_workspace {
-                    (3, DType::F32)
+                let (role, zdt) = if to_workspace {
+                    (ArgRole::Workspace, DType::F32)
                 } else {
-                    (written as u32, dt)
+                    (ArgRole::of(written), dt)
                 };
                 let per = fill_width(elems, zdt.bytes());
                 let k = kernel(
@@ -127,7 +150,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, Cod
                 kernels.push((
                     k,
                     Body::Zero {
-                        param,
+                        role,
                         dt: zdt,
                         elems,
                     },
@@ -135,7 +158,8 @@ pub(crate) fn plan<'l>(job: Job<'l>, target: Target) -> Result<Launches<'l>, Cod
             }
             for plan in plans {
                 let name = format!("convtune_gemm{}", plan.gemm.id);
-                let k = kernel(name, plan.grid(), plan.threads, plan.smem.bytes)?;
+                let grid = scheduler(&plan).grid(&plan);
+                let k = kernel(name, grid, plan.threads, plan.smem.bytes)?;
                 kernels.push((k, Body::Gemm(Box::new(plan))));
             }
             if to_workspace {
@@ -165,19 +189,21 @@ pub(crate) fn emit<'ctx>(
 ) {
     for (k, body) in &launches.kernels {
         // Arguments the kernel writes may not be marked read-only.
-        let mut readonly = [true; 4];
-        match body {
-            Body::Zero { param, .. } => readonly[*param as usize] = false,
+        let writes = match body {
+            Body::Zero { role, .. } => vec![*role],
             Body::Gemm(plan) => {
-                readonly[plan.gemm.c.tensor as usize] = false;
-                readonly[3] = plan.atomic != Some(true);
+                let mut w = vec![ArgRole::of(plan.gemm.c.tensor)];
+                if plan.atomic == Some(true) {
+                    w.push(ArgRole::Workspace);
+                }
+                w
             }
-            Body::Finish { written, .. } => readonly[*written as usize] = false,
-            Body::Reference(p) => readonly[p.direction().written() as usize] = false,
-        }
-        let kb = Kb::kernel(ctx, module, spec, &k.name, readonly);
+            Body::Finish { written, .. } => vec![ArgRole::of(*written)],
+            Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
+        };
+        let kb = Kb::kernel(ctx, module, spec, &k.name, &k.args, &writes);
         match body {
-            Body::Zero { param, dt, elems } => simple::emit_zero(&kb, *param, *dt, *elems),
+            Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),

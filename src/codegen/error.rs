@@ -14,6 +14,21 @@ pub enum CodegenError {
         /// What does not fit.
         reason: String,
     },
+    /// The config needs an instruction family the target lacks (legality should have
+    /// rejected it).
+    #[error("config {config} cannot be generated for GEMM {gemm}: {needed_by} needs {capability}, which {target} lacks")]
+    Missing {
+        /// The perf config string.
+        config: String,
+        /// Which sub-GEMM.
+        gemm: u32,
+        /// The target.
+        target: String,
+        /// The family it lacks.
+        capability: super::Capability,
+        /// What in the config needs it (the field and value).
+        needed_by: String,
+    },
     /// The target cannot run what was asked (unknown gfx name, unsupported sm).
     #[error("target {target}: {reason}")]
     Target {

@@ -186,6 +186,7 @@ impl<'l> Addressing<'l> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{ArgRole, CONV_ARGS};
     use crate::codegen::builder::Kb;
     use crate::codegen::{emu::spec::HostEmu, machine, Target};
     use crate::lowering::lower;
@@ -196,22 +197,20 @@ mod tests {
     /// past the GEMM edge (which must be invalid).
     fn agrees_with_offset(p: &ConvProblem) {
         let l = lower(p);
-        let spec = HostEmu {
-            like: Target::of(crate::arch::Arch::SM_90),
-        };
+        let spec = HostEmu::new(Target::of(crate::arch::Arch::SM_90));
         let tm = machine::machine(&spec).unwrap();
         for gemm in &l.gemms {
             for (op, [d0, d1]) in gemm.operands() {
                 let ctx = Context::create();
                 let m = machine::new_module(&ctx, &spec, &tm, "index").unwrap();
                 // Argument 0: i32 (g, i0, i1) triples; argument 2: i32 (valid, offset) pairs.
-                let kb = Kb::kernel(&ctx, &m, &spec, "addr", [true, true, false, true]);
+                let kb = Kb::kernel(&ctx, &m, &spec, "addr", CONV_ARGS, &[ArgRole::Output]);
                 let lens = [gemm.g_len(), gemm.len(d0) + 1, gemm.len(d1) + 1];
                 let count = lens.iter().product::<u32>();
                 let i32t = kb.i32t().into();
                 kb.for_range(kb.c(0), kb.c(count as i64), |kb, i| {
                     let arg = |j: i64| {
-                        let at = kb.gep(i32t, kb.param(0), kb.addc(kb.mulc(i, 3), j));
+                        let at = kb.gep(i32t, kb.arg(ArgRole::Input), kb.addc(kb.mulc(i, 3), j));
                         kb.get(at, i32t).into_int_value()
                     };
                     let a = Addressing::new(p, gemm, op);
@@ -219,14 +218,10 @@ mod tests {
                     let p0 = a.part(kb, d0, arg(1), true);
                     let p1 = a.part(kb, d1, arg(2), true);
                     let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
-                    let valid = crate::codegen::builder::ok(kb.raw().build_int_z_extend(
-                        valid,
-                        kb.i32t(),
-                        "",
-                    ));
+                    let valid = kb.zext(valid, kb.i32t());
                     for (j, v) in [(0, valid), (1, off)] {
                         kb.set(
-                            kb.gep(i32t, kb.param(2), kb.addc(kb.mulc(i, 2), j)),
+                            kb.gep(i32t, kb.arg(ArgRole::Output), kb.addc(kb.mulc(i, 2), j)),
                             v.into(),
                         );
                     }

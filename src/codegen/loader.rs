@@ -129,7 +129,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
         Loader {
             load,
             addr,
-            tensor: kb.param(op.tensor as u32),
+            tensor: kb.tensor(op.tensor),
             dt: plan.dt,
             tile: if is_a { plan.smem.a } else { plan.smem.b },
             block_k: bk,
@@ -185,7 +185,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
                 smem_elem(kb, &self.tile, slot.row, slot.kc),
             );
             let src_bytes = kb.seli(valid, kb.c(bytes as i64), kb.c(0));
-            kb.spec.cp_async(kb, dst, src, bytes, src_bytes);
+            kb.cp_async(dst, src, bytes, src_bytes);
         });
     }
 

@@ -1,7 +1,7 @@
 //! LLVM plumbing: target initialisation (once per process), modules that start from the
 //! target's prelude, the O3 pipeline, and emission of PTX or a linked AMDGPU code object.
 
-use super::target::TargetSpec;
+use super::spec::TargetSpec;
 use super::CodegenError;
 use inkwell::{
     context::Context,

@@ -112,7 +112,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         } = self.plan.math
         {
             let acc = self.load_floats(kb);
-            let acc = kb.spec.wgmma_wait(kb, 0, &acc);
+            let acc = kb.wgmma_wait(0, &acc);
             self.store_acc(kb, acc);
         }
     }
@@ -134,7 +134,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
     ///
     /// With `in_flight` the step returns with its own group still running (`wait_group 1`
     /// retires the previous tile's), so the tensor cores work through the next tile's barrier
-    /// and copies; the accumulators pass through each wait (see `TargetSpec::wgmma_wait`).
+    /// and copies; the accumulators pass through each wait (see `WarpgroupMma::wait`).
     fn step_wgmma(
         &self,
         kb: &Kb<'_, 'ctx>,
@@ -153,7 +153,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 None => kb.mulc(row0, 128),
                 Some(block) => kb.mulc(kb.udivc(row0, 64), block as i64 * eb),
             };
-            kb.add(kb.spec.smem_addr(kb, base), off)
+            kb.add(kb.smem_addr(base), off)
         };
         let a_addr = origin(ta, a, self.g_m0);
         let b_addr = origin(tb, b, self.n0);
@@ -166,12 +166,8 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             ((lbo >> 4) << 16) | ((1024u64 >> 4) << 32) | (1u64 << 62)
         };
         let desc = |t: &SmemTile, addr: IntValue<'ctx>| -> IntValue<'ctx> {
-            use super::builder::ok;
-            let r = kb.raw();
-            let a = ok(r.build_int_z_extend(addr, i64t, ""));
-            let a = ok(r.build_and(a, i64t.const_int(0x3FFFF, false), ""));
-            let a = ok(r.build_right_shift(a, i64t.const_int(4, false), false, ""));
-            ok(r.build_or(a, i64t.const_int(fixed(t), false), ""))
+            let a = kb.and(kb.zext(addr, i64t), kb.c64(0x3FFFF));
+            kb.or(kb.lshr(a, kb.c64(4)), kb.c64(fixed(t)))
         };
         let step = |t: &SmemTile, kk: u32| -> i64 {
             if t.kmajor {
@@ -181,15 +177,15 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             }
         };
         let mut acc = self.load_floats(kb);
-        kb.spec.wgmma_fence(kb);
+        kb.wgmma_fence();
         for kk in 0..c.block_k / 16 {
             let da = desc(ta, kb.addc(a_addr, step(ta, kk)));
             let db = desc(tb, kb.addc(b_addr, step(tb, kk)));
             let trans = [!ta.kmajor, !tb.kmajor];
-            acc = kb.spec.wgmma(kb, self.plan.dt, n, trans, da, db, &acc);
+            acc = kb.wgmma(self.plan.dt, n, trans, da, db, &acc);
         }
-        kb.spec.wgmma_commit(kb);
-        let acc = kb.spec.wgmma_wait(kb, u32::from(in_flight), &acc);
+        kb.wgmma_commit();
+        let acc = kb.wgmma_wait(u32::from(in_flight), &acc);
         self.store_acc(kb, acc);
     }
 
@@ -313,8 +309,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let mut acc = self.load_floats(kb);
         let ld = |base, t: &SmemTile, row, k| {
             let at = kb.gep(kb.elem_ty(dt), base, smem_elem(kb, t, row, k));
-            let at = kb.spec.guard(kb, Mem::Shared, at, 16, 16, false);
-            kb.spec.ldmatrix_x4(kb, at, !t.kmajor)
+            kb.ldmatrix_x4(at, !t.kmajor)
         };
         for kk in (0..c.block_k).step_by(16) {
             let af: Vec<[IntValue; 4]> = (0..fm)
@@ -343,7 +338,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                     let bj = [q[2 * (j % 2)], q[2 * (j % 2) + 1]];
                     let at = (i * fnn as usize + j) * 4;
                     let cin: [FloatValue; 4] = std::array::from_fn(|r| acc[at + r]);
-                    let d = kb.spec.mma_16816(kb, dt, *a, bj, cin);
+                    let d = kb.mma(dt, *a, bj, cin);
                     acc[at..at + 4].copy_from_slice(&d);
                 }
             }
@@ -404,7 +399,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             for (i, a) in af.iter().enumerate() {
                 for (j, b) in bf.iter().enumerate() {
                     let x = &mut acc[i * fnn as usize + j];
-                    *x = kb.spec.mfma(kb, dt, m, k, *a, *b, *x);
+                    *x = kb.mfma(dt, (m, k), *a, *b, *x);
                 }
             }
         }

@@ -4,8 +4,8 @@
 //! A candidate (one [`PerfConfig`] for one [`Lowering`]) becomes one module holding every launch
 //! in order: a zero-init kernel when the written tensor is not fully covered by the GEMMs or
 //! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16.
-//! Every kernel takes the same four arguments `(input, filter, output, workspace)`, the
-//! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`] (null
+//! Every kernel takes the arguments of [`Kernel::args`] (today [`crate::abi::CONV_ARGS`]: the
+//! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`], null
 //! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
 //!
 //! ```no_run
@@ -16,13 +16,16 @@
 //! let p = "convbfp16 -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC".parse().unwrap();
 //! let cfg: PerfConfig = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
 //! let c = compile_conv(&lower(&p), &cfg, Target::of(Arch::SM_90)).unwrap();
-//! assert!(c.ptx.unwrap().contains("mma.sync"));
+//! assert!(c.module.ptx().unwrap().contains("mma.sync"));
 //! ```
 //!
-//! Layers: `builder` (short verbs over inkwell), `target` (the `TargetSpec` trait; NVPTX,
-//! AMDGPU and the host emulator implement it), `plan` (every compile-time decision), `index`,
-//! `loader`, `math`, `gemm`, `simple` (the kernel logic, written once), `machine` (LLVM passes
-//! and emission), [`emu`] (running the same kernels on the CPU).
+//! Layers: `ir` (target-free verbs over inkwell), `spec` (the `TargetSpec` trait and the
+//! instruction families a target has or lacks; NVPTX, AMDGPU and the host emulator implement
+//! them), `builder` (the kernel builder: `ir` plus the target verbs), `target` (the public
+//! [`Target`]), `plan` (every compile-time decision, including which families a config needs),
+//! `index`, `loader`, `math`, `schedule` (tile schedulers), `mainloop` (K loops), `gemm`,
+//! `simple` (the kernel logic, written once), `machine` (LLVM passes and emission), [`emu`]
+//! (running the same kernels on the CPU).
 
 mod amd_meta;
 mod amdgpu;
@@ -32,27 +35,34 @@ pub mod emu;
 mod error;
 mod gemm;
 mod index;
+mod ir;
 mod loader;
 mod machine;
+mod mainloop;
 mod math;
 mod nvptx;
 mod plan;
 mod report;
+mod schedule;
 mod simple;
+mod spec;
 mod target;
 
 pub use amd_meta::{AmdKernelResources, AmdResources};
 pub use error::CodegenError;
 pub use report::{resource_report, PtxCounts};
+pub use spec::Capability;
 pub use target::Target;
 
+pub use crate::abi::Module;
+
+use crate::abi::KernelArg;
 use crate::arch::Vendor;
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
-use compile::{guarded, Job};
+use compile::{guarded, spec_for, Job};
 use inkwell::context::Context;
-use target::TargetSpec;
 
 /// One launch: what the runtime needs to run a kernel of a [`Compiled`] module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +75,8 @@ pub struct Kernel {
     pub block: [u32; 3],
     /// Dynamic shared memory to pass at launch, bytes.
     pub shared_bytes: u32,
+    /// The kernel's parameters, in order (see [`crate::abi`]).
+    pub args: Vec<KernelArg>,
 }
 
 /// All launches of one candidate (or of the reference), compiled for one target.
@@ -72,10 +84,8 @@ pub struct Kernel {
 pub struct Compiled {
     /// What it was compiled for.
     pub target: Target,
-    /// PTX text (NVIDIA), JIT-loaded by the driver.
-    pub ptx: Option<String>,
-    /// Linked code object (AMD), loadable by `hipModuleLoadData`.
-    pub code_object: Option<Vec<u8>>,
+    /// PTX (NVIDIA) or a linked code object (AMD).
+    pub module: Module,
     /// Launches, in the order they must run.
     pub kernels: Vec<Kernel>,
     /// Bytes of the scratch buffer passed as the fourth argument (0: pass null).
@@ -97,7 +107,7 @@ pub fn launches(
             cfg,
             fault: false,
         },
-        target,
+        spec_for(target, false).as_ref(),
     )?;
     Ok((
         l.kernels.into_iter().map(|(k, _)| k).collect(),
@@ -145,20 +155,15 @@ pub fn compile_reference(problem: &ConvProblem, target: Target) -> Result<Compil
     compile_job(Job::Reference(problem), target)
 }
 
-fn spec_for(target: Target, arch_specific: bool) -> Box<dyn TargetSpec> {
-    match target.arch().vendor {
-        Vendor::Nvidia => Box::new(nvptx::Nvptx {
-            target,
-            arch_specific,
-        }),
-        Vendor::Amd => Box::new(amdgpu::Amdgpu { target }),
-    }
+/// The instruction families `target` has (what configs it can be planned for).
+pub fn capabilities(target: Target) -> Vec<Capability> {
+    spec::capabilities(spec_for(target, false).as_ref())
 }
 
 fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
     let arch_specific = matches!(job, Job::Conv { cfg, .. } if cfg.mma.is_wgmma());
-    let launches = compile::plan(job, target)?;
     let spec = spec_for(target, arch_specific);
+    let launches = compile::plan(job, spec.as_ref())?;
     guarded(|| {
         let tm = machine::machine(spec.as_ref())?;
         let ctx = Context::create();
@@ -166,22 +171,20 @@ fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
         compile::emit(&ctx, &module, spec.as_ref(), &launches);
         machine::optimize(&module, &tm)?;
         let kernels = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
-        let mut out = Compiled {
-            target,
-            ptx: None,
-            code_object: None,
-            kernels,
-            workspace_bytes: launches.workspace_bytes,
-            resources: None,
-        };
-        match target.arch().vendor {
-            Vendor::Nvidia => out.ptx = Some(machine::emit_ptx(&module, &tm)?),
+        let (module, resources) = match target.arch().vendor {
+            Vendor::Nvidia => (Module::Ptx(machine::emit_ptx(&module, &tm)?), None),
             Vendor::Amd => {
                 let co = machine::emit_code_object(&module, &tm)?;
-                out.resources = Some(amd_meta::read(&co)?);
-                out.code_object = Some(co);
+                let resources = amd_meta::read(&co)?;
+                (Module::CodeObject(co), Some(resources))
             }
-        }
-        Ok(out)
+        };
+        Ok(Compiled {
+            target,
+            module,
+            kernels,
+            workspace_bytes: launches.workspace_bytes,
+            resources,
+        })
     })
 }

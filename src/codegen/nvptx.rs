@@ -1,8 +1,11 @@
 //! NVPTX: `nvptx64-nvidia-cuda`, kernels in calling convention 71 (`ptx_kernel`), tensor cores
 //! through the `llvm.nvvm.mma` / `ldmatrix` intrinsics, `cp.async` for the pipeline.
 
-use super::builder::Kb;
-use super::target::{dynamic_shared, Target, TargetSpec};
+use super::ir::{ok, Ir};
+use super::spec::{
+    dynamic_shared, AsyncCopy, Barriers, BulkTensorCopy, Mfma, TargetSpec, WarpMma, WarpgroupMma,
+};
+use super::target::Target;
 use crate::problem::DType;
 use inkwell::{
     context::Context,
@@ -21,9 +24,9 @@ pub(crate) struct Nvptx {
 
 impl Nvptx {
     /// A void inline-asm statement with no operands that the optimiser keeps in place.
-    fn asm_stmt(kb: &Kb, text: &str) {
-        let ty = kb.ctx.void_type().fn_type(&[], false);
-        let f = kb.ctx.create_inline_asm(
+    fn asm_stmt(ir: &Ir, text: &str) {
+        let ty = ir.ctx.void_type().fn_type(&[], false);
+        let f = ir.ctx.create_inline_asm(
             ty,
             text.to_string(),
             "~{memory}".to_string(),
@@ -32,7 +35,7 @@ impl Nvptx {
             None,
             false,
         );
-        super::builder::ok(kb.raw().build_indirect_call(ty, f, &[], ""));
+        ok(ir.raw().build_indirect_call(ty, f, &[], ""));
     }
 
     /// Inline asm `text` that reads `lead` (constraints `lead_cons`) and updates the floats
@@ -40,7 +43,7 @@ impl Nvptx {
     /// CUDA), which LLVM spells as outputs "=f" with inputs tied to them ("0", "1", ...), so
     /// in `text` the accumulators are $0..$q-1 and the lead operands follow from $q.
     fn asm_floats<'ctx>(
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         text: &str,
         lead_cons: &[&str],
         lead: &[inkwell::values::BasicMetadataValueEnum<'ctx>],
@@ -54,8 +57,8 @@ impl Nvptx {
         cons.extend(lead_cons.iter().map(|c| c.to_string()));
         cons.extend((0..q).map(|i| i.to_string()));
         cons.extend(clobbers.iter().map(|c| c.to_string()));
-        let f32t = kb.f32t();
-        let ret = kb.ctx.struct_type(&vec![f32t.into(); acc.len()], false);
+        let f32t = ir.f32t();
+        let ret = ir.ctx.struct_type(&vec![f32t.into(); acc.len()], false);
         let mut params: Vec<BasicMetadataTypeEnum> = lead
             .iter()
             .map(|v| match v {
@@ -65,7 +68,7 @@ impl Nvptx {
             .collect();
         params.extend(acc.iter().map(|_| BasicMetadataTypeEnum::from(f32t)));
         let fty = ret.fn_type(&params, false);
-        let f = kb.ctx.create_inline_asm(
+        let f = ir.ctx.create_inline_asm(
             fty,
             text.to_string(),
             cons.join(","),
@@ -76,7 +79,7 @@ impl Nvptx {
         );
         let mut args = lead.to_vec();
         args.extend(acc.iter().map(|&v| BasicMetadataValueEnum::from(v)));
-        let call = super::builder::ok(kb.raw().build_indirect_call(fty, f, &args, ""));
+        let call = ok(ir.raw().build_indirect_call(fty, f, &args, ""));
         let r = match call.try_as_basic_value() {
             inkwell::values::ValueKind::Basic(v) => v,
             inkwell::values::ValueKind::Instruction(_) => {
@@ -84,7 +87,7 @@ impl Nvptx {
             }
         };
         (0..acc.len() as u32)
-            .map(|i| kb.field(r, i).into_float_value())
+            .map(|i| ir.field(r, i).into_float_value())
             .collect()
     }
 }
@@ -114,32 +117,32 @@ impl TargetSpec for Nvptx {
     fn declare_kernel<'ctx>(&self, _ctx: &'ctx Context, f: FunctionValue<'ctx>) {
         f.set_call_conventions(71);
     }
-    fn set_block_size(&self, kb: &Kb, threads: u32) {
+    fn set_block_size(&self, ir: &Ir, threads: u32) {
         // `.maxntid` lets ptxas budget registers for the real block size instead of 1024.
-        let ctx = kb.ctx;
+        let ctx = ir.ctx;
         let node = ctx.metadata_node(&[
-            kb.func.as_global_value().as_pointer_value().into(),
+            ir.func.as_global_value().as_pointer_value().into(),
             ctx.metadata_string("maxntidx").into(),
             ctx.i32_type().const_int(threads as u64, false).into(),
         ]);
-        kb.module
+        ir.module
             .add_global_metadata("nvvm.annotations", &node)
             .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
     }
-    fn thread_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> IntValue<'ctx> {
-        kb.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", &[], &[])
+    fn thread_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
+        ir.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", &[], &[])
             .into_int_value()
     }
-    fn block_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
+    fn block_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
         let name = ["x", "y", "z"][dim as usize];
-        kb.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.ctaid.{name}"), &[], &[])
+        ir.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.ctaid.{name}"), &[], &[])
             .into_int_value()
     }
-    fn barrier(&self, kb: &Kb) {
-        kb.intrinsic("llvm.nvvm.barrier0", &[], &[]);
+    fn barrier(&self, ir: &Ir) {
+        ir.intrinsic("llvm.nvvm.barrier0", &[], &[]);
     }
-    fn shared_base<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> PointerValue<'ctx> {
-        dynamic_shared(kb, self.shared_as())
+    fn shared_base<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> PointerValue<'ctx> {
+        dynamic_shared(ir, self.shared_as())
     }
     fn prelude_ir(&self) -> String {
         // Relaxed system-scope fadd becomes `atom.global.add.f32`.
@@ -153,22 +156,46 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
     }
     fn f32_to_half<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         v: FloatValue<'ctx>,
         dt: DType,
     ) -> IntValue<'ctx> {
         // cvt.rn.f16.f32 / cvt.rn.bf16.f32 (sm_80+).
         let ty = match dt {
-            DType::BF16 => kb.ctx.bf16_type(),
-            _ => kb.ctx.f16_type(),
+            DType::BF16 => ir.ctx.bf16_type(),
+            _ => ir.ctx.f16_type(),
         };
-        let h = super::builder::ok(kb.raw().build_float_trunc(v, ty, ""));
-        kb.bitcast(h.into(), kb.ctx.i16_type().into())
+        let h = ok(ir.raw().build_float_trunc(v, ty, ""));
+        ir.bitcast(h.into(), ir.ctx.i16_type().into())
             .into_int_value()
     }
+    fn async_copy(&self) -> Option<&dyn AsyncCopy> {
+        self.target.has_cp_async().then_some(self)
+    }
+    fn warp_mma(&self) -> Option<&dyn WarpMma> {
+        // mma.sync is fed by ldmatrix (`Target::check` accepts no mma.sync path without it).
+        self.target.arch().features.ldmatrix.then_some(self)
+    }
+    fn mfma(&self) -> Option<&dyn Mfma> {
+        None
+    }
+    fn warpgroup_mma(&self) -> Option<&dyn WarpgroupMma> {
+        self.target.arch().features.wgmma.is_some().then_some(self)
+    }
+    fn barriers(&self) -> Option<&dyn Barriers> {
+        // fence.proxy.async comes with the async proxy (sm_90: wgmma and TMA).
+        let f = &self.target.arch().features;
+        (f.wgmma.is_some() || f.tma).then_some(self)
+    }
+    fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
+        None
+    }
+}
+
+impl WarpMma for Nvptx {
     fn ldmatrix_x4<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         ptr: PointerValue<'ctx>,
         trans: bool,
     ) -> [IntValue<'ctx>; 4] {
@@ -177,12 +204,12 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         } else {
             "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
         };
-        let r = kb.intrinsic(name, &[ptr.get_type().into()], &[ptr.into()]);
-        std::array::from_fn(|i| kb.field(r, i as u32).into_int_value())
+        let r = ir.intrinsic(name, &[ptr.get_type().into()], &[ptr.into()]);
+        std::array::from_fn(|i| ir.field(r, i as u32).into_int_value())
     }
     fn mma_16816<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dt: DType,
         a: [IntValue<'ctx>; 4],
         b: [IntValue<'ctx>; 2],
@@ -192,24 +219,27 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             DType::BF16 => ("llvm.nvvm.mma.m16n8k16.row.col.bf16", None),
             _ => (
                 "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-                Some(kb.ctx.f16_type().vec_type(2).into()),
+                Some(ir.ctx.f16_type().vec_type(2).into()),
             ),
         };
         let pack = |v: IntValue<'ctx>| -> BasicValueEnum<'ctx> {
             match packed {
-                Some(ty) => kb.bitcast(v.into(), ty),
+                Some(ty) => ir.bitcast(v.into(), ty),
                 None => v.into(),
             }
         };
         let mut args: Vec<BasicValueEnum> = a.iter().map(|&v| pack(v)).collect();
         args.extend(b.iter().map(|&v| pack(v)));
         args.extend(c.iter().map(|&v| BasicValueEnum::from(v)));
-        let r = kb.intrinsic(name, &[], &args);
-        std::array::from_fn(|i| kb.field(r, i as u32).into_float_value())
+        let r = ir.intrinsic(name, &[], &args);
+        std::array::from_fn(|i| ir.field(r, i as u32).into_float_value())
     }
+}
+
+impl AsyncCopy for Nvptx {
     fn cp_async<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dst: PointerValue<'ctx>,
         src: PointerValue<'ctx>,
         bytes: u32,
@@ -218,40 +248,40 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
         // .cg (L2 only) needs 16 bytes; smaller copies go through L1 (.ca).
         let cache = if bytes == 16 { "cg" } else { "ca" };
         let name = format!("llvm.nvvm.cp.async.{cache}.shared.global.{bytes}.s");
-        kb.intrinsic(&name, &[], &[dst.into(), src.into(), src_bytes.into()]);
+        ir.intrinsic(&name, &[], &[dst.into(), src.into(), src_bytes.into()]);
     }
-    fn cp_async_commit(&self, kb: &Kb) {
-        kb.intrinsic("llvm.nvvm.cp.async.commit.group", &[], &[]);
+    fn commit(&self, ir: &Ir) {
+        ir.intrinsic("llvm.nvvm.cp.async.commit.group", &[], &[]);
     }
-    fn cp_async_wait(&self, kb: &Kb, n: u32) {
-        kb.intrinsic(
+    fn wait(&self, ir: &Ir, n: u32) {
+        ir.intrinsic(
             "llvm.nvvm.cp.async.wait.group",
             &[],
-            &[kb.c(n as i64).into()],
+            &[ir.c(n as i64).into()],
         );
     }
-    fn smem_addr<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
+}
+
+impl WarpgroupMma for Nvptx {
+    fn smem_addr<'ctx>(&self, ir: &Ir<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
         // An addrspace(3) pointer is the address in the shared window (what `cvta.to.shared`
         // gives for a generic one).
-        super::builder::ok(kb.raw().build_ptr_to_int(ptr, kb.i32t(), ""))
+        ok(ir.raw().build_ptr_to_int(ptr, ir.i32t(), ""))
     }
-    fn fence_proxy_async(&self, kb: &Kb) {
-        Self::asm_stmt(kb, "fence.proxy.async.shared::cta;");
+    fn fence(&self, ir: &Ir) {
+        Self::asm_stmt(ir, "wgmma.fence.sync.aligned;");
     }
-    fn wgmma_fence(&self, kb: &Kb) {
-        Self::asm_stmt(kb, "wgmma.fence.sync.aligned;");
+    fn commit(&self, ir: &Ir) {
+        Self::asm_stmt(ir, "wgmma.commit_group.sync.aligned;");
     }
-    fn wgmma_commit(&self, kb: &Kb) {
-        Self::asm_stmt(kb, "wgmma.commit_group.sync.aligned;");
-    }
-    fn wgmma_wait<'ctx>(
+    fn wait<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         n: u32,
         acc: &[FloatValue<'ctx>],
     ) -> Vec<FloatValue<'ctx>> {
         Self::asm_floats(
-            kb,
+            ir,
             &format!("wgmma.wait_group.sync.aligned {n};"),
             &[],
             &[],
@@ -259,9 +289,9 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             &["~{memory}"],
         )
     }
-    fn wgmma<'ctx>(
+    fn mma<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dt: DType,
         n: u32,
         trans: [bool; 2],
@@ -285,34 +315,18 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
             s = q + 2,
         );
         Self::asm_floats(
-            kb,
+            ir,
             &text,
             &["l", "l", "r"],
-            &[da.into(), db.into(), kb.c(1).into()],
+            &[da.into(), db.into(), ir.c(1).into()],
             acc,
             &[],
         )
     }
 }
 
-/// f16 bits → f32 by `fpext`; bf16 bits → f32 exactly by a 16-bit shift.
-pub(crate) fn half_to_f32_generic<'ctx>(
-    kb: &Kb<'_, 'ctx>,
-    v: IntValue<'ctx>,
-    dt: DType,
-) -> FloatValue<'ctx> {
-    use super::builder::ok;
-    match dt {
-        DType::BF16 => {
-            let w = ok(kb.raw().build_int_z_extend(v, kb.i32t(), ""));
-            let w = ok(kb.raw().build_left_shift(w, kb.c(16), ""));
-            kb.bitcast(w.into(), kb.f32t().into()).into_float_value()
-        }
-        _ => {
-            let h = kb
-                .bitcast(v.into(), kb.ctx.f16_type().into())
-                .into_float_value();
-            ok(kb.raw().build_float_ext(h, kb.f32t(), ""))
-        }
+impl Barriers for Nvptx {
+    fn fence_proxy_async(&self, ir: &Ir) {
+        Self::asm_stmt(ir, "fence.proxy.async.shared::cta;");
     }
 }

@@ -3,7 +3,8 @@
 //! reason that names the field) keeps the emitters free of error paths, and lets callers ask
 //! for launch shapes and shared-memory sizes without compiling.
 
-use super::target::{MatrixUnit, Target};
+use super::spec::{Capability, TargetSpec};
+use super::target::MatrixUnit;
 use super::CodegenError;
 use crate::arch::fit;
 use crate::config::{Field, LdsLayout, PerfConfig};
@@ -37,6 +38,21 @@ pub(crate) enum Math {
         /// refill is two tiles old and every warpgroup has finished reading it).
         in_flight: bool,
     },
+}
+
+/// Which [`super::mainloop::MainLoop`] walks K. One kind per implementation; a new pipeline
+/// adds a kind and its file, and leaves the others alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MainLoopKind {
+    /// [`super::mainloop::MultistageLoop`]: a ring of `stages` buffers, `cp.async` or registers.
+    Multistage,
+}
+
+/// Which [`super::schedule::TileScheduler`] maps blocks to tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SchedulerKind {
+    /// [`super::schedule::RasterScheduler`]: one block per tile, rasterised by `rs`.
+    Raster,
 }
 
 /// How one operand's tile moves from global to shared memory.
@@ -165,6 +181,10 @@ pub(crate) struct GemmPlan<'l> {
     pub warp: u32,
     /// Warp-tile computation.
     pub math: Math,
+    /// The K loop.
+    pub main_loop: MainLoopKind,
+    /// Blocks → tiles.
+    pub scheduler: SchedulerKind,
     /// A tile loads.
     pub a: TileLoad,
     /// B tile loads.
@@ -258,17 +278,32 @@ fn c_stage(p: &ConvProblem, gemm: &Gemm, c: &PerfConfig, budget: u64) -> Result<
 }
 
 impl<'l> GemmPlan<'l> {
-    /// Plans `gemm` of `p` with `cfg` on `target`, or says which field does not fit.
+    /// Plans `gemm` of `p` with `cfg` for `spec`'s target, or says which field does not fit
+    /// or which instruction family the target lacks.
     pub fn new(
         p: &'l ConvProblem,
         gemm: &'l Gemm,
         cfg: &PerfConfig,
-        target: Target,
+        spec: &dyn TargetSpec,
     ) -> Result<Self, CodegenError> {
+        let target = spec.target();
         let fail = |reason: String| CodegenError::Config {
             config: cfg.to_string(),
             gemm: gemm.id,
             reason,
+        };
+        let require = |capability: Capability, needed_by: String| {
+            if spec.has(capability) {
+                Ok(())
+            } else {
+                Err(CodegenError::Missing {
+                    config: cfg.to_string(),
+                    gemm: gemm.id,
+                    target: target.to_string(),
+                    capability,
+                    needed_by,
+                })
+            }
         };
         let c = cfg;
         let dt = p.dtype();
@@ -290,6 +325,9 @@ impl<'l> GemmPlan<'l> {
         }
         let wgmma = c.mma.is_wgmma();
         let math = if wgmma {
+            let by = || format!("mma={}", c.mma.name());
+            require(Capability::WarpgroupMma, by())?;
+            require(Capability::Barriers, by())?;
             let in_flight = c.mma == crate::config::MmaPath::WgmmaInFlight;
             let shape = fit::wgmma_fit(
                 arch,
@@ -316,7 +354,14 @@ impl<'l> GemmPlan<'l> {
                     ))
                 })?;
             match MatrixUnit::of(&instr) {
-                Some(unit) => Math::Matrix(unit),
+                Some(unit) => {
+                    let family = match unit {
+                        MatrixUnit::Mma16816 => Capability::WarpMma,
+                        MatrixUnit::Mfma { .. } => Capability::Mfma,
+                    };
+                    require(family, format!("the {} matrix path", dt.name()))?;
+                    Math::Matrix(unit)
+                }
                 None => fma_math(c, warp, bytes).ok_or_else(|| {
                     fail(format!(
                         "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
@@ -327,7 +372,7 @@ impl<'l> GemmPlan<'l> {
         };
         let load =
             |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
-                tile_load(p, gemm, op, row_dim, rows, vec, c, threads, target)
+                tile_load(p, gemm, op, row_dim, rows, vec, c, threads, spec)
                     .map_err(|r| fail(format!("{name}: {r}")))
             };
         let a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
@@ -399,6 +444,9 @@ impl<'l> GemmPlan<'l> {
             threads,
             warp,
             math,
+            // The only ones today; a TMA / warp-specialised kernel chooses its own here.
+            main_loop: MainLoopKind::Multistage,
+            scheduler: SchedulerKind::Raster,
             a,
             b,
             smem,
@@ -414,15 +462,6 @@ impl<'l> GemmPlan<'l> {
             atomic,
             c_stage,
         })
-    }
-
-    /// Launch grid: (tiles, 1, groups · split_k).
-    pub fn grid(&self) -> [u64; 3] {
-        [
-            self.tiles_m as u64 * self.tiles_n as u64,
-            1,
-            self.gemm.g_len() as u64 * self.cfg.split_k as u64,
-        ]
     }
 }
 
@@ -462,7 +501,7 @@ fn tile_load(
     vec: u32,
     c: &PerfConfig,
     threads: u32,
-    target: Target,
+    spec: &dyn TargetSpec,
 ) -> Result<TileLoad, String> {
     let bytes = p.dtype().bytes();
     let contiguous = op.contiguity(p, gemm, [row_dim, Dim::K]).dim;
@@ -500,13 +539,15 @@ fn tile_load(
         vectors,
         slots: vectors.div_ceil(threads),
         partial: !vectors.is_multiple_of(threads),
-        async_copy: target.has_cp_async() && matches!(vb, 4 | 8 | 16),
+        async_copy: spec.async_copy().is_some() && matches!(vb, 4 | 8 | 16),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codegen::compile::spec_for;
+    use crate::codegen::target::Target;
     use crate::lowering::lower;
 
     fn plan_of(line: &str, cfg: &str, target: Target) -> (ConvProblem, PerfConfig, Target) {
@@ -521,7 +562,7 @@ mod tests {
             Target::of(crate::arch::Arch::SM_90),
         );
         let l = lower(&p);
-        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
         let st = plan.c_stage.unwrap();
         // Output NHWC is contiguous along K (= M); lines of 64 + 8 bf16.
         assert!(!st.along_n);
@@ -541,13 +582,13 @@ mod tests {
             Target::of(crate::arch::Arch::SM_90),
         );
         let l = lower(&p);
-        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
         assert!(!plan.smem.a.kmajor && !plan.smem.b.kmajor);
         // 64 k-lines would cost 64 chunks of padding, 32 rows budget 32: swizzled instead.
         assert_eq!(plan.smem.a.swizzle, Some(4));
         assert_eq!(plan.smem.bytes, 2 * (32 + 32) * 64 * 2);
         let c = PerfConfig { block_k: 16, ..c };
-        let plan = GemmPlan::new(&p, &l.gemms[0], &c, t).unwrap();
+        let plan = GemmPlan::new(&p, &l.gemms[0], &c, spec_for(t, false).as_ref()).unwrap();
         assert_eq!((plan.smem.a.stride, plan.smem.a.swizzle), (40, None));
     }
 }

@@ -75,7 +75,7 @@ pub fn resource_report(c: &Compiled) -> String {
         }
         s.push('\n');
     }
-    if let Some(ptx) = &c.ptx {
+    if let Some(ptx) = c.module.ptx() {
         let n = PtxCounts::of(ptx);
         let _ = writeln!(
             s,
@@ -83,7 +83,7 @@ pub fn resource_report(c: &Compiled) -> String {
             n.bytes, n.mma_sync, n.wgmma, n.ldmatrix, n.cp_async, n.ld_global, n.st_global
         );
     }
-    if let Some(co) = &c.code_object {
+    if let Some(co) = c.module.code_object() {
         let _ = writeln!(s, "  code object: {} bytes", co.len());
     }
     s

@@ -3,6 +3,7 @@
 //! these are memory-bound or oracles, so plainness beats speed.
 
 use super::builder::{Kb, Mem};
+use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, DType, Direction, Tensor};
 use inkwell::values::IntValue;
 
@@ -28,28 +29,28 @@ pub(crate) fn blocks(elems: u64, per_thread: u32) -> u64 {
     elems.div_ceil(THREADS as u64 * per_thread as u64)
 }
 
-/// Writes zeros to `elems` elements of type `dt` at kernel argument `param`.
-pub(crate) fn emit_zero<'ctx>(kb: &Kb<'_, 'ctx>, param: u32, dt: DType, elems: u64) {
-    kb.spec.set_block_size(kb, THREADS);
+/// Writes zeros to `elems` elements of type `dt` at kernel argument `role`.
+pub(crate) fn emit_zero<'ctx>(kb: &Kb<'_, 'ctx>, role: ArgRole, dt: DType, elems: u64) {
+    kb.set_block_size(THREADS);
     let v = fill_width(elems, dt.bytes());
     let first = kb.mulc(global_id(kb), v as i64);
     kb.if_then(kb.ultc(first, elems as u32), |kb| {
         let ty = kb.vec_ty(dt, v);
-        let at = kb.gep(kb.elem_ty(dt), kb.param(param), first);
+        let at = kb.gep(kb.elem_ty(dt), kb.arg(role), first);
         kb.store(Mem::Global, at, kb.zero(ty), v * dt.bytes());
     });
 }
 
 /// Converts the f32 workspace to the written tensor's type (split-K with f16/bf16).
 pub(crate) fn emit_finish<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64) {
-    kb.spec.set_block_size(kb, THREADS);
+    kb.set_block_size(THREADS);
     let i = global_id(kb);
     kb.if_then(kb.ultc(i, elems as u32), |kb| {
-        let src = kb.gep(kb.f32t().into(), kb.param(3), i);
+        let src = kb.gep(kb.f32t().into(), kb.arg(ArgRole::Workspace), i);
         let v = kb
             .load(Mem::Global, kb.f32t().into(), src, 4)
             .into_float_value();
-        let dst = kb.gep(kb.elem_ty(dt), kb.param(written as u32), i);
+        let dst = kb.gep(kb.elem_ty(dt), kb.tensor(written), i);
         kb.store(Mem::Global, dst, kb.narrow(v, dt), dt.bytes());
     });
 }
@@ -75,14 +76,14 @@ fn read<'ctx>(
     off: IntValue<'ctx>,
 ) -> inkwell::values::FloatValue<'ctx> {
     let dt = p.dtype();
-    let at = kb.gep(kb.elem_ty(dt), kb.param(t as u32), off);
+    let at = kb.gep(kb.elem_ty(dt), kb.tensor(t), off);
     kb.widen(kb.load(Mem::Global, kb.elem_ty(dt), at, dt.bytes()), dt)
 }
 
 /// The direct convolution, one thread per element of the written tensor, f32 accumulation,
 /// every tap bounds-checked: the textbook loop nest of [`crate::reference::direct_conv`].
 pub(crate) fn emit_reference<'ctx>(kb: &Kb<'_, 'ctx>, p: &ConvProblem) {
-    kb.spec.set_block_size(kb, THREADS);
+    kb.set_block_size(THREADS);
     let dir = p.direction();
     let written = dir.written();
     let dims = p.logical_dims(written);
@@ -193,7 +194,7 @@ pub(crate) fn emit_reference<'ctx>(kb: &Kb<'_, 'ctx>, p: &ConvProblem) {
         }
         let out = kb.gep(
             kb.elem_ty(p.dtype()),
-            kb.param(written as u32),
+            kb.tensor(written),
             offset(kb, p, written, idx),
         );
         let v = kb.get(acc, f32t).into_float_value();

@@ -9,6 +9,7 @@
 
 use super::error::describe;
 use super::plan::{KernelResources, Launch, LaunchPlan};
+use crate::abi::{device_pointers, ArgRole};
 use cudarc::driver::{
     result::{self, DriverError},
     sys::{self, CUfunction_attribute as FnAttr, CUjit_option as Jit},
@@ -119,7 +120,18 @@ impl LoadedPlan {
         if plan.launches.is_empty() {
             return Err(PlanError::Load("plan has no launches".into()));
         }
-        let module = Module::load(ctx, &plan.module).map_err(PlanError::Load)?;
+        let ptx = plan.module.ptx().ok_or_else(|| {
+            PlanError::Load(format!(
+                "the CUDA runtime loads PTX; this plan holds a {}",
+                plan.module.kind()
+            ))
+        })?;
+        // Every argument must be one this runtime can pack (see `launch`).
+        for l in &plan.launches {
+            device_pointers(&l.args, |_| 0)
+                .map_err(|e| PlanError::Load(format!("kernel `{}`: {e}", l.name)))?;
+        }
+        let module = Module::load(ctx, ptx).map_err(PlanError::Load)?;
         let mut functions = Vec::with_capacity(plan.launches.len());
         let mut resources: Vec<KernelResources> = Vec::new();
         for l in &plan.launches {
@@ -181,22 +193,24 @@ impl LoadedPlan {
         Ok(())
     }
 
-    /// Enqueues every launch on `stream` with the four tensor pointers. Returns the index of the
-    /// launch that the driver refused, with its error.
+    /// Enqueues every launch on `stream`, each with its declared arguments, the device pointer
+    /// of a role given by `pointer`. Returns the index of the launch that the driver refused,
+    /// with its error.
     pub fn launch(
         &self,
         stream: &CudaStream,
-        pointers: [u64; 4],
+        pointer: &dyn Fn(ArgRole) -> u64,
     ) -> Result<(), (usize, DriverError)> {
-        let mut args = pointers;
         for (i, (l, &(f, _))) in self.launches.iter().zip(&self.functions).enumerate() {
+            // `load` refused every argument kind other than device pointers.
+            let mut args: Vec<u64> = l.args.iter().map(|a| pointer(a.role)).collect();
             let mut params: Vec<*mut c_void> = args
                 .iter_mut()
                 .map(|p| p as *mut u64 as *mut c_void)
                 .collect();
-            // SAFETY: the kernel takes four u64 pointers (the plan contract), each pointing to a
-            // live allocation of the sizes the problem and plan ask for; the driver copies the
-            // parameter values before returning.
+            // SAFETY: the kernel takes the plan's declared arguments, all u64 device pointers
+            // (checked in `load`), each pointing to a live allocation of the sizes the problem
+            // and plan ask for; the driver copies the parameter values before returning.
             unsafe {
                 result::launch_kernel(
                     f,
@@ -267,6 +281,7 @@ pub(crate) fn check_launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::CONV_ARGS;
 
     fn launch(grid: [u32; 3], block: [u32; 3], shared_bytes: u32) -> Launch {
         Launch {
@@ -274,6 +289,7 @@ mod tests {
             grid,
             block,
             shared_bytes,
+            args: CONV_ARGS.to_vec(),
         }
     }
 

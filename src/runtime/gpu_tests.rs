@@ -6,6 +6,7 @@
 //! memory, fault, hang) is produced on purpose.
 
 use super::*;
+use crate::abi::{Module, CONV_ARGS};
 use crate::problem::{ConvProblem, Tensor};
 use std::time::{Duration, Instant};
 
@@ -98,12 +99,13 @@ fn launch(name: &str, block: u32, shared_bytes: u32) -> Launch {
         grid: [N.div_ceil(block), 1, 1],
         block: [block, 1, 1],
         shared_bytes,
+        args: CONV_ARGS.to_vec(),
     }
 }
 
 fn plan(launches: Vec<Launch>) -> LaunchPlan {
     LaunchPlan {
-        module: module(),
+        module: Module::Ptx(module()),
         launches,
         workspace_bytes: 0,
     }
@@ -187,8 +189,9 @@ fn gpu_measurer_outcomes() {
         other => panic!("expected a wrong result, got {other}"),
     }
     let bad = LaunchPlan {
-        module: ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus; }"
-            .into(),
+        module: Module::Ptx(
+            ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus; }".into(),
+        ),
         ..simple("k")
     };
     match m.measure(&bad).unwrap() {
@@ -247,12 +250,13 @@ fn gpu_timing_is_plausible_for_a_bandwidth_bound_kernel() {
         .unwrap();
     let n = 4096 * 4096;
     let big = LaunchPlan {
-        module: module_for(n),
+        module: Module::Ptx(module_for(n)),
         launches: vec![Launch {
             name: "scale".into(),
             grid: [n / 256, 1, 1],
             block: [256, 1, 1],
             shared_bytes: 0,
+            args: CONV_ARGS.to_vec(),
         }],
         workspace_bytes: 0,
     };

@@ -18,6 +18,7 @@ use super::error::{describe, is_sticky, RuntimeError};
 use super::host::{self, compare, POISON};
 use super::outcome::{Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
+use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor;
 use cudarc::driver::{
@@ -335,7 +336,7 @@ impl Measurer {
     /// already queued finish) unless the error is sticky, which makes it a `Fault`.
     fn run(&mut self, loaded: &LoadedPlan) -> Result<(), RunError> {
         let pointers = self.pointers()?;
-        if let Err((i, e)) = loaded.launch(&self.stream, pointers) {
+        if let Err((i, e)) = loaded.launch(&self.stream, &pointers) {
             let what = loaded.describe_launch(i);
             if is_sticky(e) {
                 return Err(self.fault(what, e));
@@ -351,15 +352,17 @@ impl Measurer {
         Ok(())
     }
 
-    fn pointers(&self) -> Result<[u64; 4], RuntimeError> {
+    /// The device pointer of each argument role: a tensor's buffer, or the workspace (null
+    /// when no plan has asked for one).
+    fn pointers(&self) -> Result<impl Fn(ArgRole) -> u64, RuntimeError> {
         let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
         let ptr = |b: &CudaSlice<u8>| b.device_ptr(&self.stream).0;
-        Ok([
-            ptr(&s.tensors[0]),
-            ptr(&s.tensors[1]),
-            ptr(&s.tensors[2]),
-            s.workspace.as_ref().map(ptr).unwrap_or(0),
-        ])
+        let tensors = Tensor::ALL.map(|t| ptr(&s.tensors[t as usize]));
+        let workspace = s.workspace.as_ref().map(ptr).unwrap_or(0);
+        Ok(move |role: ArgRole| match role.tensor() {
+            Some(t) => tensors[t as usize],
+            None => workspace,
+        })
     }
 
     /// Makes the workspace at least `bytes` long. Failing to allocate it is the candidate's

@@ -1,12 +1,15 @@
 //! What the code generator hands the runtime: one module and the launches that run one convolution.
 //!
 //! The contract is deliberately narrow so that the runtime never needs to know how a kernel was
-//! tiled: every kernel takes exactly four `u64` device pointers — input, filter, output (each in
-//! its own layout) and a scratch workspace — and uses only *dynamic* shared memory. A plan is
+//! tiled: every launch lists its kernel's arguments ([`crate::abi`]: today four device pointers —
+//! input, filter, output, each in its own layout, and a scratch workspace), and uses only
+//! *dynamic* shared memory. A plan is
 //! self-contained: running its launches in order on poisoned buffers must produce the whole
 //! written tensor (zero-initialisation kernels, split-K reductions and so on are launches too),
 //! because the runtime runs it repeatedly without resetting anything in between.
 
+pub use crate::abi::Module;
+use crate::abi::{KernelArg, CONV_ARGS};
 use serde::{Deserialize, Serialize};
 
 /// Bytes of dynamic shared memory a CUDA kernel may use without opting in first
@@ -25,6 +28,13 @@ pub struct Launch {
     pub block: [u32; 3],
     /// Dynamic shared memory per block; above 48 KiB the runtime opts the kernel in first.
     pub shared_bytes: u32,
+    /// The kernel's parameters in order: what the runtime packs for each role.
+    #[serde(default = "conv_args")]
+    pub args: Vec<KernelArg>,
+}
+
+fn conv_args() -> Vec<KernelArg> {
+    CONV_ARGS.to_vec()
 }
 
 impl Launch {
@@ -34,11 +44,11 @@ impl Launch {
     }
 }
 
-/// A compiled module (PTX text for NVIDIA) and the launches that run one convolution, in order.
+/// A compiled module and the launches that run one convolution, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchPlan {
-    /// PTX text (NVIDIA).
-    pub module: String,
+    /// PTX (NVIDIA) or a code object (AMD); the CUDA runtime loads PTX only.
+    pub module: Module,
     /// Launches in stream order.
     pub launches: Vec<Launch>,
     /// Scratch bytes the kernels share; the runtime poisons them before checking a candidate.
@@ -67,12 +77,13 @@ mod tests {
     #[test]
     fn plan_round_trips_through_json() {
         let plan = LaunchPlan {
-            module: ".version 8.5\n".into(),
+            module: Module::Ptx(".version 8.5\n".into()),
             launches: vec![Launch {
                 name: "k0".into(),
                 grid: [4, 2, 1],
                 block: [128, 2, 1],
                 shared_bytes: 65536,
+                args: CONV_ARGS.to_vec(),
             }],
             workspace_bytes: 1 << 20,
         };

@@ -151,6 +151,7 @@ pub(crate) fn serve<B: Backend>(
 mod tests {
     use super::super::protocol::decode_response;
     use super::*;
+    use crate::abi::{Module, CONV_ARGS};
 
     /// Answers by the first kernel's name: "fault" faults (and loses the context), "wrong"
     /// computes garbage, anything else passes.
@@ -214,12 +215,13 @@ mod tests {
 
     fn plan(name: &str) -> LaunchPlan {
         LaunchPlan {
-            module: String::new(),
+            module: Module::Ptx(String::new()),
             launches: vec![super::super::plan::Launch {
                 name: name.into(),
                 grid: [1, 1, 1],
                 block: [32, 1, 1],
                 shared_bytes: 0,
+                args: CONV_ARGS.to_vec(),
             }],
             workspace_bytes: 0,
         }

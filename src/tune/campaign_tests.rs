@@ -91,7 +91,7 @@ impl MeasureDevice for FakeDevice {
             return Err(RuntimeError::NoProblem);
         }
         assert!(
-            !plan.launches.is_empty() && !plan.module.is_empty(),
+            !plan.launches.is_empty() && !plan.module.bytes().is_empty(),
             "a compiled plan"
         );
         let n = self.measured.fetch_add(1, Ordering::SeqCst) + 1;

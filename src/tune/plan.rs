@@ -28,9 +28,11 @@ pub enum PlanError {
 }
 
 fn to_plan(c: Compiled, arch: &Arch) -> Result<LaunchPlan, PlanError> {
-    let module = c.ptx.ok_or(PlanError::NotPtx(arch.name))?;
+    if c.module.ptx().is_none() {
+        return Err(PlanError::NotPtx(arch.name));
+    }
     Ok(LaunchPlan {
-        module,
+        module: c.module,
         launches: c
             .kernels
             .into_iter()
@@ -39,6 +41,7 @@ fn to_plan(c: Compiled, arch: &Arch) -> Result<LaunchPlan, PlanError> {
                 grid: k.grid,
                 block: k.block,
                 shared_bytes: k.shared_bytes,
+                args: k.args,
             })
             .collect(),
         workspace_bytes: c.workspace_bytes,

@@ -1,6 +1,7 @@
 //! The tuning loop against a fake device: budgets, failures, resume.
 
 use super::*;
+use crate::abi::{Module, CONV_ARGS};
 use crate::config::LdsLayout;
 use crate::lowering::lower;
 use crate::runtime::{Launch, Timing};
@@ -55,12 +56,13 @@ fn compile(c: &PerfConfig) -> Result<LaunchPlan, String> {
         return Err("does not compile".into());
     }
     Ok(LaunchPlan {
-        module: String::new(),
+        module: Module::Ptx(String::new()),
         launches: vec![Launch {
             name: c.block_m.to_string(),
             grid: [1, 1, 1],
             block: [32, 1, 1],
             shared_bytes: 0,
+            args: CONV_ARGS.to_vec(),
         }],
         workspace_bytes: 0,
     })

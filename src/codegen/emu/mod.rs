@@ -1,7 +1,7 @@
 //! Running the generated kernels on the CPU, to check the code generator without a GPU.
 //!
 //! The kernels of a candidate are emitted by the same code as for the GPU, with a host
-//! [`TargetSpec`](super::target::TargetSpec) that imitates one GPU (`like`): its warp size,
+//! [`TargetSpec`](super::spec::TargetSpec) that imitates one GPU (`like`): its warp size,
 //! matrix instruction and async copies. They are optimised, JIT-compiled, and run block by
 //! block, one OS thread per GPU thread (see `runtime.rs` for what is emulated and how). The
 //! report lists every out-of-bounds or misaligned access; the written tensor comes back for
@@ -27,6 +27,7 @@ mod wgmma;
 
 use super::compile::{self, guarded, Job, Launches};
 use super::{machine, CodegenError, Kernel, Target};
+use crate::abi::CONV_ARGS;
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
@@ -153,7 +154,15 @@ fn run(
     like: Target,
     tensors: &mut [Vec<f64>; 3],
 ) -> Result<EmuReport, CodegenError> {
-    let launches = compile::plan(job, like)?;
+    let spec = spec::HostEmu::new(like);
+    let launches = compile::plan(job, &spec)?;
+    // The host calls kernels through one Rust signature: the buffers in `CONV_ARGS` order.
+    if let Some((k, _)) = launches.kernels.iter().find(|(k, _)| k.args != CONV_ARGS) {
+        return Err(CodegenError::Internal(format!(
+            "emulator: kernel {} takes {:?}, the emulator passes {CONV_ARGS:?}",
+            k.name, k.args
+        )));
+    }
     for t in Tensor::ALL {
         let need = p.tensor_elems(t) as usize;
         if tensors[t as usize].len() != need {
@@ -164,7 +173,6 @@ fn run(
             )));
         }
     }
-    let spec = spec::HostEmu { like };
     guarded(|| {
         let tm = machine::machine(&spec)?;
         let ctx = Context::create();
@@ -179,7 +187,7 @@ fn run(
         let ee = module
             .create_jit_execution_engine(OptimizationLevel::Default)
             .map_err(|e| llvm_err("creating the JIT", e.to_string()))?;
-        for (name, addr) in runtime::symbols() {
+        for (name, addr) in runtime::symbols().into_iter().chain(wgmma::symbols()) {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);
             }

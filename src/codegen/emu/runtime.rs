@@ -153,6 +153,17 @@ struct Copy {
     src_bytes: usize,
 }
 
+/// One thread's `wgmma` protocol state (checked in `wgmma.rs`, and at exit here).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WgState {
+    /// A `wgmma.fence` since the last `wait_group`.
+    pub fenced: bool,
+    /// `mma_async` issued since the last commit.
+    pub uncommitted: u32,
+    /// Committed groups not yet waited for.
+    pub groups: u32,
+}
+
 /// One emulated GPU thread.
 pub(crate) struct Thread<'b, 'r> {
     pub tid: u32,
@@ -161,7 +172,7 @@ pub(crate) struct Thread<'b, 'r> {
     groups: RefCell<Vec<Vec<Copy>>>,
     open: RefCell<Vec<Copy>>,
     /// `wgmma` protocol state (see `wgmma.rs`).
-    pub(super) wg: RefCell<super::wgmma::WgState>,
+    pub(super) wg: RefCell<WgState>,
 }
 
 impl<'b, 'r> Thread<'b, 'r> {
@@ -501,7 +512,8 @@ pub(crate) extern "C" fn emu_cp_wait(ctx: *const u8, n: u32) {
     }
 }
 
-/// The runtime functions, by the names the host spec declares.
+/// The runtime functions of this file, by the names the host spec declares (`wgmma.rs` has
+/// its own).
 pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
     vec![
         ("emu_tid", emu_tid as *const () as usize),
@@ -517,22 +529,5 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ("emu_cp_async", emu_cp_async as *const () as usize),
         ("emu_cp_commit", emu_cp_commit as *const () as usize),
         ("emu_cp_wait", emu_cp_wait as *const () as usize),
-        ("emu_wgmma", super::wgmma::emu_wgmma as *const () as usize),
-        (
-            "emu_wgmma_fence",
-            super::wgmma::emu_wgmma_fence as *const () as usize,
-        ),
-        (
-            "emu_wgmma_commit",
-            super::wgmma::emu_wgmma_commit as *const () as usize,
-        ),
-        (
-            "emu_wgmma_wait",
-            super::wgmma::emu_wgmma_wait as *const () as usize,
-        ),
-        (
-            "emu_fence_proxy",
-            super::wgmma::emu_fence_proxy as *const () as usize,
-        ),
     ]
 }

@@ -2,8 +2,12 @@
 //! (thread ids, barriers, `ldmatrix`, `mma`, MFMA, `cp.async`, half conversions) turned into a
 //! call into the emulator runtime, and every memory access checked.
 
-use crate::codegen::builder::{Kb, Mem};
-use crate::codegen::target::{Target, TargetSpec};
+use crate::codegen::compile::spec_for;
+use crate::codegen::ir::{ok, Ir, Mem};
+use crate::codegen::spec::{
+    AsyncCopy, Barriers, BulkTensorCopy, Capability, Mfma, TargetSpec, WarpMma, WarpgroupMma,
+};
+use crate::codegen::target::Target;
 use crate::problem::DType;
 use inkwell::{
     context::Context,
@@ -17,6 +21,9 @@ use inkwell::{
 pub(crate) struct HostEmu {
     /// The GPU imitated (warp size, matrix unit, async copies).
     pub like: Target,
+    /// The instruction families of `like`: the emulator offers exactly those, so a config
+    /// the GPU cannot run is refused here too.
+    caps: Vec<Capability>,
 }
 
 /// The emulator's half-type code: 0 = f16, 1 = bf16.
@@ -34,24 +41,38 @@ pub(crate) fn dtype_code(dt: DType) -> u64 {
 }
 
 impl HostEmu {
-    fn ctx_arg<'ctx>(kb: &Kb<'_, 'ctx>) -> BasicValueEnum<'ctx> {
-        kb.param(4).into()
+    /// Kernels for the host that behave like kernels for `like`.
+    pub fn new(like: Target) -> Self {
+        HostEmu {
+            like,
+            caps: super::super::spec::capabilities(spec_for(like, false).as_ref()),
+        }
+    }
+
+    /// Whether the imitated GPU has family `cap`.
+    fn offers(&self, cap: Capability) -> bool {
+        self.caps.contains(&cap)
+    }
+
+    /// The thread context: the argument the host spec appends to every kernel.
+    fn ctx_arg<'ctx>(ir: &Ir<'_, 'ctx>) -> BasicValueEnum<'ctx> {
+        ir.last_param()
     }
 
     /// Calls runtime function `name` with the thread context first.
     fn rt<'ctx>(
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         name: &str,
         ret: Option<BasicTypeEnum<'ctx>>,
         args: &[BasicValueEnum<'ctx>],
     ) -> Option<BasicValueEnum<'ctx>> {
-        let mut all = vec![Self::ctx_arg(kb)];
+        let mut all = vec![Self::ctx_arg(ir)];
         all.extend_from_slice(args);
-        Self::call(kb, name, ret, &all)
+        Self::call(ir, name, ret, &all)
     }
 
     fn call<'ctx>(
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         name: &str,
         ret: Option<BasicTypeEnum<'ctx>>,
         args: &[BasicValueEnum<'ctx>],
@@ -59,22 +80,22 @@ impl HostEmu {
         let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
         let ty = match ret {
             Some(r) => r.fn_type(&params, false),
-            None => kb.ctx.void_type().fn_type(&params, false),
+            None => ir.ctx.void_type().fn_type(&params, false),
         };
-        let f = kb.extern_fn(name, ty);
-        kb.call(f, args)
+        let f = ir.extern_fn(name, ty);
+        ir.call(f, args)
     }
 
     /// A private array of `n` elements of `ty`, as a pointer for the runtime to read or fill.
     fn array<'ctx>(
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         ty: BasicTypeEnum<'ctx>,
         vals: &[BasicValueEnum<'ctx>],
         n: u32,
     ) -> PointerValue<'ctx> {
-        let arr = kb.var(ty.array_type(n).const_zero().into());
+        let arr = ir.var(ty.array_type(n).const_zero().into());
         for (i, &v) in vals.iter().enumerate() {
-            kb.set(kb.gep(ty, arr, kb.c(i as i64)), v);
+            ir.set(ir.gep(ty, arr, ir.c(i as i64)), v);
         }
         arr
     }
@@ -111,33 +132,33 @@ impl TargetSpec for HostEmu {
         1
     }
     fn declare_kernel<'ctx>(&self, _ctx: &'ctx Context, _f: FunctionValue<'ctx>) {}
-    fn set_block_size(&self, _kb: &Kb, _threads: u32) {}
-    fn thread_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> IntValue<'ctx> {
-        Self::rt(kb, "emu_tid", Some(kb.i32t().into()), &[])
+    fn set_block_size(&self, _kb: &Ir, _threads: u32) {}
+    fn thread_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
+        Self::rt(ir, "emu_tid", Some(ir.i32t().into()), &[])
             .map(|v| v.into_int_value())
-            .unwrap_or_else(|| kb.c(0))
+            .unwrap_or_else(|| ir.c(0))
     }
-    fn block_idx<'ctx>(&self, kb: &Kb<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
+    fn block_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>, dim: u32) -> IntValue<'ctx> {
         Self::rt(
-            kb,
+            ir,
             "emu_bid",
-            Some(kb.i32t().into()),
-            &[kb.c(dim as i64).into()],
+            Some(ir.i32t().into()),
+            &[ir.c(dim as i64).into()],
         )
         .map(|v| v.into_int_value())
-        .unwrap_or_else(|| kb.c(0))
+        .unwrap_or_else(|| ir.c(0))
     }
-    fn barrier(&self, kb: &Kb) {
-        Self::rt(kb, "emu_barrier", None, &[]);
+    fn barrier(&self, ir: &Ir) {
+        Self::rt(ir, "emu_barrier", None, &[]);
     }
-    fn shared_base<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> PointerValue<'ctx> {
-        Self::rt(kb, "emu_smem", Some(ptr_ty(kb.ctx)), &[])
+    fn shared_base<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> PointerValue<'ctx> {
+        Self::rt(ir, "emu_smem", Some(ptr_ty(ir.ctx)), &[])
             .map(|v| v.into_pointer_value())
             .unwrap_or_else(|| panic!("emu_smem returns a pointer"))
     }
     fn guard<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         mem: Mem,
         ptr: PointerValue<'ctx>,
         bytes: u32,
@@ -147,11 +168,11 @@ impl TargetSpec for HostEmu {
         let flags = u32::from(mem == Mem::Shared) | (u32::from(store) << 1);
         let args = [
             ptr.into(),
-            kb.c(bytes as i64).into(),
-            kb.c(align as i64).into(),
-            kb.c(flags as i64).into(),
+            ir.c(bytes as i64).into(),
+            ir.c(align as i64).into(),
+            ir.c(flags as i64).into(),
         ];
-        Self::rt(kb, "emu_guard", Some(ptr_ty(kb.ctx)), &args)
+        Self::rt(ir, "emu_guard", Some(ptr_ty(ir.ctx)), &args)
             .map(|v| v.into_pointer_value())
             .unwrap_or(ptr)
     }
@@ -166,85 +187,109 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
     }
     fn half_to_f32<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         v: IntValue<'ctx>,
         dt: DType,
     ) -> FloatValue<'ctx> {
-        let w = super::super::builder::ok(kb.raw().build_int_z_extend(v, kb.i32t(), ""));
-        let code = kb.c(half_code(dt) as i64).into();
+        let w = ok(ir.raw().build_int_z_extend(v, ir.i32t(), ""));
+        let code = ir.c(half_code(dt) as i64).into();
         Self::call(
-            kb,
+            ir,
             "emu_half_to_f32",
-            Some(kb.f32t().into()),
+            Some(ir.f32t().into()),
             &[w.into(), code],
         )
         .map(|v| v.into_float_value())
-        .unwrap_or_else(|| kb.cf(0.0))
+        .unwrap_or_else(|| ir.cf(0.0))
     }
     fn f32_to_half<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         v: FloatValue<'ctx>,
         dt: DType,
     ) -> IntValue<'ctx> {
-        let code = kb.c(half_code(dt) as i64).into();
+        let code = ir.c(half_code(dt) as i64).into();
         let w = Self::call(
-            kb,
+            ir,
             "emu_f32_to_half",
-            Some(kb.i32t().into()),
+            Some(ir.i32t().into()),
             &[v.into(), code],
         )
         .map(|v| v.into_int_value())
-        .unwrap_or_else(|| kb.c(0));
-        super::super::builder::ok(kb.raw().build_int_truncate(w, kb.ctx.i16_type(), ""))
+        .unwrap_or_else(|| ir.c(0));
+        ok(ir.raw().build_int_truncate(w, ir.ctx.i16_type(), ""))
     }
+    fn async_copy(&self) -> Option<&dyn AsyncCopy> {
+        self.offers(Capability::AsyncCopy).then_some(self)
+    }
+    fn warp_mma(&self) -> Option<&dyn WarpMma> {
+        self.offers(Capability::WarpMma).then_some(self)
+    }
+    fn mfma(&self) -> Option<&dyn Mfma> {
+        self.offers(Capability::Mfma).then_some(self)
+    }
+    fn warpgroup_mma(&self) -> Option<&dyn WarpgroupMma> {
+        self.offers(Capability::WarpgroupMma).then_some(self)
+    }
+    fn barriers(&self) -> Option<&dyn Barriers> {
+        self.offers(Capability::Barriers).then_some(self)
+    }
+    fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
+        None
+    }
+}
+
+impl WarpMma for HostEmu {
     fn ldmatrix_x4<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         ptr: PointerValue<'ctx>,
         trans: bool,
     ) -> [IntValue<'ctx>; 4] {
-        let i32t: BasicTypeEnum = kb.i32t().into();
-        let out = Self::array(kb, i32t, &[], 4);
-        let trans = kb.c(i64::from(trans)).into();
+        let i32t: BasicTypeEnum = ir.i32t().into();
+        let out = Self::array(ir, i32t, &[], 4);
+        let trans = ir.c(i64::from(trans)).into();
         Self::rt(
-            kb,
+            ir,
             "emu_ldmatrix_x4",
             None,
             &[ptr.into(), trans, out.into()],
         );
         std::array::from_fn(|i| {
-            kb.get(kb.gep(i32t, out, kb.c(i as i64)), i32t)
+            ir.get(ir.gep(i32t, out, ir.c(i as i64)), i32t)
                 .into_int_value()
         })
     }
     fn mma_16816<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dt: DType,
         a: [IntValue<'ctx>; 4],
         b: [IntValue<'ctx>; 2],
         c: [FloatValue<'ctx>; 4],
     ) -> [FloatValue<'ctx>; 4] {
-        let (i32t, f32t): (BasicTypeEnum, BasicTypeEnum) = (kb.i32t().into(), kb.f32t().into());
-        let pa = Self::array(kb, i32t, &a.map(Into::into), 4);
-        let pb = Self::array(kb, i32t, &b.map(Into::into), 2);
-        let pc = Self::array(kb, f32t, &c.map(Into::into), 4);
-        let code = kb.c(half_code(dt) as i64).into();
+        let (i32t, f32t): (BasicTypeEnum, BasicTypeEnum) = (ir.i32t().into(), ir.f32t().into());
+        let pa = Self::array(ir, i32t, &a.map(Into::into), 4);
+        let pb = Self::array(ir, i32t, &b.map(Into::into), 2);
+        let pc = Self::array(ir, f32t, &c.map(Into::into), 4);
+        let code = ir.c(half_code(dt) as i64).into();
         Self::rt(
-            kb,
+            ir,
             "emu_mma16816",
             None,
             &[code, pa.into(), pb.into(), pc.into()],
         );
         std::array::from_fn(|i| {
-            kb.get(kb.gep(f32t, pc, kb.c(i as i64)), f32t)
+            ir.get(ir.gep(f32t, pc, ir.c(i as i64)), f32t)
                 .into_float_value()
         })
     }
+}
+
+impl Mfma for HostEmu {
     fn mfma<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dt: DType,
         m: u32,
         k: u32,
@@ -252,23 +297,26 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
         b: BasicValueEnum<'ctx>,
         c: VectorValue<'ctx>,
     ) -> VectorValue<'ctx> {
-        let pa = kb.var(a);
-        let pb = kb.var(b);
-        let pc = kb.var(c.into());
+        let pa = ir.var(a);
+        let pb = ir.var(b);
+        let pc = ir.var(c.into());
         let args = [
-            kb.c(dtype_code(dt) as i64).into(),
-            kb.c(m as i64).into(),
-            kb.c(k as i64).into(),
+            ir.c(dtype_code(dt) as i64).into(),
+            ir.c(m as i64).into(),
+            ir.c(k as i64).into(),
             pa.into(),
             pb.into(),
             pc.into(),
         ];
-        Self::rt(kb, "emu_mfma", None, &args);
-        kb.get(pc, c.get_type().into()).into_vector_value()
+        Self::rt(ir, "emu_mfma", None, &args);
+        ir.get(pc, c.get_type().into()).into_vector_value()
     }
+}
+
+impl AsyncCopy for HostEmu {
     fn cp_async<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dst: PointerValue<'ctx>,
         src: PointerValue<'ctx>,
         bytes: u32,
@@ -277,49 +325,48 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
         let args = [
             dst.into(),
             src.into(),
-            kb.c(bytes as i64).into(),
+            ir.c(bytes as i64).into(),
             src_bytes.into(),
         ];
-        Self::rt(kb, "emu_cp_async", None, &args);
+        Self::rt(ir, "emu_cp_async", None, &args);
     }
-    fn cp_async_commit(&self, kb: &Kb) {
-        Self::rt(kb, "emu_cp_commit", None, &[]);
+    fn commit(&self, ir: &Ir) {
+        Self::rt(ir, "emu_cp_commit", None, &[]);
     }
-    fn cp_async_wait(&self, kb: &Kb, n: u32) {
-        Self::rt(kb, "emu_cp_wait", None, &[kb.c(n as i64).into()]);
+    fn wait(&self, ir: &Ir, n: u32) {
+        Self::rt(ir, "emu_cp_wait", None, &[ir.c(n as i64).into()]);
     }
-    fn smem_addr<'ctx>(&self, kb: &Kb<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
+}
+
+impl WarpgroupMma for HostEmu {
+    fn smem_addr<'ctx>(&self, ir: &Ir<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
         // The offset into the block's shared memory: what the GPU's shared window address is
         // when the dynamic shared memory starts at 0 (1024-aligned on the GPU).
-        use crate::codegen::builder::ok;
-        let i64t = kb.ctx.i64_type();
-        let r = kb.raw();
+        let i64t = ir.ctx.i64_type();
+        let r = ir.raw();
         let p = ok(r.build_ptr_to_int(ptr, i64t, ""));
-        let base = ok(r.build_ptr_to_int(kb.shared_base(), i64t, ""));
+        let base = ok(r.build_ptr_to_int(self.shared_base(ir), i64t, ""));
         let off = ok(r.build_int_sub(p, base, ""));
-        ok(r.build_int_truncate(off, kb.i32t(), ""))
+        ok(r.build_int_truncate(off, ir.i32t(), ""))
     }
-    fn fence_proxy_async(&self, kb: &Kb) {
-        Self::rt(kb, "emu_fence_proxy", None, &[]);
+    fn fence(&self, ir: &Ir) {
+        Self::rt(ir, "emu_wgmma_fence", None, &[]);
     }
-    fn wgmma_fence(&self, kb: &Kb) {
-        Self::rt(kb, "emu_wgmma_fence", None, &[]);
+    fn commit(&self, ir: &Ir) {
+        Self::rt(ir, "emu_wgmma_commit", None, &[]);
     }
-    fn wgmma_commit(&self, kb: &Kb) {
-        Self::rt(kb, "emu_wgmma_commit", None, &[]);
-    }
-    fn wgmma_wait<'ctx>(
+    fn wait<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         n: u32,
         acc: &[FloatValue<'ctx>],
     ) -> Vec<FloatValue<'ctx>> {
-        Self::rt(kb, "emu_wgmma_wait", None, &[kb.c(n as i64).into()]);
+        Self::rt(ir, "emu_wgmma_wait", None, &[ir.c(n as i64).into()]);
         acc.to_vec()
     }
-    fn wgmma<'ctx>(
+    fn mma<'ctx>(
         &self,
-        kb: &Kb<'_, 'ctx>,
+        ir: &Ir<'_, 'ctx>,
         dt: DType,
         n: u32,
         trans: [bool; 2],
@@ -327,24 +374,30 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
         db: IntValue<'ctx>,
         acc: &[FloatValue<'ctx>],
     ) -> Vec<FloatValue<'ctx>> {
-        let f32t: BasicTypeEnum = kb.f32t().into();
+        let f32t: BasicTypeEnum = ir.f32t().into();
         let vals: Vec<BasicValueEnum> = acc.iter().map(|&v| v.into()).collect();
-        let pc = Self::array(kb, f32t, &vals, acc.len() as u32);
+        let pc = Self::array(ir, f32t, &vals, acc.len() as u32);
         let args = [
-            kb.c(half_code(dt) as i64).into(),
-            kb.c(n as i64).into(),
-            kb.c(i64::from(trans[0]) | (i64::from(trans[1]) << 1))
+            ir.c(half_code(dt) as i64).into(),
+            ir.c(n as i64).into(),
+            ir.c(i64::from(trans[0]) | (i64::from(trans[1]) << 1))
                 .into(),
             da.into(),
             db.into(),
             pc.into(),
         ];
-        Self::rt(kb, "emu_wgmma", None, &args);
+        Self::rt(ir, "emu_wgmma", None, &args);
         (0..acc.len())
             .map(|i| {
-                kb.get(kb.gep(f32t, pc, kb.c(i as i64)), f32t)
+                ir.get(ir.gep(f32t, pc, ir.c(i as i64)), f32t)
                     .into_float_value()
             })
             .collect()
+    }
+}
+
+impl Barriers for HostEmu {
+    fn fence_proxy_async(&self, ir: &Ir) {
+        Self::rt(ir, "emu_fence_proxy", None, &[]);
     }
 }

@@ -25,15 +25,15 @@
 
 use super::runtime::{half_to_f32, thread};
 
-/// One thread's `wgmma` protocol state.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct WgState {
-    /// A `wgmma.fence` since the last `wait_group`.
-    pub fenced: bool,
-    /// `mma_async` issued since the last commit.
-    pub uncommitted: u32,
-    /// Committed groups not yet waited for.
-    pub groups: u32,
+/// The runtime functions of this file, by the names the host spec declares.
+pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        ("emu_wgmma", emu_wgmma as *const () as usize),
+        ("emu_wgmma_fence", emu_wgmma_fence as *const () as usize),
+        ("emu_wgmma_commit", emu_wgmma_commit as *const () as usize),
+        ("emu_wgmma_wait", emu_wgmma_wait as *const () as usize),
+        ("emu_fence_proxy", emu_fence_proxy as *const () as usize),
+    ]
 }
 
 /// Decoded fields of a descriptor: (start, lbo, sbo, base offset, mode).

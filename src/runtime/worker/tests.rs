@@ -5,6 +5,7 @@ use super::super::device::DeviceInfo;
 use super::super::plan::Launch;
 use super::super::protocol::{encode_response, Response};
 use super::*;
+use crate::abi::{Module, CONV_ARGS};
 use std::path::Path;
 
 fn device() -> DeviceInfo {
@@ -26,12 +27,13 @@ fn device() -> DeviceInfo {
 
 fn plan(name: &str) -> LaunchPlan {
     LaunchPlan {
-        module: String::new(),
+        module: Module::Ptx(String::new()),
         launches: vec![Launch {
             name: name.into(),
             grid: [1, 1, 1],
             block: [32, 1, 1],
             shared_bytes: 0,
+            args: CONV_ARGS.to_vec(),
         }],
         workspace_bytes: 0,
     }

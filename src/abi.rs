@@ -1,0 +1,250 @@
+//! The kernel ABI: what a compiled module is and which arguments its kernels take. Declared
+//! once here and read everywhere a kernel meets the outside world: the code generator builds
+//! each kernel's parameter list (and names the parameters) from [`KernelArg`]s, the launch plan
+//! carries them per launch, the measurer maps each role to a buffer, and the runtimes pack the
+//! values in this order. A tool that launches the kernels itself (a launch manifest) reads the
+//! same list, so the signature is never restated.
+//!
+//! It sits below both `codegen` and `runtime` so that neither depends on the other for it.
+//!
+//! ```
+//! use convtune::abi::{ArgKind, ArgRole, CONV_ARGS};
+//! let names: Vec<&str> = CONV_ARGS.iter().map(|a| a.role.name()).collect();
+//! assert_eq!(names, ["x", "w", "y", "workspace"]);
+//! assert!(CONV_ARGS.iter().all(|a| a.kind == ArgKind::DevicePtr));
+//! assert_eq!(ArgRole::Workspace.position(CONV_ARGS), Some(3));
+//! ```
+
+use crate::problem::Tensor;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A compiled module, in the form its vendor's driver loads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Module {
+    /// PTX text (NVIDIA), JIT-compiled by the CUDA driver.
+    Ptx(String),
+    /// A linked AMDGPU code object (ELF), loadable by `hipModuleLoadData`.
+    CodeObject(Vec<u8>),
+}
+
+impl Module {
+    /// The bytes as written to a file (PTX text or the ELF image).
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Module::Ptx(s) => s.as_bytes(),
+            Module::CodeObject(b) => b,
+        }
+    }
+
+    /// The PTX text, if this is PTX.
+    pub fn ptx(&self) -> Option<&str> {
+        match self {
+            Module::Ptx(s) => Some(s),
+            Module::CodeObject(_) => None,
+        }
+    }
+
+    /// The code object, if this is one.
+    pub fn code_object(&self) -> Option<&[u8]> {
+        match self {
+            Module::Ptx(_) => None,
+            Module::CodeObject(b) => Some(b),
+        }
+    }
+
+    /// What kind of module this is, in words ("PTX", "code object").
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Module::Ptx(_) => "PTX",
+            Module::CodeObject(_) => "code object",
+        }
+    }
+}
+
+/// What an argument is for. Tensors keep their own layouts; the workspace is scratch memory
+/// of the plan's `workspace_bytes` (null when 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ArgRole {
+    /// The convolution's input tensor (x; dx for backward data).
+    Input,
+    /// The filter tensor (w; dw for backward weight).
+    Filter,
+    /// The output tensor (y; dy for the backward passes).
+    Output,
+    /// Scratch memory shared by the launches of one plan.
+    Workspace,
+}
+
+impl ArgRole {
+    /// The parameter's name in the generated code (`x`, `w`, `y`, `workspace`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgRole::Input => "x",
+            ArgRole::Filter => "w",
+            ArgRole::Output => "y",
+            ArgRole::Workspace => "workspace",
+        }
+    }
+
+    /// The role of a tensor.
+    pub fn of(t: Tensor) -> ArgRole {
+        match t {
+            Tensor::Input => ArgRole::Input,
+            Tensor::Filter => ArgRole::Filter,
+            Tensor::Output => ArgRole::Output,
+        }
+    }
+
+    /// The tensor of a role (`None` for the workspace).
+    pub fn tensor(self) -> Option<Tensor> {
+        match self {
+            ArgRole::Input => Some(Tensor::Input),
+            ArgRole::Filter => Some(Tensor::Filter),
+            ArgRole::Output => Some(Tensor::Output),
+            ArgRole::Workspace => None,
+        }
+    }
+
+    /// Where this role sits in `args`.
+    pub fn position(self, args: &[KernelArg]) -> Option<usize> {
+        args.iter().position(|a| a.role == self)
+    }
+}
+
+impl fmt::Display for ArgRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How an argument is passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ArgKind {
+    /// A device pointer, passed as a 64-bit value.
+    DevicePtr,
+    /// A 128-byte CUDA tensor map (`CUtensorMap`) passed by value as a `__grid_constant__`
+    /// parameter, for TMA loads. Not generated yet: no kernel takes one today.
+    TensorMap,
+}
+
+impl ArgKind {
+    /// Bytes of the parameter value.
+    pub fn bytes(self) -> usize {
+        match self {
+            ArgKind::DevicePtr => 8,
+            ArgKind::TensorMap => 128,
+        }
+    }
+}
+
+impl fmt::Display for ArgKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ArgKind::DevicePtr => "device pointer",
+            ArgKind::TensorMap => "tensor map",
+        })
+    }
+}
+
+/// One kernel parameter, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KernelArg {
+    /// What it is for.
+    pub role: ArgRole,
+    /// How it is passed.
+    pub kind: ArgKind,
+}
+
+/// The arguments of every convolution kernel today: the three tensors and the workspace, as
+/// device pointers, in this order.
+pub const CONV_ARGS: &[KernelArg] = &[
+    KernelArg {
+        role: ArgRole::Input,
+        kind: ArgKind::DevicePtr,
+    },
+    KernelArg {
+        role: ArgRole::Filter,
+        kind: ArgKind::DevicePtr,
+    },
+    KernelArg {
+        role: ArgRole::Output,
+        kind: ArgKind::DevicePtr,
+    },
+    KernelArg {
+        role: ArgRole::Workspace,
+        kind: ArgKind::DevicePtr,
+    },
+];
+
+/// An argument a runtime cannot supply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("kernel argument `{role}` is a {kind}, which this runtime cannot pass yet")]
+pub struct UnsupportedArg {
+    /// The argument.
+    pub role: ArgRole,
+    /// Its kind.
+    pub kind: ArgKind,
+}
+
+/// The 64-bit values of `args` in order, each device pointer from `pointer(role)`: what a
+/// runtime hands `cuLaunchKernel` (one pointer to each value). Tensor maps are refused until a
+/// runtime builds them.
+pub fn device_pointers(
+    args: &[KernelArg],
+    pointer: impl Fn(ArgRole) -> u64,
+) -> Result<Vec<u64>, UnsupportedArg> {
+    args.iter()
+        .map(|a| match a.kind {
+            ArgKind::DevicePtr => Ok(pointer(a.role)),
+            kind => Err(UnsupportedArg { role: a.role, kind }),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_and_tensors_agree() {
+        for t in Tensor::ALL {
+            assert_eq!(ArgRole::of(t).tensor(), Some(t));
+            // The tensors' roles sit at their tensor index (what layouts and buffers use).
+            assert_eq!(ArgRole::of(t).position(CONV_ARGS), Some(t as usize));
+        }
+        assert_eq!(ArgRole::Workspace.tensor(), None);
+    }
+
+    #[test]
+    fn pointers_follow_the_declared_order() {
+        let v = device_pointers(CONV_ARGS, |r| match r {
+            ArgRole::Input => 10,
+            ArgRole::Filter => 20,
+            ArgRole::Output => 30,
+            ArgRole::Workspace => 0,
+        })
+        .unwrap();
+        assert_eq!(v, [10, 20, 30, 0]);
+        let tma = [KernelArg {
+            role: ArgRole::Filter,
+            kind: ArgKind::TensorMap,
+        }];
+        let e = device_pointers(&tma, |_| 0).unwrap_err();
+        assert_eq!(e.role, ArgRole::Filter);
+        assert!(e.to_string().contains("tensor map"));
+    }
+
+    #[test]
+    fn module_bytes_and_kind() {
+        let p = Module::Ptx(".version 8.0".into());
+        assert_eq!(p.bytes(), b".version 8.0");
+        assert_eq!(
+            (p.ptx(), p.code_object(), p.kind()),
+            (Some(".version 8.0"), None, "PTX")
+        );
+        let c = Module::CodeObject(b"\x7fELF".to_vec());
+        assert_eq!(c.code_object(), Some(&b"\x7fELF"[..]));
+        assert_eq!(c.kind(), "code object");
+    }
+}

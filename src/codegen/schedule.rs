@@ -1,0 +1,108 @@
+//! Tile schedulers: which output tile, group and split-K slice a block computes, and the grid
+//! that covers every tile. The GEMM kernel asks its plan's scheduler
+//! ([`super::plan::SchedulerKind`]) and never computes a tile from block ids itself, so a
+//! persistent scheduler (a fixed grid that walks tiles) is a new implementation here, not an
+//! edit of the kernel. Today there is one: [`RasterScheduler`].
+
+use super::builder::Kb;
+use super::plan::GemmPlan;
+use inkwell::values::IntValue;
+use std::fmt;
+
+/// The tile a block computes.
+pub(crate) struct Tile<'ctx> {
+    /// First row (M) of the tile.
+    pub m0: IntValue<'ctx>,
+    /// First column (N) of the tile.
+    pub n0: IntValue<'ctx>,
+    /// Group.
+    pub g: IntValue<'ctx>,
+    /// Split-K slice (`None` without split-K).
+    pub slice: Option<IntValue<'ctx>>,
+    /// The block's z index (the faulting test kernel faults in block (0, 0, 0) only).
+    pub z: IntValue<'ctx>,
+}
+
+/// Maps blocks to tiles.
+pub(crate) trait TileScheduler: Sync + fmt::Debug {
+    /// Launch grid for `plan`.
+    fn grid(&self, plan: &GemmPlan) -> [u64; 3];
+    /// The tile of the running block.
+    fn tile<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> Tile<'ctx>;
+    /// The K tiles `[lo, hi)` that `tile` reduces over.
+    fn k_range<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        tile: &Tile<'ctx>,
+    ) -> (IntValue<'ctx>, IntValue<'ctx>);
+}
+
+/// One block per tile: x walks the tiles (rasterised in groups of `rs` tile rows), z the
+/// groups times the split-K slices.
+#[derive(Debug)]
+pub(crate) struct RasterScheduler;
+
+impl TileScheduler for RasterScheduler {
+    fn grid(&self, plan: &GemmPlan) -> [u64; 3] {
+        [
+            plan.tiles_m as u64 * plan.tiles_n as u64,
+            1,
+            plan.gemm.g_len() as u64 * plan.cfg.split_k as u64,
+        ]
+    }
+
+    fn tile<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> Tile<'ctx> {
+        let c = &plan.cfg;
+        let (tile_m, tile_n) = raster(kb, plan);
+        let z = kb.block_idx(2);
+        let (g, slice) = if c.split_k > 1 {
+            (kb.udivc(z, c.split_k), Some(kb.uremc(z, c.split_k)))
+        } else {
+            (z, None)
+        };
+        let m0 = kb.mulc(tile_m, c.block_m as i64);
+        let n0 = kb.mulc(tile_n, c.block_n as i64);
+        Tile {
+            m0,
+            n0,
+            g,
+            slice,
+            z,
+        }
+    }
+
+    fn k_range<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        tile: &Tile<'ctx>,
+    ) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        match tile.slice {
+            None => (kb.c(0), kb.c(plan.k_tiles as i64)),
+            Some(s) => {
+                let lo = kb.mulc(s, plan.k_tiles_per_split as i64);
+                let hi = kb.umin(
+                    kb.addc(lo, plan.k_tiles_per_split as i64),
+                    kb.c(plan.k_tiles as i64),
+                );
+                (lo, hi)
+            }
+        }
+    }
+}
+
+/// Block index → (tile_m, tile_n). With raster r > 1, blocks walk N within groups of r tile
+/// rows, so consecutive blocks reuse A and B from L2.
+fn raster<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    let bid = kb.block_idx(0);
+    let r = plan.cfg.raster.min(plan.tiles_m);
+    if r <= 1 {
+        return (kb.udivc(bid, plan.tiles_n), kb.uremc(bid, plan.tiles_n));
+    }
+    let per_group = r * plan.tiles_n;
+    let first = kb.mulc(kb.udivc(bid, per_group), r as i64);
+    let rows = kb.umin(kb.sub(kb.c(plan.tiles_m as i64), first), kb.c(r as i64));
+    let local = kb.uremc(bid, per_group);
+    (kb.add(first, kb.urem(local, rows)), kb.udiv(local, rows))
+}

@@ -1,0 +1,358 @@
+//! How the one kernel implementation reaches target instructions: [`TargetSpec`], what every
+//! target has (thread and block ids, the block barrier, shared memory, half conversions), and
+//! one trait per instruction family that a target has or lacks ([`AsyncCopy`], [`WarpMma`],
+//! [`Mfma`], [`WarpgroupMma`], [`Barriers`], [`BulkTensorCopy`]). A target exposes a family
+//! through an accessor that returns `None` when it lacks it, so the planner asks before any IR
+//! is emitted and turns a missing family into a [`super::CodegenError::Missing`] with a reason;
+//! nothing here panics because a target lacks an instruction. NVPTX and AMDGPU implement the
+//! traits for real GPUs; the emulator implements them for the host CPU, with the families of
+//! the GPU it imitates.
+//!
+//! Every method takes an [`Ir`] (target-free verbs), never the kernel builder, so the targets
+//! and the builder do not depend on each other.
+
+use super::ir::{ok, Ir, Mem};
+use super::target::Target;
+use crate::problem::DType;
+use inkwell::{
+    context::Context,
+    values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue},
+    AddressSpace,
+};
+use std::fmt;
+
+/// An instruction family a target has or lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// Global→shared copies that bypass registers (NVIDIA `cp.async`).
+    AsyncCopy,
+    /// Warp-level matrix multiply with fragments from shared memory (NVIDIA `mma.sync` and
+    /// `ldmatrix`).
+    WarpMma,
+    /// Wave-level matrix multiply (AMD MFMA).
+    Mfma,
+    /// Warpgroup matrix multiply from shared-memory descriptors (Hopper `wgmma`).
+    WarpgroupMma,
+    /// Ordering between the generic and the async proxy, and (with TMA) transaction barriers
+    /// (Hopper `fence.proxy.async`, `mbarrier`).
+    Barriers,
+    /// Bulk tensor copies described by a tensor map (Hopper TMA). No target implements it yet.
+    BulkTensorCopy,
+}
+
+impl Capability {
+    /// Every family, in a fixed order (reports list them so).
+    pub const ALL: [Capability; 6] = [
+        Capability::AsyncCopy,
+        Capability::WarpMma,
+        Capability::Mfma,
+        Capability::WarpgroupMma,
+        Capability::Barriers,
+        Capability::BulkTensorCopy,
+    ];
+
+    /// The instructions, as an engineer would name them.
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::AsyncCopy => "async copy (cp.async)",
+            Capability::WarpMma => "warp MMA (mma.sync, ldmatrix)",
+            Capability::Mfma => "wave MMA (MFMA)",
+            Capability::WarpgroupMma => "warpgroup MMA (wgmma)",
+            Capability::Barriers => "async-proxy barriers (fence.proxy.async)",
+            Capability::BulkTensorCopy => "bulk tensor copy (TMA)",
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What every target provides, and the accessors of the families it may lack.
+pub(crate) trait TargetSpec: Sync {
+    /// The GPU whose semantics the code has (the emulator imitates one).
+    fn target(&self) -> Target;
+    /// LLVM triple.
+    fn triple(&self) -> String;
+    /// LLVM cpu name.
+    fn cpu(&self) -> String;
+    /// LLVM feature string.
+    fn features(&self) -> String;
+    /// Address space of kernel pointer arguments.
+    fn global_as(&self) -> AddressSpace;
+    /// Address space of shared memory.
+    fn shared_as(&self) -> AddressSpace;
+    /// Pointer arguments appended after the kernel's own (the emulator's context).
+    fn extra_params(&self) -> u32 {
+        0
+    }
+    /// Marks a new function as a kernel (calling convention, attributes).
+    fn declare_kernel<'ctx>(&self, ctx: &'ctx Context, f: FunctionValue<'ctx>);
+    /// Records the block size so the backend can budget registers for it.
+    fn set_block_size(&self, ir: &Ir, threads: u32);
+    /// Thread index within the block (x).
+    fn thread_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx>;
+    /// Block index along `dim`.
+    fn block_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>, dim: u32) -> IntValue<'ctx>;
+    /// Block-wide barrier ordering shared memory (every GPU has one).
+    fn barrier(&self, ir: &Ir);
+    /// Base of the block's dynamic shared memory.
+    fn shared_base<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> PointerValue<'ctx>;
+    /// Hook on every memory access: the GPUs return `ptr`; the emulator checks bounds and
+    /// alignment and redirects a bad access to scratch memory after recording it.
+    fn guard<'ctx>(
+        &self,
+        _ir: &Ir<'_, 'ctx>,
+        _mem: Mem,
+        ptr: PointerValue<'ctx>,
+        _bytes: u32,
+        _align: u32,
+        _store: bool,
+    ) -> PointerValue<'ctx> {
+        ptr
+    }
+    /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
+    /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`.
+    fn prelude_ir(&self) -> String;
+    /// f16/bf16 bits (i16) to f32; exact, so every real target shares one implementation (the
+    /// emulator overrides it to call its own checked conversion).
+    fn half_to_f32<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        v: IntValue<'ctx>,
+        dt: DType,
+    ) -> FloatValue<'ctx> {
+        half_to_f32_generic(ir, v, dt)
+    }
+    /// f32 to f16/bf16 bits (i16), round to nearest even.
+    fn f32_to_half<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        v: FloatValue<'ctx>,
+        dt: DType,
+    ) -> IntValue<'ctx>;
+
+    /// `cp.async`, or `None`.
+    fn async_copy(&self) -> Option<&dyn AsyncCopy>;
+    /// `mma.sync` with `ldmatrix`, or `None`.
+    fn warp_mma(&self) -> Option<&dyn WarpMma>;
+    /// MFMA, or `None`.
+    fn mfma(&self) -> Option<&dyn Mfma>;
+    /// `wgmma`, or `None`.
+    fn warpgroup_mma(&self) -> Option<&dyn WarpgroupMma>;
+    /// Async-proxy fences and barriers, or `None`.
+    fn barriers(&self) -> Option<&dyn Barriers>;
+    /// TMA, or `None` (every target today).
+    fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy>;
+
+    /// Whether the target has `cap`.
+    fn has(&self, cap: Capability) -> bool {
+        match cap {
+            Capability::AsyncCopy => self.async_copy().is_some(),
+            Capability::WarpMma => self.warp_mma().is_some(),
+            Capability::Mfma => self.mfma().is_some(),
+            Capability::WarpgroupMma => self.warpgroup_mma().is_some(),
+            Capability::Barriers => self.barriers().is_some(),
+            Capability::BulkTensorCopy => self.bulk_tensor_copy().is_some(),
+        }
+    }
+}
+
+/// Asynchronous global→shared copies in commit groups (NVIDIA `cp.async`, sm_80+).
+pub(crate) trait AsyncCopy: Sync {
+    /// Copies `bytes` (4, 8 or 16) from `src` to `dst`, reading `src_bytes` (a runtime value,
+    /// `bytes` or 0) and zero-filling the rest.
+    fn cp_async<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        src: PointerValue<'ctx>,
+        bytes: u32,
+        src_bytes: IntValue<'ctx>,
+    );
+    /// Closes the current group of async copies.
+    fn commit(&self, ir: &Ir);
+    /// Waits until at most `n` groups of async copies are pending.
+    fn wait(&self, ir: &Ir, n: u32);
+}
+
+/// Warp-level `mma.sync m16n8k16` with f32 accumulators, fed by `ldmatrix` (NVIDIA).
+pub(crate) trait WarpMma: Sync {
+    /// `ldmatrix.sync.aligned.m8n8.x4[.trans].b16` from a shared address.
+    fn ldmatrix_x4<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        trans: bool,
+    ) -> [IntValue<'ctx>; 4];
+    /// f32 += f16/bf16 × f16/bf16; operands as packed i32 pairs.
+    fn mma_16816<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dt: DType,
+        a: [IntValue<'ctx>; 4],
+        b: [IntValue<'ctx>; 2],
+        c: [FloatValue<'ctx>; 4],
+    ) -> [FloatValue<'ctx>; 4];
+}
+
+/// Wave-level `v_mfma_f32_{m}x{m}x{k}` (AMD CDNA).
+pub(crate) trait Mfma: Sync {
+    /// `a`, `b` are this lane's `k·m/64` elements (a float for f32, `<n x i16>` bits for
+    /// f16/bf16), `c` is `<m·m/64 x float>`.
+    #[allow(clippy::too_many_arguments)]
+    fn mfma<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dt: DType,
+        m: u32,
+        k: u32,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+        c: VectorValue<'ctx>,
+    ) -> VectorValue<'ctx>;
+}
+
+/// Hopper `wgmma`: a warpgroup's matrix multiply with operands in shared memory.
+pub(crate) trait WarpgroupMma: Sync {
+    /// The shared-memory address (32 bits, as descriptors encode it) of `ptr`.
+    fn smem_addr<'ctx>(&self, ir: &Ir<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx>;
+    /// `wgmma.fence.sync.aligned`: orders earlier register and shared accesses before the
+    /// following `wgmma.mma_async`.
+    fn fence(&self, ir: &Ir);
+    /// `wgmma.commit_group.sync.aligned`.
+    fn commit(&self, ir: &Ir);
+    /// `wgmma.wait_group.sync.aligned n`, with this thread's accumulators passed through it:
+    /// their later uses then depend on the wait, so no compiler can read them before it.
+    fn wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        n: u32,
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>>;
+    /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}` with A and B from the shared-
+    /// memory descriptors `da`, `db` (i64); `trans[i]`: operand i is MN-major (imm-trans 1),
+    /// else K-major; `acc` are this thread's `n/2` accumulators (d += a·b).
+    #[allow(clippy::too_many_arguments)]
+    fn mma<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dt: DType,
+        n: u32,
+        trans: [bool; 2],
+        da: IntValue<'ctx>,
+        db: IntValue<'ctx>,
+        acc: &[FloatValue<'ctx>],
+    ) -> Vec<FloatValue<'ctx>>;
+}
+
+/// Ordering for readers and writers in the async proxy (Hopper). Today the proxy fence that
+/// `wgmma` needs after generic-proxy stores; the `mbarrier` transaction barriers that TMA
+/// loads complete on belong here too.
+pub(crate) trait Barriers: Sync {
+    /// `fence.proxy.async.shared::cta`: this thread's earlier shared-memory writes become
+    /// visible to async-proxy readers (`wgmma`) once a barrier follows.
+    fn fence_proxy_async(&self, ir: &Ir);
+}
+
+/// Hopper TMA (`cp.async.bulk.tensor`) from a tensor map passed as a `__grid_constant__`
+/// kernel argument ([`crate::abi::ArgKind::TensorMap`]). Declared so the planner can ask for
+/// it; no target implements it yet, so a config that needs it is a planning error.
+pub(crate) trait BulkTensorCopy: Sync {}
+
+/// Declares (once per module) the dynamic shared-memory array `[0 x i8]` in `space`.
+pub(crate) fn dynamic_shared<'ctx>(ir: &Ir<'_, 'ctx>, space: AddressSpace) -> PointerValue<'ctx> {
+    const NAME: &str = "convtune_dyn_smem";
+    let g = ir.module.get_global(NAME).unwrap_or_else(|| {
+        let ty = ir.ctx.i8_type().array_type(0);
+        let g = ir.module.add_global(ty, Some(space), NAME);
+        g.set_linkage(inkwell::module::Linkage::External);
+        // 1024: the 128-byte swizzle of wgmma descriptors is a function of address bits 4-9,
+        // so tiles must start at 1024-byte boundaries of the shared window.
+        g.set_alignment(1024);
+        g
+    });
+    g.as_pointer_value()
+}
+
+/// f16 bits → f32 by `fpext`; bf16 bits → f32 exactly by a 16-bit shift.
+pub(crate) fn half_to_f32_generic<'ctx>(
+    ir: &Ir<'_, 'ctx>,
+    v: IntValue<'ctx>,
+    dt: DType,
+) -> FloatValue<'ctx> {
+    match dt {
+        DType::BF16 => {
+            let w = ok(ir.raw().build_int_z_extend(v, ir.i32t(), ""));
+            let w = ok(ir.raw().build_left_shift(w, ir.c(16), ""));
+            ir.bitcast(w.into(), ir.f32t().into()).into_float_value()
+        }
+        _ => {
+            let h = ir
+                .bitcast(v.into(), ir.ctx.f16_type().into())
+                .into_float_value();
+            ok(ir.raw().build_float_ext(h, ir.f32t(), ""))
+        }
+    }
+}
+
+/// The families `spec` has, in [`Capability::ALL`]'s order.
+pub(crate) fn capabilities(spec: &dyn TargetSpec) -> Vec<Capability> {
+    Capability::ALL
+        .into_iter()
+        .filter(|&c| spec.has(c))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Arch;
+    use crate::codegen::compile::spec_for;
+    use crate::codegen::emu::spec::HostEmu;
+    use crate::codegen::plan::GemmPlan;
+    use crate::codegen::CodegenError;
+    use crate::config::PerfConfig;
+    use crate::lowering::lower;
+
+    #[test]
+    fn targets_have_the_families_of_their_hardware() {
+        use Capability::*;
+        let caps = |t: Target| capabilities(spec_for(t, false).as_ref());
+        assert_eq!(caps(Target::of(Arch::SM_80)), [AsyncCopy, WarpMma]);
+        assert_eq!(
+            caps(Target::of(Arch::SM_90)),
+            [AsyncCopy, WarpMma, WarpgroupMma, Barriers]
+        );
+        assert_eq!(caps(Target::of(Arch::GFX90A)), [Mfma]);
+        // The emulator offers exactly what it imitates.
+        for t in [Target::of(Arch::SM_80), Target::of(Arch::GFX942)] {
+            assert_eq!(capabilities(&HostEmu::new(t)), caps(t));
+        }
+    }
+
+    /// A config that needs a family the target lacks is a planning error naming the family
+    /// and the field, not a panic during emission.
+    #[test]
+    fn a_missing_family_is_a_planning_error() {
+        let p: crate::problem::ConvProblem =
+            "convbfp16 -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+                .parse()
+                .unwrap();
+        let cfg: PerfConfig =
+            "v2:bm=64,bn=16,bk=64,wm=64,wn=16,st=1,va=1,vb=1,vc=4,lds=swz,sk=1,rs=1,mma=wg"
+                .parse()
+                .unwrap();
+        let l = lower(&p);
+        let plan = |t: Target| GemmPlan::new(&p, &l.gemms[0], &cfg, spec_for(t, false).as_ref());
+        assert!(plan(Target::of(Arch::SM_90)).is_ok());
+        let e = plan(Target::of(Arch::SM_80)).unwrap_err();
+        assert!(
+            matches!(&e, CodegenError::Missing { capability: Capability::WarpgroupMma, needed_by, .. } if needed_by == "mma=wg"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("sm_80 lacks"), "{e}");
+    }
+}
