@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the build needs (Debian 12): LLVM 19 for codegen (linked
 # statically, which also needs Polly and zstd), lld to link AMDGPU code objects, and the HIP
-# headers so the `hip` feature keeps compiling.
+# headers so the `hip` feature keeps compiling. Then a Python virtual environment (target/venv, or
+# $CONVTUNE_VENV) with maturin and pytest, which scripts/test.sh uses to build and test the wheel.
 set -euo pipefail
 pkgs=(llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libxml2-dev lld-19 libamdhip64-dev)
 missing=()
@@ -13,3 +14,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends python3 python3-venv python3-pip
+fi
+venv=${CONVTUNE_VENV:-"$(dirname "$0")/../target/venv"}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest

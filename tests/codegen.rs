@@ -5,10 +5,10 @@
 use convtune::arch::Arch;
 use convtune::codegen::emu::{emulate_conv, emulate_faulting, emulate_reference};
 use convtune::codegen::{compile_conv, compile_reference, Target};
+use convtune::config::PerfConfig;
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, DType};
 use convtune::reference::direct_conv;
-use convtune::space::PerfConfig;
 mod common;
 
 use common::{cfg, data, mismatches, problem};

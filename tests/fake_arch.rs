@@ -4,11 +4,12 @@
 
 use convtune::arch::{Arch, Features, Isa, MathKind, Rates, Vendor};
 use convtune::codegen::{compile_conv, Target};
+use convtune::config::{MmaPath, PerfConfig};
 use convtune::legality::{self, Rejection};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 use convtune::search::{CostArch, CostModel};
-use convtune::space::{enumerate_legal, MmaPath, PerfConfig, SearchSpace};
+use convtune::space::{enumerate_legal, SearchSpace};
 
 /// An Ada-like part (the name LLVM knows as `sm_89`), with limits and rates of its own: less
 /// shared memory than A100 and H100, fewer SMs, no `wgmma`.

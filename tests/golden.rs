@@ -12,9 +12,10 @@
 
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, compile_faulting, compile_reference, Compiled, Target};
+use convtune::config::PerfConfig;
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
-use convtune::space::{sample_legal, PerfConfig, SearchSpace};
+use convtune::space::{sample_legal, SearchSpace};
 use rayon::prelude::*;
 use std::path::PathBuf;
 

@@ -6,10 +6,10 @@
 use convtune::arch::Arch;
 use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, CodegenError, Target};
+use convtune::config::{MmaPath, PerfConfig};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 use convtune::reference::direct_conv;
-use convtune::space::{MmaPath, PerfConfig};
 mod common;
 
 use common::{cfg, data, mismatches, problem};

@@ -1,12 +1,13 @@
-//! `convtune compile`: one candidate's kernels as PTX or an AMDGPU code object, with resources.
+//! `convtune compile`: one candidate's kernels as PTX or an AMDGPU code object, with resources,
+//! and the launch manifest that lets a program outside convtune run them (`docs/abi.md`).
 
-use super::{bad_input, ArchArg, ProblemArg};
+use super::{bad_input, ArchArg, DbArgs, ProblemArg};
 use anyhow::{anyhow, Context as _};
-use convtune::codegen::{compile_conv, resource_report};
+use convtune::codegen::{compile_conv, resource_report, PtxCounts};
+use convtune::config::PerfConfig;
 use convtune::legality;
-use convtune::lookup::find_config;
 use convtune::lowering::lower;
-use convtune::space::PerfConfig;
+use convtune::manifest::{ConfigSource, Manifest};
 use convtune::tune::target_for;
 use std::path::PathBuf;
 
@@ -17,25 +18,47 @@ pub struct CompileArgs {
     problem: ProblemArg,
     #[command(flatten)]
     arch: ArchArg,
-    /// The config (`v1:…`); default: the database's or the heuristic's choice.
+    #[command(flatten)]
+    db: DbArgs,
+    /// The config (`v1:…`); default: what `convtune lookup` with the same flags answers.
     #[arg(long)]
     config: Option<String>,
     /// Output file: PTX text for NVIDIA, a code object (ELF) for AMD.
     #[arg(short, long)]
     output: PathBuf,
+    /// Also write the launch manifest (JSON, see docs/abi.md) here.
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// Print the summary as JSON (`{"manifest", "ptx": instruction counts, "amd_resources"}`).
+    #[arg(long)]
+    json: bool,
 }
 
-/// Compiles and writes the module, then prints the resource report.
+/// Compiles and writes the module (and the manifest), then prints the resource report.
 pub fn run(args: CompileArgs) -> anyhow::Result<()> {
     let p = args.problem.parse().map_err(bad_input)?;
     let arch = args.arch.arch(None)?;
+    let space = args.arch.space_file(&arch)?;
     let l = lower(&p);
-    let cfg: PerfConfig = match &args.config {
-        Some(c) => c.parse().map_err(bad_input)?,
+    let (cfg, source, reason): (PerfConfig, _, _) = match &args.config {
+        Some(c) => {
+            let cfg: PerfConfig = c.parse().map_err(bad_input)?;
+            if space.as_ref().is_some_and(|s| !s.contains(&cfg)) {
+                return Err(bad_input(anyhow!(
+                    "--config {cfg} is outside the search space {}",
+                    args.arch.space_origin().unwrap_or_default()
+                )));
+            }
+            (cfg, ConfigSource::Given, "given with --config".to_string())
+        }
         None => {
-            let found = find_config(&p, &arch, None, None)?;
-            eprintln!("config from {}: {}", found.source, found.reason);
-            found.config
+            let found = args.db.find(&p, &arch, space.as_ref())?.found;
+            errln!("config from {}: {}", found.source, found.reason);
+            (
+                found.config,
+                ConfigSource::from(&found.source),
+                found.reason,
+            )
         }
     };
     legality::check(&l, &cfg, &arch).map_err(|e| {
@@ -52,8 +75,32 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
     };
     std::fs::write(&args.output, bytes)
         .with_context(|| format!("writing {}", args.output.display()))?;
-    println!("{cfg}");
-    println!("{}", resource_report(&c));
-    println!("wrote {}", args.output.display());
+    let manifest = Manifest::new(
+        &l,
+        &arch,
+        &cfg,
+        source,
+        &reason,
+        &c,
+        &args.output.display().to_string(),
+    );
+    if let Some(path) = &args.manifest {
+        let text = serde_json::to_string_pretty(&manifest)?;
+        super::db::write_file(path, &format!("{text}\n"))?;
+    }
+    if args.json {
+        return super::out::json(&serde_json::json!({
+            "manifest": manifest,
+            "manifest_file": args.manifest.as_ref().map(|m| m.display().to_string()),
+            "ptx": c.ptx.as_deref().map(PtxCounts::of),
+            "amd_resources": c.resources,
+        }));
+    }
+    outln!("{cfg}");
+    outln!("{}", resource_report(&c));
+    outln!("wrote {}", args.output.display());
+    if let Some(path) = &args.manifest {
+        outln!("wrote {}", path.display());
+    }
     Ok(())
 }

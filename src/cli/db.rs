@@ -1,11 +1,13 @@
 //! `convtune db …` and `convtune lookup`: read, merge, check and export tuned databases.
 
-use super::{bad_input, ArchArg, ProblemArg};
+use super::{bad_input, no_gpu, ArchArg, DbArgs, ProblemArg};
 use anyhow::{anyhow, Context as _};
 use clap::Subcommand;
-use convtune::db::{self, TunedDb};
-use convtune::lookup::{find_config_in, LegalityCheck};
+use convtune::db::{self, DiffLine, Entry, TunedDb};
+use convtune::lookup::LegalityCheck;
+use convtune::manifest::ConfigSource;
 use convtune::runtime::cuda_devices;
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// `convtune db` subcommands.
@@ -27,11 +29,17 @@ pub enum DbCommand {
         a: PathBuf,
         /// New.
         b: PathBuf,
+        /// Print JSON: `{"changes": [{"change": "added|removed|config|time", "old", "new"}]}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Schema, duplicate keys, and every config still parsing and legal for its problem today.
     Check {
         /// Database file.
         file: PathBuf,
+        /// Print JSON: `{"file", "arch", "entries", "valid", "issues": [...]}` (exit code as without).
+        #[arg(long)]
+        json: bool,
     },
     /// Entries tuned on another GPU/driver or by another convtune version than this one.
     Stale {
@@ -40,6 +48,9 @@ pub enum DbCommand {
         /// GPU ordinal whose fingerprint is current.
         #[arg(long, default_value_t = 0)]
         device: usize,
+        /// Print JSON: `{"file", "entries", "stale": [entry…]}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Write the database as JSON or a C header, for compilers not written in Rust.
     Export {
@@ -48,6 +59,9 @@ pub enum DbCommand {
         /// `json` or `c`.
         #[arg(long, default_value = "json")]
         format: String,
+        /// Write here (atomically) instead of to stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -74,32 +88,48 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             let (da, dbb) = (load_trusted(&a)?, load_trusted(&b)?);
             let (merged, conflicts) = db::merge(&da, &dbb).map_err(bad_input)?;
             for c in &conflicts {
-                println!("conflict: {c}");
+                outln!("conflict: {c}");
             }
             merged.save_locked(&output, &lock).map_err(bad_input)?;
             drop(lock);
-            println!(
+            outln!(
                 "{} entries written to {} ({} conflict(s))",
                 merged.len(),
                 output.display(),
                 conflicts.len()
             );
         }
-        DbCommand::Diff { a, b } => {
+        DbCommand::Diff { a, b, json } => {
             let lines = db::diff(&load(&a)?, &load(&b)?);
+            if json {
+                let changes: Vec<Change> = lines.iter().map(Change::from).collect();
+                super::out::json(&serde_json::json!({ "changes": changes }))?;
+                return Ok(());
+            }
             for l in &lines {
-                println!("{l}");
+                outln!("{l}");
             }
             if lines.is_empty() {
-                println!("no differences");
+                outln!("no differences");
             }
         }
-        DbCommand::Check { file } => {
+        DbCommand::Check { file, json } => {
             let d = load(&file)?;
             let mut issues = db::arch_issues(&d, &file);
             issues.extend(db::check(&d, d.arch(), &LegalityCheck));
-            for i in &issues {
-                println!("{}: {i}", file.display());
+            if json {
+                let messages: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
+                super::out::json(&serde_json::json!({
+                    "file": file.display().to_string(),
+                    "arch": d.arch(),
+                    "entries": d.len(),
+                    "valid": issues.is_empty(),
+                    "issues": messages,
+                }))?;
+            } else {
+                for i in &issues {
+                    outln!("{}: {i}", file.display());
+                }
             }
             if !issues.is_empty() {
                 return Err(bad_input(anyhow!(
@@ -109,35 +139,94 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
                     d.len()
                 )));
             }
-            println!("{}: {} entries, all valid", file.display(), d.len());
+            if !json {
+                outln!("{}: {} entries, all valid", file.display(), d.len());
+            }
         }
-        DbCommand::Stale { file, device } => {
+        DbCommand::Stale { file, device, json } => {
             let d = load(&file)?;
-            let dev = cuda_devices()
-                .ok()
-                .and_then(|v| v.into_iter().nth(device))
-                .ok_or_else(|| {
-                    bad_input(anyhow!("no GPU {device} to compare fingerprints with"))
-                })?;
+            let devices = cuda_devices().map_err(no_gpu)?;
+            let dev = devices.get(device).ok_or_else(|| {
+                bad_input(anyhow!(
+                    "--device {device}: only {} CUDA device(s) present",
+                    devices.len()
+                ))
+            })?;
             let fp = db::Fingerprint::from(&dev.fingerprint());
             let stale = db::stale(&d, &fp, env!("CARGO_PKG_VERSION"));
+            if json {
+                super::out::json(&serde_json::json!({
+                    "file": file.display().to_string(),
+                    "fingerprint": fp,
+                    "entries": d.len(),
+                    "stale": stale,
+                }))?;
+                return Ok(());
+            }
             for e in &stale {
-                println!(
+                outln!(
                     "{}  ({}; convtune {})",
-                    e.problem, e.fingerprint, e.convtune_version
+                    e.problem,
+                    e.fingerprint,
+                    e.convtune_version
                 );
             }
-            println!("{} of {} entries stale", stale.len(), d.len());
+            outln!("{} of {} entries stale", stale.len(), d.len());
         }
-        DbCommand::Export { file, format } => {
+        DbCommand::Export {
+            file,
+            format,
+            output,
+        } => {
             let d = load(&file)?;
-            match format.as_str() {
-                "json" => println!("{}", db::export_json(&d)),
-                "c" => println!("{}", db::export_c_header(&d)),
+            let text = match format.as_str() {
+                "json" => db::export_json(&d),
+                "c" => db::export_c_header(&d),
                 f => return Err(bad_input(anyhow!("--format '{f}': expected json or c"))),
+            };
+            match output {
+                Some(path) => write_file(&path, &format!("{text}\n"))?,
+                None => outln!("{text}"),
             }
         }
     }
+    Ok(())
+}
+
+/// One `db diff` change as JSON.
+#[derive(Serialize)]
+struct Change<'a> {
+    /// `added`, `removed`, `config` or `time`.
+    change: &'static str,
+    old: Option<&'a Entry>,
+    new: Option<&'a Entry>,
+}
+
+impl<'a> From<&'a DiffLine> for Change<'a> {
+    fn from(d: &'a DiffLine) -> Self {
+        let (change, old, new) = match d {
+            DiffLine::Added(e) => ("added", None, Some(e)),
+            DiffLine::Removed(e) => ("removed", Some(e), None),
+            DiffLine::ConfigChanged { old, new } => ("config", Some(old), Some(new)),
+            DiffLine::TimeChanged { old, new } => ("time", Some(old), Some(new)),
+        };
+        Change { change, old, new }
+    }
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder, so a reader never sees
+/// half a file.
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("writing {}", path.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -148,56 +237,34 @@ pub struct LookupArgs {
     problem: ProblemArg,
     #[command(flatten)]
     arch: ArchArg,
-    /// User database (default: $CONVTUNE_DB, else $XDG_DATA_HOME/convtune/<arch>.toml).
-    #[arg(long, value_name = "FILE")]
-    db: Option<PathBuf>,
-    /// Ignore the system database compiled into this binary.
+    #[command(flatten)]
+    db: DbArgs,
+    /// Print JSON: `{"problem", "arch", "config", "source": {"kind", …}, "reason", "user_db", …}`.
     #[arg(long)]
-    no_system_db: bool,
+    json: bool,
 }
 
 /// Prints the config a compiler would use for a problem, and where it came from.
 pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     let p = args.problem.parse().map_err(bad_input)?;
     let arch = args.arch.arch(None)?;
-    // The "why" names the user database, or why there is none: a lookup that silently read
-    // some other file (or none) is what users cannot debug.
-    let (user, user_note) = match db::user_db_path(args.db.as_deref(), arch.name) {
-        Err(e) => (None, format!("no user database: {e}")),
-        Ok(path) if path.exists() => {
-            let d = TunedDb::load(&path)
-                .with_context(|| format!("user database {}", path.display()))
-                .map_err(bad_input)?;
-            let issues = db::arch_issues(&d, &path);
-            if issues.is_empty() {
-                (Some(d), format!("user database {}", path.display()))
-            } else {
-                let why: Vec<String> = issues.iter().map(ToString::to_string).collect();
-                let note = format!(
-                    "user database {} ignored: {}",
-                    path.display(),
-                    why.join("; ")
-                );
-                (None, note)
-            }
-        }
-        Ok(path) => (
-            None,
-            format!("user database {} (not found)", path.display()),
-        ),
-    };
-    let system = if args.no_system_db {
-        None
-    } else {
-        db::system(arch.name)?
-    };
-    let layers = db::Layered {
-        system,
-        user: user.as_ref(),
-    };
-    let found = find_config_in(&p, &arch, layers, None)?;
-    println!("{}", found.config);
-    println!("source: {}", found.source);
-    println!("why: {} [{user_note}]", found.reason);
+    let space = args.arch.space_file(&arch)?;
+    let looked = args.db.find(&p, &arch, space.as_ref())?;
+    let found = &looked.found;
+    if args.json {
+        return super::out::json(&serde_json::json!({
+            "problem": p.key(),
+            "arch": arch.name,
+            "config": found.config.to_string(),
+            "source": ConfigSource::from(&found.source),
+            "reason": found.reason,
+            "user_db": looked.user_db.as_ref().map(|p| p.display().to_string()),
+            "user_db_read": looked.user_db_read,
+            "space": args.arch.space_origin(),
+        }));
+    }
+    outln!("{}", found.config);
+    outln!("source: {}", found.source);
+    outln!("why: {} [{}]", found.reason, looked.user_note);
     Ok(())
 }

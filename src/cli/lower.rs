@@ -65,11 +65,10 @@ pub fn run(args: LowerArgs) -> anyhow::Result<()> {
     let l = lower(&p);
     let d = describe(&l);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
-        return Ok(());
+        return super::out::json(&d);
     }
-    println!("{}", p.key());
-    println!(
+    outln!("{}", p.key());
+    outln!(
         "{} GEMM(s){}",
         l.gemms.len(),
         if l.zero_init {
@@ -79,7 +78,7 @@ pub fn run(args: LowerArgs) -> anyhow::Result<()> {
         }
     );
     for g in &l.gemms {
-        println!(
+        outln!(
             "  kernel {}: G={} M={} N={} K={}   M=[{}] N=[{}] K=[{}]",
             g.id,
             g.g_len(),
@@ -92,7 +91,7 @@ pub fn run(args: LowerArgs) -> anyhow::Result<()> {
         );
         for ((op, dims), role) in g.operands().iter().zip(["A", "B", "C"]) {
             let c = op.contiguity(&p, g, *dims);
-            println!(
+            outln!(
                 "    {role} = {:<6} contiguous along {} ({})",
                 op.tensor.name(),
                 c.dim.map_or("none".to_string(), |d| d.to_string()),

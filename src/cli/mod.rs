@@ -1,4 +1,9 @@
-//! Argument parsing and dispatch; each subcommand lives in its own file.
+//! Argument parsing and dispatch; each subcommand lives in its own file. Everything written to
+//! stdout goes through [`out`] (no `println!`), so a closed pipe or a full disk is an error value
+//! and never a panic.
+
+#[macro_use]
+mod out;
 
 mod compile;
 mod db;
@@ -8,8 +13,11 @@ mod selfcheck;
 mod space;
 mod tune;
 
+use anyhow::{anyhow, Context as _};
 use clap::{Parser, Subcommand};
 use convtune::arch::Arch;
+use convtune::db::{Layered, TunedDb};
+use convtune::lookup::{find_config_in_space, Found};
 use convtune::problem::ConvProblem;
 use convtune::space::SearchSpace;
 use std::path::PathBuf;
@@ -119,6 +127,116 @@ impl ArchArg {
             )),
         }
     }
+
+    /// The `--space` file as given, for reports (`None`: the built-in space).
+    pub fn space_origin(&self) -> Option<String> {
+        self.space.as_ref().map(|p| p.display().to_string())
+    }
+
+    /// The `--space` file, loaded (a missing or invalid file is bad input), or `None` when
+    /// none was given: lookups then use the built-in space only for their heuristic.
+    pub fn space_file(&self, arch: &Arch) -> anyhow::Result<Option<SearchSpace>> {
+        match self.space {
+            Some(_) => Ok(Some(self.space(arch)?.0)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Where a lookup reads tuned configs: the same flags for `lookup` and `compile`, so both
+/// answer a problem with the same config.
+#[derive(clap::Args)]
+pub struct DbArgs {
+    /// User database (default: $CONVTUNE_DB, else $XDG_DATA_HOME/convtune/<arch>.toml).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// Ignore the system database compiled into this binary.
+    #[arg(long)]
+    no_system_db: bool,
+}
+
+/// A lookup's answer and the user database it consulted.
+pub struct Looked {
+    /// The config and its provenance.
+    pub found: Found,
+    /// The user database path (it may not exist), or none when it has no place (no home).
+    pub user_db: Option<PathBuf>,
+    /// Whether that file existed, was read and is for this arch.
+    pub user_db_read: bool,
+    /// Which user database was read, or why none was: named in lookup's "why".
+    pub user_note: String,
+}
+
+impl DbArgs {
+    /// The config a compiler would use: user database over the system one (unless
+    /// `--no-system-db`), then the quick list, then the heuristic, all within `space` if given.
+    pub fn find(
+        &self,
+        p: &ConvProblem,
+        arch: &Arch,
+        space: Option<&SearchSpace>,
+    ) -> anyhow::Result<Looked> {
+        // The note names the user database, or why there is none: a lookup that silently read
+        // some other file (or none) is what users cannot debug.
+        let path = convtune::db::user_db_path(self.db.as_deref(), arch.name);
+        let (user, user_note) = match &path {
+            Err(e) => (None, format!("no user database: {e}")),
+            Ok(path) if path.exists() => {
+                let d = TunedDb::load(path)
+                    .with_context(|| format!("user database {}", path.display()))
+                    .map_err(bad_input)?;
+                let issues = convtune::db::arch_issues(&d, path);
+                if issues.is_empty() {
+                    (Some(d), format!("user database {}", path.display()))
+                } else {
+                    let why: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                    let note = format!(
+                        "user database {} ignored: {}",
+                        path.display(),
+                        why.join("; ")
+                    );
+                    (None, note)
+                }
+            }
+            Ok(path) => (
+                None,
+                format!("user database {} (not found)", path.display()),
+            ),
+        };
+        let system = if self.no_system_db {
+            None
+        } else {
+            convtune::db::system(arch.name)?
+        };
+        let layers = Layered {
+            system,
+            user: user.as_ref(),
+        };
+        let found = find_config_in_space(p, arch, layers, None, space)?;
+        Ok(Looked {
+            found,
+            user_db_read: user.is_some(),
+            user_db: path.ok(),
+            user_note,
+        })
+    }
+}
+
+/// How to work without a GPU: the main command's `--dry-run`, with the arches it takes.
+pub fn dry_run_hint() -> String {
+    let archs: Vec<&str> = Arch::ALL.iter().map(|a| a.name).collect();
+    format!(
+        "without a GPU, add `--dry-run --arch ARCH` ({}) to enumerate, check and compile the \
+         candidates (nothing is measured or written)",
+        archs.join(", ")
+    )
+}
+
+/// The error of a command that needs a GPU when none can be used: what was looked for.
+pub fn no_gpu(e: impl std::fmt::Display) -> anyhow::Error {
+    bad_input(anyhow!(
+        "no usable GPU: looked for NVIDIA GPUs through the CUDA driver (libcuda.so.1): {e}"
+    ))
 }
 
 /// The exit codes, as `--help` lists them (and the README's "Exit codes" section).
@@ -136,7 +254,8 @@ pub fn bad_input(e: impl Into<anyhow::Error>) -> anyhow::Error {
     BadInput(e.into()).into()
 }
 
-/// Runs the CLI and returns the process exit code (2 for bad input or no usable GPU).
+/// Runs the CLI and returns the process exit code: 0 (also when stdout was closed by its
+/// reader), 2 for bad input or no usable GPU, 1 for anything else (README, "Exit codes").
 pub fn run() -> i32 {
     let cli = Cli::parse();
     convtune::db::on_lock_wait(|lock, pid| match pid {
@@ -158,14 +277,16 @@ pub fn run() -> i32 {
         Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),
         None if cli.tune.wants_tuning() => tune::run(cli.tune),
         None => {
-            eprintln!("convtune: nothing to do: give --problem or --problems (see --help)");
+            errln!("convtune: nothing to do: give --problem or --problems (see --help)");
             return 2;
         }
     };
     match result {
         Ok(()) => 0,
+        // The reader of stdout has what it wanted (`| head`): not an error, nothing to say.
+        Err(e) if out::is_closed(&e) => 0,
         Err(e) => {
-            eprintln!("convtune: error: {e:#}");
+            errln!("convtune: error: {e:#}");
             if e.downcast_ref::<BadInput>().is_some() {
                 2
             } else {

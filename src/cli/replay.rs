@@ -51,11 +51,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         }
         rows.push((label, effs));
     }
-    println!("{}", efficiency_table(&rows));
+    outln!("{}", efficiency_table(&rows));
     if let Some(n) = args.quick_list {
         let only: Vec<Recording> = recs.into_iter().map(|(_, r)| r).collect();
         let lists = quick_list(&only, n).map_err(bad_input)?;
-        println!("{}", quick_list_table(&lists));
+        outln!("{}", quick_list_table(&lists));
         if let Some(dir) = &args.write_quick {
             std::fs::create_dir_all(dir)?;
             let mut archs: Vec<&str> = lists.iter().map(|l| l.arch.as_str()).collect();
@@ -69,7 +69,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 );
                 let out = dir.join(format!("{arch}.toml"));
                 std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
-                eprintln!("wrote {}", out.display());
+                errln!("wrote {}", out.display());
             }
         }
     }

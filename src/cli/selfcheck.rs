@@ -1,6 +1,6 @@
 //! `convtune selfcheck`: every generated kernel of a sweep verified on this machine's GPU.
 
-use super::bad_input;
+use super::{bad_input, no_gpu};
 use anyhow::anyhow;
 use convtune::arch::Arch;
 use convtune::runtime::{cuda_devices, Worker};
@@ -22,12 +22,12 @@ pub struct SelfcheckArgs {
 
 /// Runs the sweep and the fault-isolation check; fails when anything did not verify.
 pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
-    let devices = cuda_devices().map_err(|e| bad_input(anyhow!("no usable GPU: {e}")))?;
+    let devices = cuda_devices().map_err(no_gpu)?;
     let dev = devices
         .get(args.device)
         .ok_or_else(|| bad_input(anyhow!("--device {}: no such GPU", args.device)))?;
     let arch = Arch::from_name(&dev.fingerprint().arch).map_err(bad_input)?;
-    eprintln!("selfcheck on {}", dev.fingerprint());
+    errln!("selfcheck on {}", dev.fingerprint());
     let mut worker = Worker::spawn(args.device)?;
     let problems = selfcheck::sweep_problems();
     let mut summary = selfcheck::run(
@@ -36,10 +36,10 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
         &problems,
         args.configs,
         args.seed,
-        |l| eprintln!("  {l}"),
+        |l| errln!("  {l}"),
     )?;
     summary.fault_isolated = Some(selfcheck::fault_isolation(&mut worker, &arch, args.seed)?);
-    println!("{summary}");
+    outln!("{summary}");
     if summary.ok() {
         Ok(())
     } else {

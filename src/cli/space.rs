@@ -1,9 +1,11 @@
 //! `convtune space`: how many candidates a problem has on an arch, and why the rest are illegal.
 
 use super::{bad_input, ArchArg, ProblemArg};
+use convtune::config::PerfConfig;
 use convtune::legality::{self, RejectReasonKind};
 use convtune::lowering::lower;
-use convtune::space::{enumerate_lowered, PerfConfig};
+use convtune::space::enumerate_lowered;
+use serde_json::json;
 
 /// Arguments of `convtune space`.
 #[derive(clap::Args)]
@@ -12,9 +14,13 @@ pub struct SpaceArgs {
     problem: ProblemArg,
     #[command(flatten)]
     arch: ArchArg,
-    /// List every legal config.
+    /// List every legal config: one config a line on stdout, nothing else there (the counts
+    /// go to stderr).
     #[arg(long)]
     list: bool,
+    /// Print JSON: counts, rejections per reason, and (with --list) the configs.
+    #[arg(long)]
+    json: bool,
     /// Say why one config (`v1:…`) is legal, or which rule rejects it.
     #[arg(long, value_name = "CONFIG")]
     explain: Option<String>,
@@ -28,43 +34,89 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     let l = lower(&p);
     if let Some(text) = &args.explain {
         let cfg: PerfConfig = text.parse().map_err(bad_input)?;
-        for line in legality::explain(&l, &cfg, &arch) {
-            println!("{line}");
+        let lines = legality::explain(&l, &cfg, &arch);
+        let verdict = legality::check(&l, &cfg, &arch);
+        if args.json {
+            return super::out::json(&json!({
+                "problem": p.key(),
+                "arch": arch.name,
+                "config": cfg.to_string(),
+                "legal": verdict.is_ok(),
+                "rejected_by": verdict.as_ref().err().map(|e| e.to_string()),
+                "in_space": space.contains(&cfg),
+                "space": origin,
+                "explanation": lines,
+            }));
+        }
+        for line in lines {
+            outln!("{line}");
         }
         if !space.contains(&cfg) {
-            println!("note: this config is outside the search space ({origin})");
+            outln!("note: this config is outside the search space ({origin})");
         }
-        return match legality::check(&l, &cfg, &arch) {
-            Ok(r) => {
-                println!("LEGAL: {r:?}");
-                Ok(())
-            }
-            Err(e) => {
-                println!("ILLEGAL: {e}");
-                Ok(())
-            }
-        };
+        match verdict {
+            Ok(r) => outln!("LEGAL: {r:?}"),
+            Err(e) => outln!("ILLEGAL: {e}"),
+        }
+        return Ok(());
     }
     let e = enumerate_lowered(&l, &arch, &space);
-    println!("{}", p.key());
-    println!(
+    let rejected: Vec<_> = e
+        .rejected
+        .iter()
+        .map(|(reason, n)| (reason, n, vector_example(&l, &arch, &e.legal, *reason)))
+        .collect();
+    if args.json {
+        let reasons: Vec<_> = rejected
+            .iter()
+            .map(|(reason, n, example)| {
+                json!({ "reason": reason.to_string(), "count": n, "example": example })
+            })
+            .collect();
+        let configs: Option<Vec<String>> = args
+            .list
+            .then(|| e.legal.iter().map(|c| c.to_string()).collect());
+        return super::out::json(&json!({
+            "problem": p.key(),
+            "arch": arch.name,
+            "product": arch.product,
+            "space": origin,
+            "gemms": l.gemms.len(),
+            "raw": e.raw,
+            "legal": e.legal.len(),
+            "rejected": reasons,
+            "configs": configs,
+        }));
+    }
+    // With --list, stdout is the list alone (a script reads it line by line); the summary goes
+    // to stderr.
+    let summary = |line: std::fmt::Arguments<'_>| -> anyhow::Result<()> {
+        if args.list {
+            errln!("{line}");
+        } else {
+            outln!("{line}");
+        }
+        Ok(())
+    };
+    summary(format_args!("{}", p.key()))?;
+    summary(format_args!(
         "arch {} ({}), space {}: {} GEMM(s)",
         arch.name,
         arch.product,
         origin,
         l.gemms.len()
-    );
-    println!("  raw      {:>10}", e.raw);
-    println!("  legal    {:>10}", e.legal.len());
-    for (reason, n) in &e.rejected {
-        println!("  rejected {n:>10}  {reason}");
-        if let Some(why) = vector_example(&l, &arch, &e.legal, *reason) {
-            println!("                       e.g. {why}");
+    ))?;
+    summary(format_args!("  raw      {:>10}", e.raw))?;
+    summary(format_args!("  legal    {:>10}", e.legal.len()))?;
+    for (reason, n, example) in &rejected {
+        summary(format_args!("  rejected {n:>10}  {reason}"))?;
+        if let Some(why) = example {
+            summary(format_args!("                       e.g. {why}"))?;
         }
     }
     if args.list {
         for c in &e.legal {
-            println!("{c}");
+            outln!("{c}");
         }
     }
     Ok(())

@@ -1,5 +1,6 @@
 //! The main job: `convtune --problem … --arch …` tunes on the GPU into the database.
 
+use super::out::{self, OutputError};
 use super::{bad_input, ArchArg};
 use anyhow::anyhow;
 use convtune::arch::Arch;
@@ -8,6 +9,7 @@ use convtune::tune::{
     Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, TuneOptions,
 };
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Arguments of the tuning run (the bare `convtune` form).
@@ -60,6 +62,10 @@ pub struct TuneArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Print the report (of the dry run or of the tuning) as JSON on stdout at the end; the
+    /// per-problem lines go to stderr instead.
+    #[arg(long)]
+    pub json: bool,
     /// Test only: make this many of the first candidates write out of bounds (fault isolation).
     #[arg(long, hide = true, default_value_t = 0)]
     pub inject_faults: usize,
@@ -128,40 +134,87 @@ fn exit_code(e: CampaignError) -> anyhow::Error {
     }
 }
 
-/// Results on stdout, the running commentary on stderr.
-fn print(event: &Event<'_>) {
-    match event {
-        Event::ProblemDone(s) => {
-            println!("{s}");
-            if s.winner().is_none() {
-                eprintln!("  no candidate verified: nothing written for this problem");
+/// Results on stdout (stderr with `--json`), the running commentary on stderr. The first
+/// failed write to stdout is kept and returned when the campaign ends; the campaign itself goes
+/// on, since what it measures lands in the database, not on stdout.
+struct Printer {
+    json: bool,
+    failed: Mutex<Option<OutputError>>,
+}
+
+impl Printer {
+    fn observe(&self, event: &Event<'_>) {
+        let result = match event {
+            Event::ProblemDone(s) => {
+                let r = self.result(format_args!("{s}"));
+                if s.winner().is_none() {
+                    errln!("  no candidate verified: nothing written for this problem");
+                }
+                r
             }
+            Event::DryRun(_) | Event::Compiled(_) => self.result(format_args!("{event}")),
+            Event::Tuning(_) | Event::ProblemStarted { .. } => {
+                errln!("{event}");
+                Ok(())
+            }
+        };
+        if let (Err(e), Ok(mut failed)) = (result, self.failed.lock()) {
+            failed.get_or_insert(e);
         }
-        Event::DryRun(_) | Event::Compiled(_) => println!("{event}"),
-        Event::Tuning(_) | Event::ProblemStarted { .. } => eprintln!("{event}"),
+    }
+
+    fn result(&self, line: std::fmt::Arguments<'_>) -> Result<(), OutputError> {
+        if self.json {
+            errln!("{line}");
+            Ok(())
+        } else {
+            out::line(line)
+        }
     }
 }
 
 /// Runs the tuner; returns the exit code's error, if any.
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     let list = problems(&args)?;
-    run_list(campaign(args)?, list)
+    let json = args.json;
+    run_list(campaign(args)?, list, json).map_err(|e| match e.downcast::<CampaignError>() {
+        // The main command without a GPU: say how to work without one.
+        Ok(e @ CampaignError::NoGpu { .. }) => bad_input(anyhow!("{e}; {}", super::dry_run_hint())),
+        Ok(e) => exit_code(e),
+        Err(e) => e,
+    })
 }
 
 /// `convtune retune`: tunes again the entries of the database that are stale here (another GPU,
 /// driver or convtune version than the present ones).
 pub fn retune(args: TuneArgs) -> anyhow::Result<()> {
+    let json = args.json;
     let campaign = campaign(args)?;
     let stale = campaign.stale().map_err(exit_code)?;
-    eprintln!("{stale}");
+    errln!("{stale}");
     if stale.problems.is_empty() {
         return Ok(());
     }
-    run_list(campaign, stale.problems)
+    run_list(campaign, stale.problems, json).map_err(|e| match e.downcast::<CampaignError>() {
+        Ok(e) => exit_code(e),
+        Err(e) => e,
+    })
 }
 
-fn run_list(campaign: Campaign, list: Vec<ConvProblem>) -> anyhow::Result<()> {
-    match campaign.run(list, &print).map_err(exit_code)? {
+/// Runs the campaign; a campaign error is returned as itself, for the caller to map.
+fn run_list(campaign: Campaign, list: Vec<ConvProblem>, json: bool) -> anyhow::Result<()> {
+    let printer = Printer {
+        json,
+        failed: Mutex::new(None),
+    };
+    let report = campaign.run(list, &|e| printer.observe(e))?;
+    if let Some(e) = printer.failed.into_inner().ok().flatten() {
+        return Err(e.into());
+    }
+    if json {
+        out::json(&report)?;
+    }
+    match report {
         CampaignReport::DryRun(r) if r.failed() > 0 => {
             Err(anyhow!("{} candidate(s) failed to compile", r.failed()))
         }

@@ -6,7 +6,7 @@
 use super::CodegenError;
 
 /// Resource use of one AMDGPU kernel, as the backend reports it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AmdKernelResources {
     /// Kernel symbol name.
     pub name: String,
@@ -31,7 +31,7 @@ pub struct AmdKernelResources {
 }
 
 /// Resource use of every kernel of a code object.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AmdResources {
     /// One entry per kernel, in the metadata's order.
     pub kernels: Vec<AmdKernelResources>,

@@ -8,9 +8,9 @@ use super::plan::GemmPlan;
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::target::{Target, TargetSpec};
 use super::{CodegenError, Kernel};
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
-use crate::space::PerfConfig;
 use inkwell::context::Context;
 use inkwell::module::Module;
 

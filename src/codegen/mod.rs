@@ -12,7 +12,7 @@
 //! use convtune::arch::Arch;
 //! use convtune::codegen::{compile_conv, Target};
 //! use convtune::lowering::lower;
-//! use convtune::space::PerfConfig;
+//! use convtune::config::PerfConfig;
 //! let p = "convbfp16 -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC".parse().unwrap();
 //! let cfg: PerfConfig = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1".parse().unwrap();
 //! let c = compile_conv(&lower(&p), &cfg, Target::of(Arch::SM_90)).unwrap();
@@ -43,13 +43,13 @@ mod target;
 
 pub use amd_meta::{AmdKernelResources, AmdResources};
 pub use error::CodegenError;
-pub use report::resource_report;
+pub use report::{resource_report, PtxCounts};
 pub use target::Target;
 
 use crate::arch::Vendor;
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
-use crate::space::PerfConfig;
 use compile::{guarded, Job};
 use inkwell::context::Context;
 use target::TargetSpec;

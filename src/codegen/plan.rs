@@ -6,9 +6,9 @@
 use super::target::{MatrixUnit, Target};
 use super::CodegenError;
 use crate::arch::fit;
+use crate::config::{Field, LdsLayout, PerfConfig};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
-use crate::space::{LdsLayout, PerfConfig};
 
 /// Bytes in one shared-memory chunk: the unit of padding and swizzling, and of `ldmatrix` rows.
 pub(crate) const CHUNK: u32 = 16;
@@ -273,22 +273,8 @@ impl<'l> GemmPlan<'l> {
         let c = cfg;
         let dt = p.dtype();
         let bytes = dt.bytes();
-        for (name, v) in [
-            ("bm", c.block_m),
-            ("bn", c.block_n),
-            ("bk", c.block_k),
-            ("wm", c.warp_m),
-            ("wn", c.warp_n),
-            ("st", c.stages),
-            ("va", c.vec_a),
-            ("vb", c.vec_b),
-            ("vc", c.vec_c),
-            ("sk", c.split_k),
-            ("rs", c.raster),
-        ] {
-            if v == 0 {
-                return Err(fail(format!("{name} must be positive")));
-            }
+        if let Some(f) = c.zero_field() {
+            return Err(fail(format!("{} must be positive", f.key())));
         }
         if !c.block_m.is_multiple_of(c.warp_m) || !c.block_n.is_multiple_of(c.warp_n) {
             return Err(fail("the warp tile must divide the block tile".into()));
@@ -304,7 +290,7 @@ impl<'l> GemmPlan<'l> {
         }
         let wgmma = c.mma.is_wgmma();
         let math = if wgmma {
-            let in_flight = c.mma == crate::space::MmaPath::WgmmaInFlight;
+            let in_flight = c.mma == crate::config::MmaPath::WgmmaInFlight;
             let shape = fit::wgmma_fit(
                 arch,
                 dt,
@@ -344,8 +330,8 @@ impl<'l> GemmPlan<'l> {
                 tile_load(p, gemm, op, row_dim, rows, vec, c, threads, target)
                     .map_err(|r| fail(format!("{name}: {r}")))
             };
-        let a = load("vec_a", &gemm.a, Dim::M, c.block_m, c.vec_a)?;
-        let b = load("vec_b", &gemm.b, Dim::N, c.block_n, c.vec_b)?;
+        let a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
+        let b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
         let tile = |l: &TileLoad, name: &str| {
             let (line, lines) = if l.along_k {
                 (c.block_k, l.rows)

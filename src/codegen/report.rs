@@ -1,10 +1,49 @@
 //! A plain-text summary of what a compiled candidate will use on the GPU, for logs and the CLI.
 
 use super::Compiled;
+use serde::Serialize;
 use std::fmt::Write;
 
+/// How many of the instructions that tell the fast path from the slow one a PTX module holds:
+/// tensor-core instructions (`mma.sync` on sm_80+, `wgmma.mma_async` on sm_90a), their operand
+/// feeders (`ldmatrix`, `cp.async.*`), and plain global loads and stores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PtxCounts {
+    /// Size of the PTX text.
+    pub bytes: usize,
+    /// `mma.sync` instructions.
+    pub mma_sync: usize,
+    /// `wgmma.mma_async` instructions (Hopper warpgroup MMA).
+    pub wgmma: usize,
+    /// `ldmatrix` instructions.
+    pub ldmatrix: usize,
+    /// `cp.async.*` instructions (copies, commits and waits).
+    pub cp_async: usize,
+    /// `ld.global*` instructions.
+    pub ld_global: usize,
+    /// `st.global*` instructions.
+    pub st_global: usize,
+}
+
+impl PtxCounts {
+    /// Counts the instructions of one PTX module.
+    pub fn of(ptx: &str) -> PtxCounts {
+        let count = |pat: &str| ptx.matches(pat).count();
+        PtxCounts {
+            bytes: ptx.len(),
+            mma_sync: count("mma.sync"),
+            wgmma: count("wgmma.mma_async"),
+            ldmatrix: count("ldmatrix"),
+            cp_async: count("cp.async."),
+            ld_global: count("ld.global"),
+            st_global: count("st.global"),
+        }
+    }
+}
+
 /// One line per kernel (launch shape, shared memory; registers, scratch and spills on AMD) and,
-/// for PTX, how many tensor-core, `ldmatrix` and `cp.async` instructions it holds: enough to see
+/// for PTX, how many tensor-core (`mma.sync`, `wgmma`), `ldmatrix` and `cp.async` instructions it
+/// holds ([`PtxCounts`]): enough to see
 /// at a glance whether a candidate took the fast path or will spill.
 pub fn resource_report(c: &Compiled) -> String {
     let mut s = String::new();
@@ -37,16 +76,11 @@ pub fn resource_report(c: &Compiled) -> String {
         s.push('\n');
     }
     if let Some(ptx) = &c.ptx {
-        let count = |pat: &str| ptx.matches(pat).count();
+        let n = PtxCounts::of(ptx);
         let _ = writeln!(
             s,
-            "  ptx: {} bytes, mma.sync {}, ldmatrix {}, cp.async {}, ld.global {}, st.global {}",
-            ptx.len(),
-            count("mma.sync"),
-            count("ldmatrix"),
-            count("cp.async."),
-            count("ld.global"),
-            count("st.global")
+            "  ptx: {} bytes, mma.sync {}, wgmma {}, ldmatrix {}, cp.async {}, ld.global {}, st.global {}",
+            n.bytes, n.mma_sync, n.wgmma, n.ldmatrix, n.cp_async, n.ld_global, n.st_global
         );
     }
     if let Some(co) = &c.code_object {

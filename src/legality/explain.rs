@@ -2,8 +2,8 @@
 //! the numbers, so a user can see which knob to turn.
 
 use super::rules::{Checker, Rule};
+use crate::config::PerfConfig;
 use crate::lowering::Dim;
-use crate::space::PerfConfig;
 
 impl Checker {
     /// One line per rule, `ok` or `FAIL`, in evaluation order; a line per sub-GEMM's vector

@@ -26,12 +26,12 @@ mod rules;
 mod width;
 
 pub use rejection::{RejectReasonKind, Rejection};
-pub use rules::{Checker, OperandVector, Pruning, Resources, Rule, LEVEL_PARAMS};
+pub use rules::{Checker, OperandVector, Pruning, Resources, Rule};
 pub use width::{max_vector_width, vector_dim, VectorWidth};
 
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
-use crate::space::PerfConfig;
 
 /// Whether `cfg` can run every sub-GEMM of `lowering` on `arch`, and what it uses if so.
 pub fn check(lowering: &Lowering, cfg: &PerfConfig, arch: &Arch) -> Result<Resources, Rejection> {

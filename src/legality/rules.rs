@@ -5,9 +5,9 @@
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{fit, Arch, MathInstr};
+use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig};
 use crate::lowering::{Dim, Lowering};
 use crate::problem::{ConvProblem, Direction};
-use crate::space::{LdsLayout, PerfConfig};
 
 mod resources;
 
@@ -17,8 +17,8 @@ const ANALYSIS_CAP: u32 = 16;
 /// Registers every kernel spends on addresses, loop counters and bounds (estimate).
 const OVERHEAD_REGS: u32 = 40;
 
-/// One rule. Rules run in the order of [`Rule::ALL`]; [`Rule::level`] says which parameters
-/// they read (see [`LEVEL_PARAMS`]), and a rule reads no parameter of a later level.
+/// One rule. Rules run in the order of [`Rule::ALL`]; [`Rule::innermost`] says which parameters
+/// they read (see [`Field::level`]), and a rule reads no parameter of a later level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rule {
     /// No zero field (a hand-built config).
@@ -51,18 +51,6 @@ pub enum Rule {
     VectorC,
 }
 
-/// The parameters each level fixes, outermost loop first.
-pub const LEVEL_PARAMS: [&str; 8] = [
-    "bm, bn, wm, wn, mma",
-    "bk",
-    "st, lds",
-    "sk",
-    "rs",
-    "va",
-    "vb",
-    "vc",
-];
-
 impl Rule {
     /// All rules in evaluation order.
     pub const ALL: [Rule; 14] = [
@@ -82,20 +70,27 @@ impl Rule {
         Rule::VectorC,
     ];
 
-    /// Index into [`LEVEL_PARAMS`] of the innermost parameter the rule reads.
-    pub fn level(self) -> usize {
+    /// The parameter of the innermost enumeration loop that the rule reads: enumeration
+    /// evaluates the rule as soon as that loop fixes it.
+    pub fn innermost(self) -> Field {
         match self {
-            Rule::WarpTile | Rule::Threads | Rule::Space | Rule::OversizedMN => 0,
-            Rule::OversizedK | Rule::MmaShape | Rule::Registers => 1,
-            Rule::SharedMemory => 2,
-            Rule::SplitK => 3,
-            Rule::Raster => 4,
-            Rule::VectorA => 5,
-            Rule::VectorB => 6,
-            Rule::VectorC => 7,
+            Rule::WarpTile | Rule::OversizedMN => Field::WarpN,
+            Rule::Threads | Rule::Space => Field::Mma,
+            Rule::OversizedK | Rule::MmaShape | Rule::Registers => Field::BlockK,
+            Rule::SharedMemory => Field::Lds,
+            Rule::SplitK => Field::SplitK,
+            Rule::Raster => Field::Raster,
+            Rule::VectorA => Field::VecA,
+            Rule::VectorB => Field::VecB,
+            Rule::VectorC => Field::VecC,
             // Reads every field, but only ever fails on hand-built configs.
-            Rule::NonZero => 0,
+            Rule::NonZero => Field::BlockM,
         }
+    }
+
+    /// The loop level ([`Field::level`]) of [`Rule::innermost`].
+    pub fn level(self) -> usize {
+        self.innermost().level()
     }
 
     /// Short name for explanations.
@@ -129,9 +124,9 @@ pub struct Pruning {
     pub min_warps: u32,
     /// Most warps per block.
     pub max_warps: u32,
-    /// Smallest bm, bn, bk, rs of the space: a tile is oversized only above
-    /// max(next power of two of the GEMM length, this).
-    pub smallest: [u32; 4],
+    /// Smallest value (code) of each field in the space: a tile (bm, bn, bk) or raster group
+    /// is oversized only above max(next power of two of the GEMM length, this).
+    pub smallest: PerField<u32>,
 }
 
 /// How one operand of one sub-GEMM may be vectorized.
@@ -260,29 +255,24 @@ impl Checker {
     pub fn rule(&self, rule: Rule, cfg: &PerfConfig) -> Result<(), Rejection> {
         let arch = &self.arch;
         match rule {
-            Rule::NonZero => {
-                let fields = [
-                    ("bm", cfg.block_m),
-                    ("bn", cfg.block_n),
-                    ("bk", cfg.block_k),
-                    ("wm", cfg.warp_m),
-                    ("wn", cfg.warp_n),
-                    ("st", cfg.stages),
-                    ("va", cfg.vec_a),
-                    ("vb", cfg.vec_b),
-                    ("vc", cfg.vec_c),
-                    ("sk", cfg.split_k),
-                    ("rs", cfg.raster),
-                ];
-                match fields.iter().find(|(_, v)| *v == 0) {
-                    Some((param, _)) => Err(Rejection::ZeroField { param }),
-                    None => Ok(()),
-                }
-            }
+            Rule::NonZero => match cfg.zero_field() {
+                Some(f) => Err(Rejection::ZeroField { param: f.key() }),
+                None => Ok(()),
+            },
             Rule::WarpTile => {
                 for (wp, w, bp, b) in [
-                    ("wm", cfg.warp_m, "bm", cfg.block_m),
-                    ("wn", cfg.warp_n, "bn", cfg.block_n),
+                    (
+                        Field::WarpM.key(),
+                        cfg.warp_m,
+                        Field::BlockM.key(),
+                        cfg.block_m,
+                    ),
+                    (
+                        Field::WarpN.key(),
+                        cfg.warp_n,
+                        Field::BlockN.key(),
+                        cfg.block_n,
+                    ),
                 ] {
                     if w == 0 || b % w != 0 {
                         return Err(Rejection::WarpTile {
@@ -338,15 +328,16 @@ impl Checker {
                 let Some(pr) = &self.pruning else {
                     return Ok(());
                 };
-                let checks: &[(&'static str, u32, Dim, u32)] = if rule == Rule::OversizedMN {
+                let checks: &[(Field, u32, Dim)] = if rule == Rule::OversizedMN {
                     &[
-                        ("bm", cfg.block_m, Dim::M, pr.smallest[0]),
-                        ("bn", cfg.block_n, Dim::N, pr.smallest[1]),
+                        (Field::BlockM, cfg.block_m, Dim::M),
+                        (Field::BlockN, cfg.block_n, Dim::N),
                     ]
                 } else {
-                    &[("bk", cfg.block_k, Dim::K, pr.smallest[2])]
+                    &[(Field::BlockK, cfg.block_k, Dim::K)]
                 };
-                for &(param, block, dim, smallest) in checks {
+                for &(field, block, dim) in checks {
+                    let (param, smallest) = (field.key(), pr.smallest[field]);
                     let len = self.max_len[dim as usize];
                     let limit = round_up_pow2(len).max(smallest as u64);
                     if block as u64 > limit {
@@ -401,7 +392,7 @@ impl Checker {
                             .into(),
                     });
                 }
-                let in_flight = cfg.mma == crate::space::MmaPath::WgmmaInFlight;
+                let in_flight = cfg.mma == MmaPath::WgmmaInFlight;
                 if let Err(why) = fit::wgmma_pipeline(in_flight, cfg.stages) {
                     return Err(Rejection::Wgmma {
                         why: why.to_string(),
@@ -456,7 +447,7 @@ impl Checker {
                     return Ok(());
                 };
                 let grid_m = self.max_len[Dim::M as usize].div_ceil(cfg.block_m.max(1));
-                let limit = round_up_pow2(grid_m).max(pr.smallest[3] as u64);
+                let limit = round_up_pow2(grid_m).max(pr.smallest[Field::Raster] as u64);
                 if cfg.raster as u64 > limit {
                     return Err(Rejection::Raster {
                         raster: cfg.raster,
@@ -477,9 +468,9 @@ impl Checker {
 
     fn block_along(cfg: &PerfConfig, d: Dim) -> (&'static str, u32) {
         match d {
-            Dim::M => ("bm", cfg.block_m),
-            Dim::N => ("bn", cfg.block_n),
-            Dim::K => ("bk", cfg.block_k),
+            Dim::M => (Field::BlockM.key(), cfg.block_m),
+            Dim::N => (Field::BlockN.key(), cfg.block_n),
+            Dim::K => (Field::BlockK.key(), cfg.block_k),
             Dim::G => ("g", 1),
         }
     }

@@ -2,9 +2,9 @@
 
 use super::bruteforce::check_vector_access;
 use super::*;
+use crate::config::LdsLayout;
 use crate::lowering::{lower, Dim, Gemm, Operand};
 use crate::problem::{ConvProblem, DType, Direction};
-use crate::space::LdsLayout;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 

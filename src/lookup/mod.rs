@@ -18,12 +18,13 @@ mod quick;
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedDb};
 use crate::legality;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, PerfConfig, SearchSpace};
+use crate::space::{enumerate_lowered, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
 pub struct LegalityCheck;
@@ -80,6 +81,34 @@ pub fn find_config(
     find_config_in(problem, arch, layers, fingerprint)
 }
 
+/// [`find_config`] with the user database a compiler names: `user_db` (else `$CONVTUNE_DB`,
+/// else the XDG path, see [`db::user_db_path`]) over the system database unless
+/// `use_system` is false. A user database that does not exist is no layer; one that exists
+/// but does not load is an error, so a typo'd entry is not silently ignored. This is what
+/// `convtune lookup`, the C API and the Python package answer with.
+pub fn find_config_with_user_db(
+    problem: &ConvProblem,
+    arch: &Arch,
+    user_db: Option<&std::path::Path>,
+    use_system: bool,
+) -> Result<Found, LookupError> {
+    // No place for a user database (no home, no path given) is no layer, like a missing file.
+    let user = match db::user_db_path(user_db, arch.name) {
+        Ok(path) if path.exists() => Some(TunedDb::load(&path)?),
+        _ => None,
+    };
+    let system = if use_system {
+        db::system(arch.name)?
+    } else {
+        None
+    };
+    let layers = Layered {
+        system,
+        user: user.as_ref(),
+    };
+    find_config_in(problem, arch, layers, None)
+}
+
 /// [`find_config`] over explicit database layers (e.g. without the system database).
 pub fn find_config_in(
     problem: &ConvProblem,
@@ -87,7 +116,22 @@ pub fn find_config_in(
     layers: Layered<'_>,
     fingerprint: Option<&Fingerprint>,
 ) -> Result<Found, LookupError> {
-    let hit = layers.lookup(problem, arch.name, fingerprint, &LegalityCheck);
+    find_config_in_space(problem, arch, layers, fingerprint, None)
+}
+
+/// [`find_config_in`] restricted to a search space (`--space FILE`): a database or quick-list
+/// config outside it is passed over like an illegal one (the reason says so), and the heuristic
+/// picks among the space's candidates. A user who narrows the space (no split-K, fewer stages)
+/// means every answer, not only the guess, to stay inside it.
+pub fn find_config_in_space(
+    problem: &ConvProblem,
+    arch: &Arch,
+    layers: Layered<'_>,
+    fingerprint: Option<&Fingerprint>,
+    space: Option<&SearchSpace>,
+) -> Result<Found, LookupError> {
+    let check = SpaceCheck { space };
+    let hit = layers.lookup(problem, arch.name, fingerprint, &check);
     if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
         return Ok(Found {
             config: cfg,
@@ -96,22 +140,36 @@ pub fn find_config_in(
         });
     }
     let l = lower(problem);
+    let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
     for text in shipped_quick_list(arch.name).configs(problem.direction(), problem.dtype()) {
         let Ok(cfg) = text.parse::<PerfConfig>() else {
             continue;
         };
-        if legality::check(&l, &cfg, arch).is_ok() {
+        if in_space(&cfg) && legality::check(&l, &cfg, arch).is_ok() {
             return Ok(Found {
                 config: cfg,
                 source: Source::QuickList,
                 reason: format!(
-                    "{}; the first legal config of the shipped quick list",
-                    hit.reason
+                    "{}; the first legal config of the shipped quick list{}",
+                    hit.reason,
+                    if space.is_some() {
+                        " in the given space"
+                    } else {
+                        ""
+                    }
                 ),
             });
         }
     }
-    let config = heuristic(problem, arch).ok_or_else(|| LookupError::NoLegalConfig {
+    let default_space;
+    let space = match space {
+        Some(s) => s,
+        None => {
+            default_space = SearchSpace::default_for(arch);
+            &default_space
+        }
+    };
+    let config = heuristic_in(problem, arch, space).ok_or_else(|| LookupError::NoLegalConfig {
         problem: problem.key(),
         arch: arch.name.to_string(),
     })?;
@@ -122,10 +180,32 @@ pub fn find_config_in(
     })
 }
 
+/// Legality, and with a space, membership of it.
+struct SpaceCheck<'s> {
+    space: Option<&'s SearchSpace>,
+}
+
+impl ConfigCheck for SpaceCheck<'_> {
+    fn check(&self, problem: &ConvProblem, arch: &str, config: &str) -> Result<(), String> {
+        LegalityCheck.check(problem, arch, config)?;
+        match (self.space, config.parse::<PerfConfig>()) {
+            (Some(s), Ok(cfg)) if !s.contains(&cfg) => {
+                Err("outside the given search space".to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The cost model's first pick among the legal configs of the default space.
 pub fn heuristic(problem: &ConvProblem, arch: &Arch) -> Option<PerfConfig> {
+    heuristic_in(problem, arch, &SearchSpace::default_for(arch))
+}
+
+/// The cost model's first pick among the legal configs of `space`.
+pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Option<PerfConfig> {
     let l = lower(problem);
-    let e = enumerate_lowered(&l, arch, &SearchSpace::default_for(arch));
+    let e = enumerate_lowered(&l, arch, space);
     let ctx = SearchContext {
         lowering: &l,
         arch,

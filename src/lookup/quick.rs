@@ -87,7 +87,7 @@ mod tests {
             for e in &f.list {
                 assert_eq!(e.configs.len(), e.coverage.len());
                 for c in &e.configs {
-                    c.parse::<crate::space::PerfConfig>().unwrap();
+                    c.parse::<crate::config::PerfConfig>().unwrap();
                 }
             }
         }

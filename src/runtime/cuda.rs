@@ -17,8 +17,7 @@ use cudarc::driver::{
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-/// Bytes of dynamic shared memory a kernel may use without opting in.
-const DEFAULT_SHARED_LIMIT: u32 = 48 * 1024;
+use super::plan::SHARED_OPT_IN_ABOVE as DEFAULT_SHARED_LIMIT;
 /// Room for the PTX JIT's error log.
 const JIT_LOG_BYTES: usize = 16 * 1024;
 

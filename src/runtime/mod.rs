@@ -49,6 +49,6 @@ pub use error::RuntimeError;
 pub use fingerprint::Fingerprint;
 pub use measure::Measurer;
 pub use outcome::{Outcome, Timing};
-pub use plan::{KernelResources, Launch, LaunchPlan};
+pub use plan::{KernelResources, Launch, LaunchPlan, SHARED_OPT_IN_ABOVE};
 pub use serve::worker_main;
 pub use worker::{Worker, WorkerOptions};

@@ -9,6 +9,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Bytes of dynamic shared memory a CUDA kernel may use without opting in first
+/// (`cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`); launch manifests say which kernels
+/// need the opt-in by this limit.
+pub const SHARED_OPT_IN_ABOVE: u32 = 48 * 1024;
+
 /// One kernel launch of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {

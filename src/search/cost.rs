@@ -27,10 +27,10 @@
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{fit, Arch, MathKind};
+use crate::config::{LdsLayout, PerfConfig};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
 use crate::problem::DType;
-use crate::space::{LdsLayout, PerfConfig};
 
 /// The machine numbers the model needs for one element type, all read from the arch table
 /// ([`Arch::rates`] and its limits); a struct of its own so that tests and the synthetic GPU can

@@ -23,14 +23,31 @@
 //! candidates follow in model order, so with an unlimited budget this is exhaustive.
 
 use super::cost::{CostArch, CostModel};
-use super::lattice::{Lattice, NFIELDS};
+use super::lattice::Lattice;
 use super::rng::SplitMix64;
 use super::{Measured, SearchContext, Strategy};
+use crate::config::{Field, PerField};
 use std::collections::HashSet;
 
 /// Field pairs whose interaction the correction fits (besides every single field): block tile
 /// shape, warp tile shape, depth × pipeline, and the two load widths.
-const PAIRS: [(usize, usize); 4] = [(0, 1), (3, 4), (2, 5), (6, 7)];
+const PAIRS: [(Field, Field); 4] = [
+    (Field::BlockM, Field::BlockN),
+    (Field::WarpM, Field::WarpN),
+    (Field::BlockK, Field::Stages),
+    (Field::VecA, Field::VecB),
+];
+/// The fields that make a tile shape (the first batches take one config per shape).
+const SHAPE: [Field; 6] = [
+    Field::BlockM,
+    Field::BlockN,
+    Field::BlockK,
+    Field::WarpM,
+    Field::WarpN,
+    Field::SplitK,
+];
+/// Number of features: one per field (its value's level), then one per pair.
+const FEATURES: usize = Field::COUNT + PAIRS.len();
 /// Ridge strength: a field value's correction counts as if it had this many zero residuals.
 const SHRINK: f64 = 2.0;
 /// Log-time penalty per failed lattice neighbour, and its cap.
@@ -76,10 +93,10 @@ struct State {
     failure_seen: Vec<bool>,
     penalty: Vec<f64>,
     /// Proposals so far per field and value level (exploration bonus).
-    tried: Vec<Vec<u32>>,
+    tried: PerField<Vec<u32>>,
     /// Measurements counted so far, and (failures, measurements) per field and value level.
     counted: Vec<bool>,
-    outcomes: Vec<Vec<(u32, u32)>>,
+    outcomes: PerField<Vec<(u32, u32)>>,
     totals: (u32, u32),
 }
 
@@ -151,43 +168,42 @@ impl Guided {
             fit: Fit::default(),
             failure_seen: vec![false; n],
             penalty: vec![0.0; n],
-            tried: (0..NFIELDS).map(|f| vec![0; lattice.levels(f)]).collect(),
+            tried: PerField::from_fn(|f| vec![0; lattice.levels(f)]),
             counted: vec![false; n],
-            outcomes: (0..NFIELDS)
-                .map(|f| vec![(0, 0); lattice.levels(f)])
-                .collect(),
+            outcomes: PerField::from_fn(|f| vec![(0, 0); lattice.levels(f)]),
             totals: (0, 0),
             lattice,
         }
     }
 }
 
-/// The fields that make a tile shape: bm, bn, bk, wm, wn, sk.
-fn shape(p: &[u32; NFIELDS]) -> [u32; 6] {
-    [p[0], p[1], p[2], p[3], p[4], p[10]]
+/// The tile shape of a lattice point ([`SHAPE`]).
+fn shape(p: &PerField<u32>) -> [u32; 6] {
+    SHAPE.map(|f| p[f])
 }
 
 impl State {
-    /// Feature value ids of candidate `i`: one per field, then one per pair.
-    fn features(&self, i: usize) -> [usize; NFIELDS + PAIRS.len()] {
-        let mut out = [0usize; NFIELDS + PAIRS.len()];
-        for (f, slot) in out.iter_mut().enumerate().take(NFIELDS) {
-            *slot = self.lattice.level(i, f);
-        }
-        for (k, &(a, b)) in PAIRS.iter().enumerate() {
-            out[NFIELDS + k] =
-                self.lattice.level(i, a) * self.lattice.levels(b) + self.lattice.level(i, b);
+    /// Feature value ids of candidate `i`: one per field (in declaration order), then one per
+    /// pair.
+    fn features(&self, i: usize) -> [usize; FEATURES] {
+        let mut out = [0usize; FEATURES];
+        let fields = Field::ALL.map(|f| self.lattice.level(i, f));
+        let pairs = PAIRS.map(|(a, b)| {
+            self.lattice.level(i, a) * self.lattice.levels(b) + self.lattice.level(i, b)
+        });
+        for (slot, v) in out.iter_mut().zip(fields.into_iter().chain(pairs)) {
+            *slot = v;
         }
         out
     }
 
-    fn feature_sizes(&self) -> [usize; NFIELDS + PAIRS.len()] {
-        let mut out = [0usize; NFIELDS + PAIRS.len()];
-        for (f, slot) in out.iter_mut().enumerate().take(NFIELDS) {
-            *slot = self.lattice.levels(f).max(1);
-        }
-        for (k, &(a, b)) in PAIRS.iter().enumerate() {
-            out[NFIELDS + k] = (self.lattice.levels(a) * self.lattice.levels(b)).max(1);
+    /// How many values each feature of [`Self::features`] takes.
+    fn feature_sizes(&self) -> [usize; FEATURES] {
+        let mut out = [0usize; FEATURES];
+        let fields = Field::ALL.map(|f| self.lattice.levels(f).max(1));
+        let pairs = PAIRS.map(|(a, b)| (self.lattice.levels(a) * self.lattice.levels(b)).max(1));
+        for (slot, v) in out.iter_mut().zip(fields.into_iter().chain(pairs)) {
+            *slot = v;
         }
         out
     }
@@ -241,7 +257,7 @@ impl State {
             let fail = u32::from(m.time_us.is_none());
             self.totals.0 += fail;
             self.totals.1 += 1;
-            for f in 0..NFIELDS {
+            for f in Field::ALL {
                 let slot = &mut self.outcomes[f][self.lattice.level(m.index, f)];
                 slot.0 += fail;
                 slot.1 += 1;
@@ -270,14 +286,16 @@ impl State {
                             .map(|(f, &v)| self.fit.weights[f][v])
                             .sum::<f64>()
                 };
-                let rarest = (0..NFIELDS)
+                let rarest = Field::ALL
+                    .into_iter()
                     .map(|f| self.tried[f][self.lattice.level(i, f)])
                     .min()
                     .unwrap_or(0);
                 let bonus = EXPLORE / (1.0 + f64::from(rarest)).sqrt();
                 // Failure rate of the candidate's worst field value, shrunk towards the
                 // overall rate by two pseudo-measurements.
-                let worst = (0..NFIELDS)
+                let worst = Field::ALL
+                    .into_iter()
                     .map(|f| {
                         let (bad, all) = self.outcomes[f][self.lattice.level(i, f)];
                         (f64::from(bad) + 2.0 * base) / (f64::from(all) + 2.0)
@@ -321,7 +339,7 @@ impl State {
         if !self.proposed[i] {
             self.proposed[i] = true;
             self.shapes_seen.insert(shape(self.lattice.point(i)));
-            for f in 0..NFIELDS {
+            for f in Field::ALL {
                 self.tried[f][self.lattice.level(i, f)] += 1;
             }
             batch.push(i);

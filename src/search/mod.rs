@@ -32,7 +32,7 @@ pub use recording::{Prepared, RecordedCandidate, Recording, RecordingError};
 pub use replay::{efficiency, efficiency_all, replay, Efficiency, ReplayError};
 pub use report::{efficiency_table, percent_of_best, plot_convergence, plot_efficiencies};
 
-use crate::space::PerfConfig;
+use crate::config::PerfConfig;
 
 /// What one candidate measured: its time in µs, or `None` when it failed (any reason).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,8 +8,8 @@
 //! use. Ties go to the config that is fastest, summed over the problems it would newly cover.
 
 use super::recording::{Recording, RecordingError};
+use crate::config::PerfConfig;
 use crate::problem::{DType, Direction};
-use crate::space::PerfConfig;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 

@@ -12,9 +12,9 @@
 //! `synthetic: true`; reports and the CI test keep the two apart.
 
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use crate::lowering::{lower, Lowering};
 use crate::problem::ConvProblem;
-use crate::space::PerfConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -87,7 +87,7 @@ pub enum RecordingError {
         /// 0-based position in `candidates`.
         index: usize,
         /// The parse error.
-        source: crate::space::ConfigParseError,
+        source: crate::config::ConfigParseError,
     },
     /// The same config appears twice.
     #[error("recording of '{problem}': config {config} appears twice")]

@@ -10,13 +10,13 @@
 //! fail the way register-hungry or miscompiling configs do).
 
 use super::cost::{CostArch, CostModel};
-use super::lattice::fields;
 use super::recording::{RecordedCandidate, Recording};
 use super::rng::SplitMix64;
 use crate::arch::Arch;
+use crate::config::{Field, PerfConfig};
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
-use crate::space::{enumerate_legal, PerfConfig, SearchSpace};
+use crate::space::{enumerate_legal, SearchSpace};
 
 /// How far a synthetic GPU departs from the cost model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -93,7 +93,12 @@ fn hidden(seed: u64, key: &[u64]) -> f64 {
 }
 
 /// Pairs of fields whose interaction the synthetic GPU has and the guided strategy does not fit.
-const HIDDEN_PAIRS: [(usize, usize); 4] = [(2, 6), (4, 5), (10, 11), (0, 9)];
+const HIDDEN_PAIRS: [(Field, Field); 4] = [
+    (Field::BlockK, Field::VecA),
+    (Field::WarpN, Field::Stages),
+    (Field::SplitK, Field::Raster),
+    (Field::BlockM, Field::Lds),
+];
 
 /// A synthetic recording of `problem` on `arch` over `candidates` (see the module docs).
 pub fn recording(
@@ -120,11 +125,12 @@ pub fn recording(
     let candidates = candidates
         .iter()
         .map(|c| {
-            let f = fields(c);
+            // Keys hash each field's index in declaration order and its code.
+            let f = c.codes();
             let base = truth.estimate(c).time_us;
             let mut log = 0.0;
-            for (i, &v) in f.iter().enumerate() {
-                log += spec.field_sigma * hidden(s, &[1, i as u64, u64::from(v)]);
+            for (field, &v) in f.iter() {
+                log += spec.field_sigma * hidden(s, &[1, field as u64, u64::from(v)]);
             }
             for (a, b) in HIDDEN_PAIRS {
                 log += spec.pair_sigma
@@ -133,11 +139,14 @@ pub fn recording(
                         &[2, a as u64, b as u64, u64::from(f[a]), u64::from(f[b])],
                     );
             }
-            log += spec.rough_sigma * hidden(s, &f.map(u64::from));
+            log += spec.rough_sigma * hidden(s, &f.as_array().map(u64::from));
             log += spec.noise_sigma * noise.normal();
             // Regions that fail: the largest tiles with the deepest pipelines (register
             // pressure), and one (bk, vb) pair chosen by the seed (a miscompiling width).
-            let bad_pair = hidden(s, &[3, u64::from(f[2]), u64::from(f[7])]) > 1.6;
+            let bad_pair = hidden(
+                s,
+                &[3, u64::from(f[Field::BlockK]), u64::from(f[Field::VecB])],
+            ) > 1.6;
             let hungry = c.block_m * c.block_n >= 256 * 128 && c.stages == 4;
             let fails =
                 !base.is_finite() || bad_pair || hungry || noise.next_f64() < spec.fail_rate;

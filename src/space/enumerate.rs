@@ -1,16 +1,16 @@
 //! The legal candidates of a problem: the raw product of a search space filtered by the
 //! legality rules and the space's pruning rules, with a count of rejections per rule.
 //!
-//! Loops nest in the order of [`crate::legality::LEVEL_PARAMS`]; each rule is evaluated as
-//! soon as the loops that fix its parameters are entered, and a failure rejects the whole
+//! Loops nest by the fields' levels ([`Field::level`], in [`Field::ENUMERATION`] order); each
+//! rule is evaluated as soon as the loops that fix its parameters are entered, and a failure rejects the whole
 //! subtree below at once (counted by multiplying the inner list lengths). Rules run in the same
 //! order as [`crate::legality::check`], so each rejected point is counted under the rule that
 //! `check` would report for it.
 
-use super::config::PerfConfig;
 use super::space_file::SearchSpace;
 use crate::arch::Arch;
-use crate::legality::{Checker, RejectReasonKind, Rule, LEVEL_PARAMS};
+use crate::config::{Field, PerField, PerfConfig};
+use crate::legality::{Checker, RejectReasonKind, Rule};
 use crate::lowering::{lower, Lowering};
 use crate::problem::ConvProblem;
 use rand::{rngs::StdRng, SeedableRng};
@@ -27,18 +27,6 @@ pub struct Enumeration {
     pub rejected: BTreeMap<RejectReasonKind, u64>,
 }
 
-/// Which of the 13 enumeration-order indices (see [`SearchSpace::iter_raw`]) each level fixes.
-const LEVEL_INDICES: [&[usize]; 8] = [
-    &[0, 1, 2, 3, 4],
-    &[5],
-    &[6, 7],
-    &[8],
-    &[9],
-    &[10],
-    &[11],
-    &[12],
-];
-
 /// Enumerates the legal configs of a problem.
 pub fn enumerate_legal(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Enumeration {
     enumerate_lowered(&lower(problem), arch, space)
@@ -47,28 +35,31 @@ pub fn enumerate_legal(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) 
 /// [`enumerate_legal`] for a problem already lowered.
 pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
     let checker = Checker::new(lowering, arch).with_pruning(space.pruning());
-    let mut rules: [Vec<Rule>; 8] = Default::default();
+    let mut rules = vec![Vec::new(); Field::LEVELS];
     for r in Rule::ALL {
         rules[r.level()].push(r);
     }
-    debug_assert_eq!(LEVEL_PARAMS.len(), LEVEL_INDICES.len());
+    let levels: Vec<Vec<Field>> = (0..Field::LEVELS)
+        .map(|l| Field::at_level(l).collect())
+        .collect();
     let lens = space.lengths();
     // below[l]: raw points under one choice of level l's parameters.
-    let mut below = [1u64; 8];
-    for l in (0..7).rev() {
+    let mut below = vec![1u64; Field::LEVELS];
+    for l in (0..Field::LEVELS - 1).rev() {
         below[l] = below[l + 1]
-            * LEVEL_INDICES[l + 1]
+            * levels[l + 1]
                 .iter()
-                .map(|&i| lens[i] as u64)
+                .map(|&f| lens[f] as u64)
                 .product::<u64>();
     }
     let mut walk = Walk {
         space,
         checker: &checker,
         rules: &rules,
+        levels: &levels,
         lens,
         below,
-        ix: [0; 13],
+        ix: PerField::default(),
         out: Enumeration {
             legal: Vec::new(),
             raw: space.raw_size(),
@@ -84,37 +75,40 @@ pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) 
 struct Walk<'a> {
     space: &'a SearchSpace,
     checker: &'a Checker,
-    rules: &'a [Vec<Rule>; 8],
-    lens: [usize; 13],
-    below: [u64; 8],
-    ix: [usize; 13],
+    /// Rules by level.
+    rules: &'a [Vec<Rule>],
+    /// Fields by level, in nesting order.
+    levels: &'a [Vec<Field>],
+    lens: PerField<usize>,
+    below: Vec<u64>,
+    ix: PerField<usize>,
     out: Enumeration,
 }
 
 impl Walk<'_> {
     fn level(&mut self, level: usize) {
-        let idx = LEVEL_INDICES[level];
-        for &i in idx {
-            self.ix[i] = 0;
+        let fields = &self.levels[level];
+        for &f in fields {
+            self.ix[f] = 0;
         }
         'points: loop {
             // Fields of later levels hold their first values; no rule of this level reads them.
-            let cfg = self.space.at(&self.ix);
+            let cfg = self.space.params.pick(&self.ix);
             let failed = self.rules[level]
                 .iter()
                 .find_map(|&r| self.checker.rule(r, &cfg).err());
             match failed {
                 Some(rej) => *self.out.rejected.entry(rej.kind()).or_insert(0) += self.below[level],
-                None if level + 1 == LEVEL_INDICES.len() => self.out.legal.push(cfg),
+                None if level + 1 == self.levels.len() => self.out.legal.push(cfg),
                 None => self.level(level + 1),
             }
-            // Next point of this level's sub-product (last index fastest).
-            for &i in idx.iter().rev() {
-                self.ix[i] += 1;
-                if self.ix[i] < self.lens[i] {
+            // Next point of this level's sub-product (last field fastest).
+            for &f in fields.iter().rev() {
+                self.ix[f] += 1;
+                if self.ix[f] < self.lens[f] {
                     continue 'points;
                 }
-                self.ix[i] = 0;
+                self.ix[f] = 0;
             }
             break;
         }
@@ -152,13 +146,13 @@ mod tests {
     /// A smaller space so the brute-force comparison stays quick in debug builds.
     fn small_space(arch: &Arch) -> SearchSpace {
         let mut s = SearchSpace::default_for(arch);
-        s.block_m = vec![32, 64, 256];
-        s.block_n = vec![32, 128];
-        s.warp_m = vec![16, 32, 64];
-        s.warp_n = vec![16, 64];
-        s.stages = vec![1, 4];
-        s.split_k = vec![1, 4];
-        s.raster = vec![1, 8];
+        s.params.block_m = vec![32, 64, 256];
+        s.params.block_n = vec![32, 128];
+        s.params.warp_m = vec![16, 32, 64];
+        s.params.warp_n = vec![16, 64];
+        s.params.stages = vec![1, 4];
+        s.params.split_k = vec![1, 4];
+        s.params.raster = vec![1, 8];
         s
     }
 
@@ -210,6 +204,7 @@ mod tests {
     fn rule_order_follows_loop_levels() {
         let levels: Vec<usize> = Rule::ALL.iter().map(|r| r.level()).collect();
         assert!(levels.windows(2).all(|w| w[0] <= w[1]), "{levels:?}");
+        assert!(levels.iter().all(|&l| l < Field::LEVELS), "{levels:?}");
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! The search space: tuning parameters, their values per arch family (`search-spaces/*.toml`),
-//! and enumeration of the legal candidates of a problem.
+//! The search space: the values each tuning parameter takes per arch family
+//! (`search-spaces/*.toml`), and enumeration of the legal candidates of a problem.
 
-mod config;
 mod enumerate;
 mod space_file;
 
-pub use config::{ConfigParseError, LdsLayout, MmaPath, PerfConfig, FIELDS};
+/// Re-exported from [`crate::config`], where they now live, so that code written against the
+/// old paths still builds while parallel branches merge; new code imports `crate::config`.
+pub use crate::config::{ConfigParseError, LdsLayout, MmaPath, PerfConfig};
 pub use enumerate::{enumerate_legal, enumerate_lowered, sample_legal, Enumeration};
 pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError, MAX_RAW_POINTS};

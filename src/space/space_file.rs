@@ -2,10 +2,13 @@
 //! TOML that a user can copy and narrow (`--space FILE`). The defaults for each vendor are
 //! embedded in the binary from `search-spaces/`.
 
-use super::config::{LdsLayout, MmaPath, PerfConfig};
 use crate::arch::{Arch, Vendor};
+use crate::config::{Domain, Field, FieldLists, PerField, PerfConfig};
 use crate::legality::Pruning;
-use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -84,23 +87,122 @@ struct FileRepr {
     constraints: ConstraintsRepr,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ParamsRepr {
-    block_m: Spanned<Vec<u32>>,
-    block_n: Spanned<Vec<u32>>,
-    block_k: Spanned<Vec<u32>>,
-    warp_m: Spanned<Vec<u32>>,
-    warp_n: Spanned<Vec<u32>>,
-    stages: Spanned<Vec<u32>>,
-    vec_a: Spanned<Vec<u32>>,
-    vec_b: Spanned<Vec<u32>>,
-    vec_c: Spanned<Vec<u32>>,
-    lds: Spanned<Vec<String>>,
-    split_k: Spanned<Vec<u32>>,
-    raster: Spanned<Vec<u32>>,
-    #[serde(default)]
-    mma: Option<Spanned<Vec<String>>>,
+/// The `[params]` table: one list per field, under the field's [`Field::name`]; integers or
+/// names as the field's [`Domain`] says. Read like a derived struct with unknown keys denied,
+/// so errors name the key the way serde's would.
+struct ParamsRepr(PerField<Option<(Range<usize>, ListRepr)>>);
+
+/// One field's list as written.
+enum ListRepr {
+    Numbers(Vec<u32>),
+    Names(Vec<String>),
+}
+
+/// A `[params]` key: a field's name.
+struct ParamKey(Field);
+
+impl<'de> Deserialize<'de> for ParamKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = ParamKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tuning parameter name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ParamKey, E> {
+                Field::from_name(v)
+                    .map(ParamKey)
+                    .ok_or_else(|| E::unknown_field(v, &Field::NAMES))
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for ParamsRepr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TableVisitor;
+        impl<'de> Visitor<'de> for TableVisitor {
+            type Value = ParamsRepr;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of tuning parameter lists")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamsRepr, A::Error> {
+                let mut lists: PerField<Option<(Range<usize>, ListRepr)>> = PerField::default();
+                while let Some(ParamKey(f)) = map.next_key()? {
+                    if lists[f].is_some() {
+                        return Err(de::Error::duplicate_field(f.name()));
+                    }
+                    lists[f] = Some(if f.domain().is_number() {
+                        let v: Spanned<Vec<u32>> = map.next_value()?;
+                        (v.span(), ListRepr::Numbers(v.into_inner()))
+                    } else {
+                        let v: Spanned<Vec<String>> = map.next_value()?;
+                        (v.span(), ListRepr::Names(v.into_inner()))
+                    });
+                }
+                // A field that a later version added may be missing: older files stand for
+                // its default.
+                match Field::ALL
+                    .into_iter()
+                    .find(|&f| lists[f].is_none() && f.default_code().is_none())
+                {
+                    Some(f) => Err(de::Error::missing_field(f.name())),
+                    None => Ok(ParamsRepr(lists)),
+                }
+            }
+        }
+        d.deserialize_struct("ParamsRepr", &Field::NAMES, TableVisitor)
+    }
+}
+
+/// The codes of a field's list as written, or why the list is unusable.
+fn check_list(domain: Domain, list: &ListRepr) -> Result<Vec<u32>, String> {
+    let mut codes = Vec::new();
+    match (domain, list) {
+        (Domain::Named(names), ListRepr::Names(written)) => {
+            for name in written {
+                let code = names
+                    .iter()
+                    .position(|n| n == name)
+                    .ok_or_else(|| format!("'{name}' is not {}", alternatives(names)))?
+                    as u32;
+                if codes.contains(&code) {
+                    return Err(format!("'{name}' is listed twice"));
+                }
+                codes.push(code);
+            }
+        }
+        (_, ListRepr::Numbers(values)) => {
+            for &x in values {
+                if x == 0 || x > MAX_VALUE {
+                    return Err(format!("value {x} is outside 1..={MAX_VALUE}"));
+                }
+                if domain == Domain::PowerOfTwo && !x.is_power_of_two() {
+                    return Err(format!("value {x} is not a power of two"));
+                }
+                if codes.contains(&x) {
+                    return Err(format!("value {x} is listed twice"));
+                }
+                codes.push(x);
+            }
+        }
+        (_, ListRepr::Names(_)) => return Err("expected a list of integers".into()),
+    }
+    if codes.is_empty() {
+        return Err("the list is empty".into());
+    }
+    Ok(codes)
+}
+
+/// `'a', 'b' or 'c'`.
+fn alternatives(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -139,32 +241,8 @@ pub struct SearchSpace {
     pub name: String,
     /// The vendor the space was written for, if it says.
     pub vendor: Option<Vendor>,
-    /// Block tile rows.
-    pub block_m: Vec<u32>,
-    /// Block tile columns.
-    pub block_n: Vec<u32>,
-    /// K step.
-    pub block_k: Vec<u32>,
-    /// Warp tile rows.
-    pub warp_m: Vec<u32>,
-    /// Warp tile columns.
-    pub warp_n: Vec<u32>,
-    /// Pipeline stages.
-    pub stages: Vec<u32>,
-    /// A load widths.
-    pub vec_a: Vec<u32>,
-    /// B load widths.
-    pub vec_b: Vec<u32>,
-    /// C store widths.
-    pub vec_c: Vec<u32>,
-    /// Shared-memory layouts.
-    pub lds: Vec<LdsLayout>,
-    /// Split-K factors.
-    pub split_k: Vec<u32>,
-    /// Raster group sizes.
-    pub raster: Vec<u32>,
-    /// Matrix instruction paths (`mma = ["sync", "wg"]`; `["sync"]` when the file has no key).
-    pub mma: Vec<MmaPath>,
+    /// The candidate values of every field (`mma = ["sync"]` when the file has no key).
+    pub params: FieldLists,
     /// Limits.
     pub constraints: Constraints,
 }
@@ -231,75 +309,23 @@ impl SearchSpace {
                 }
             }),
         };
-        let p = &repr.params;
-        let list = |key: &'static str, v: &Spanned<Vec<u32>>, pow2: bool| {
-            let values = v.get_ref();
-            let err = |why: String| Err(invalid(key, v.span(), why));
-            if values.is_empty() {
-                return err("the list is empty".into());
-            }
-            for (i, &x) in values.iter().enumerate() {
-                if x == 0 || x > MAX_VALUE {
-                    return err(format!("value {x} is outside 1..={MAX_VALUE}"));
-                }
-                if pow2 && !x.is_power_of_two() {
-                    return err(format!("value {x} is not a power of two"));
-                }
-                if values[..i].contains(&x) {
-                    return err(format!("value {x} is listed twice"));
-                }
-            }
-            Ok(values.clone())
-        };
-        let mut lds = Vec::new();
-        for name in p.lds.get_ref() {
-            let l = match name.as_str() {
-                "pad" => LdsLayout::Padded,
-                "swz" => LdsLayout::Swizzled,
-                other => {
-                    return Err(invalid(
-                        "lds",
-                        p.lds.span(),
-                        format!("'{other}' is not 'pad' or 'swz'"),
-                    ))
-                }
+        let mut params = FieldLists::default();
+        for (f, list) in repr.params.0.iter() {
+            let (span, codes) = match list {
+                Some((span, list)) => (
+                    span.clone(),
+                    check_list(f.domain(), list)
+                        .map_err(|why| invalid(f.name(), span.clone(), why))?,
+                ),
+                // Absent: a field a later version added (see ParamsRepr).
+                None => (0..0, f.default_code().into_iter().collect()),
             };
-            if lds.contains(&l) {
+            if !params.set_codes(f, &codes) {
                 return Err(invalid(
-                    "lds",
-                    p.lds.span(),
-                    format!("'{name}' is listed twice"),
+                    f.name(),
+                    span,
+                    "a value outside the field's domain".into(),
                 ));
-            }
-            lds.push(l);
-        }
-        if lds.is_empty() {
-            return Err(invalid("lds", p.lds.span(), "the list is empty".into()));
-        }
-        let mut mma = Vec::new();
-        match &p.mma {
-            None => mma.push(MmaPath::Sync),
-            Some(list) => {
-                for name in list.get_ref() {
-                    let m = MmaPath::from_name(name).ok_or_else(|| {
-                        invalid(
-                            "mma",
-                            list.span(),
-                            format!("'{name}' is not 'sync', 'wg' or 'wg1'"),
-                        )
-                    })?;
-                    if mma.contains(&m) {
-                        return Err(invalid(
-                            "mma",
-                            list.span(),
-                            format!("'{name}' is listed twice"),
-                        ));
-                    }
-                    mma.push(m);
-                }
-                if mma.is_empty() {
-                    return Err(invalid("mma", list.span(), "the list is empty".into()));
-                }
             }
         }
         let c = &repr.constraints;
@@ -340,19 +366,7 @@ impl SearchSpace {
         let space = SearchSpace {
             name: repr.name.clone(),
             vendor,
-            block_m: list("block_m", &p.block_m, false)?,
-            block_n: list("block_n", &p.block_n, false)?,
-            block_k: list("block_k", &p.block_k, false)?,
-            warp_m: list("warp_m", &p.warp_m, false)?,
-            warp_n: list("warp_n", &p.warp_n, false)?,
-            stages: list("stages", &p.stages, false)?,
-            vec_a: list("vec_a", &p.vec_a, true)?,
-            vec_b: list("vec_b", &p.vec_b, true)?,
-            vec_c: list("vec_c", &p.vec_c, true)?,
-            lds,
-            split_k: list("split_k", &p.split_k, false)?,
-            raster: list("raster", &p.raster, false)?,
-            mma,
+            params,
             constraints,
         };
         // Each list is capped, their product is not: bound it before anything enumerates it.
@@ -365,7 +379,11 @@ impl SearchSpace {
             };
             return Err(invalid(
                 "params",
-                p.block_m.span(),
+                repr.params
+                    .0
+                    .iter()
+                    .find_map(|(_, l)| l.as_ref().map(|(span, _)| span.clone()))
+                    .unwrap_or(0..0),
                 format!("the lists multiply to {shown} raw points; at most {MAX_RAW_POINTS}"),
             ));
         }
@@ -389,97 +407,48 @@ impl SearchSpace {
     /// fit; a loaded space has at most [`MAX_RAW_POINTS`]).
     pub fn raw_size(&self) -> u64 {
         self.lengths()
+            .as_array()
             .iter()
             .try_fold(1u64, |acc, &l| acc.checked_mul(l as u64))
             .unwrap_or(u64::MAX)
     }
 
-    /// List lengths in enumeration order (see [`RawIter`]).
-    pub(super) fn lengths(&self) -> [usize; 13] {
-        [
-            self.block_m.len(),
-            self.block_n.len(),
-            self.warp_m.len(),
-            self.warp_n.len(),
-            self.mma.len(),
-            self.block_k.len(),
-            self.stages.len(),
-            self.lds.len(),
-            self.split_k.len(),
-            self.raster.len(),
-            self.vec_a.len(),
-            self.vec_b.len(),
-            self.vec_c.len(),
-        ]
-    }
-
-    /// The config at list indices `ix` (enumeration order).
-    pub(super) fn at(&self, ix: &[usize; 13]) -> PerfConfig {
-        PerfConfig {
-            block_m: self.block_m[ix[0]],
-            block_n: self.block_n[ix[1]],
-            warp_m: self.warp_m[ix[2]],
-            warp_n: self.warp_n[ix[3]],
-            mma: self.mma[ix[4]],
-            block_k: self.block_k[ix[5]],
-            stages: self.stages[ix[6]],
-            lds: self.lds[ix[7]],
-            split_k: self.split_k[ix[8]],
-            raster: self.raster[ix[9]],
-            vec_a: self.vec_a[ix[10]],
-            vec_b: self.vec_b[ix[11]],
-            vec_c: self.vec_c[ix[12]],
-        }
+    /// List length of every field.
+    pub(super) fn lengths(&self) -> PerField<usize> {
+        PerField::from_fn(|f| self.params.len(f))
     }
 
     /// Every point of the raw product, in the order [`super::enumerate_legal`] lists legal ones.
     pub fn iter_raw(&self) -> RawIter<'_> {
         RawIter {
             space: self,
-            ix: [0; 13],
+            ix: PerField::default(),
+            lens: self.lengths(),
             done: self.raw_size() == 0,
         }
     }
 
     /// Whether every field of `cfg` is one of this space's values.
     pub fn contains(&self, cfg: &PerfConfig) -> bool {
-        self.block_m.contains(&cfg.block_m)
-            && self.block_n.contains(&cfg.block_n)
-            && self.block_k.contains(&cfg.block_k)
-            && self.warp_m.contains(&cfg.warp_m)
-            && self.warp_n.contains(&cfg.warp_n)
-            && self.stages.contains(&cfg.stages)
-            && self.vec_a.contains(&cfg.vec_a)
-            && self.vec_b.contains(&cfg.vec_b)
-            && self.vec_c.contains(&cfg.vec_c)
-            && self.lds.contains(&cfg.lds)
-            && self.split_k.contains(&cfg.split_k)
-            && self.raster.contains(&cfg.raster)
-            && self.mma.contains(&cfg.mma)
+        self.params.contains(cfg)
     }
 
     /// The pruning rules this space adds to legality.
     pub fn pruning(&self) -> Pruning {
-        let min = |v: &[u32]| v.iter().copied().min().unwrap_or(1);
         Pruning {
             max_threads: self.constraints.max_threads,
             min_warps: self.constraints.min_warps,
             max_warps: self.constraints.max_warps,
-            smallest: [
-                min(&self.block_m),
-                min(&self.block_n),
-                min(&self.block_k),
-                min(&self.raster),
-            ],
+            smallest: PerField::from_fn(|f| self.params.codes(f).into_iter().min().unwrap_or(1)),
         }
     }
 }
 
-/// Iterates the raw product with the last field (`vc`) fastest; loop order
-/// bm, bn, wm, wn, mma, bk, st, lds, sk, rs, va, vb, vc.
+/// Iterates the raw product in [`Field::ENUMERATION`] order, the last field (`vc`) fastest.
 pub struct RawIter<'a> {
     space: &'a SearchSpace,
-    ix: [usize; 13],
+    ix: PerField<usize>,
+    lens: PerField<usize>,
     done: bool,
 }
 
@@ -489,20 +458,15 @@ impl Iterator for RawIter<'_> {
         if self.done {
             return None;
         }
-        let cfg = self.space.at(&self.ix);
-        let lens = self.space.lengths();
-        let mut i = 13;
-        loop {
-            if i == 0 {
-                self.done = true;
+        let cfg = self.space.params.pick(&self.ix);
+        self.done = true;
+        for f in Field::ENUMERATION.into_iter().rev() {
+            self.ix[f] += 1;
+            if self.ix[f] < self.lens[f] {
+                self.done = false;
                 break;
             }
-            i -= 1;
-            self.ix[i] += 1;
-            if self.ix[i] < lens[i] {
-                break;
-            }
-            self.ix[i] = 0;
+            self.ix[f] = 0;
         }
         Some(cfg)
     }
@@ -520,7 +484,7 @@ mod tests {
             // NVIDIA lists three matrix paths (mma = ["sync", "wg", "wg1"]), 16-wide block
             // tiles, the wgmma tile width 256 and split-K to 64; AMD only sync.
             let nv = arch.vendor == Vendor::Nvidia;
-            let paths = s.mma.len() as u64;
+            let paths = s.params.mma.len() as u64;
             assert_eq!(paths, if nv { 3 } else { 1 });
             let (blocks, warp_n, split_k) = if nv { (5, 5, 7) } else { (4, 4, 4) };
             assert_eq!(
@@ -534,9 +498,9 @@ mod tests {
     #[test]
     fn raw_iterator_covers_the_product_once() {
         let mut s = SearchSpace::default_for(&Arch::SM_90);
-        s.block_m = vec![32, 64];
-        s.warp_n = vec![16];
-        s.vec_b = vec![1, 2, 4];
+        s.params.block_m = vec![32, 64];
+        s.params.warp_n = vec![16];
+        s.params.vec_b = vec![1, 2, 4];
         let all: Vec<_> = s.iter_raw().collect();
         assert_eq!(all.len() as u64, s.raw_size());
         let set: std::collections::BTreeSet<_> = all.iter().collect();
@@ -603,7 +567,7 @@ mod tests {
         let text = AMD_TOML.replace("block_m = [32, 64, 128, 256]", "block_m = [128]");
         std::fs::write(&path, text).unwrap();
         let s = SearchSpace::load(&path).unwrap();
-        assert_eq!(s.block_m, [128]);
+        assert_eq!(s.params.block_m, [128]);
         assert_eq!(
             s.raw_size() * 4,
             SearchSpace::default_for(&Arch::GFX90A).raw_size()
@@ -634,12 +598,12 @@ mod tests {
         }
         assert!(err(&t).contains("more than 2^64 raw points"), "{}", err(&t));
         let mut s = SearchSpace::default_for(&Arch::SM_90);
-        s.split_k = (1..=4096).collect();
-        s.block_m = (1..=4096).collect();
-        s.block_n = (1..=4096).collect();
-        s.warp_m = (1..=4096).collect();
-        s.warp_n = (1..=4096).collect();
-        s.block_k = (1..=4096).collect();
+        s.params.split_k = (1..=4096).collect();
+        s.params.block_m = (1..=4096).collect();
+        s.params.block_n = (1..=4096).collect();
+        s.params.warp_m = (1..=4096).collect();
+        s.params.warp_n = (1..=4096).collect();
+        s.params.block_k = (1..=4096).collect();
         assert_eq!(s.raw_size(), u64::MAX);
     }
 

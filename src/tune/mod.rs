@@ -31,9 +31,9 @@ pub use report::{
 };
 pub use report_file::{write_report_file, ReportFileError, ReportRow};
 
+use crate::config::PerfConfig;
 use crate::runtime::{LaunchPlan, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
-use crate::space::PerfConfig;
 use progress::Progress;
 use rayon::prelude::*;
 use std::sync::mpsc;

@@ -4,11 +4,11 @@
 use super::TuneOptions;
 use crate::arch::Arch;
 use crate::codegen::{self, CodegenError, Compiled, Target};
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::runtime::{Launch, LaunchPlan};
 use crate::search::{SearchContext, Strategy};
-use crate::space::PerfConfig;
 use rayon::prelude::*;
 
 /// The code generator's target for an arch (compiling checks that the kernels can run on it).

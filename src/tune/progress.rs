@@ -1,7 +1,7 @@
 //! The progress line of a tuning run: candidates compiled and timed, failures, best so far, ETA.
 
+use crate::config::PerfConfig;
 use crate::runtime::Outcome;
-use crate::space::PerfConfig;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Counters behind the progress bar (kept even when nothing is drawn).

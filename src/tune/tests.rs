@@ -1,10 +1,10 @@
 //! The tuning loop against a fake device: budgets, failures, resume.
 
 use super::*;
+use crate::config::LdsLayout;
 use crate::lowering::lower;
 use crate::runtime::{Launch, Timing};
 use crate::search::Exhaustive;
-use crate::space::LdsLayout;
 use std::collections::HashMap;
 
 fn configs(n: u32) -> Vec<PerfConfig> {
@@ -22,7 +22,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             lds: LdsLayout::Padded,
             split_k: 1,
             raster: 1,
-            mma: crate::space::MmaPath::Sync,
+            mma: crate::config::MmaPath::Sync,
         })
         .collect()
 }

@@ -9,7 +9,7 @@ pub fn problem(line: &str) -> ConvProblem {
     line.parse().unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
-pub fn cfg(s: &str) -> convtune::space::PerfConfig {
+pub fn cfg(s: &str) -> convtune::config::PerfConfig {
     s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
 }
 

@@ -27,9 +27,9 @@ mod wgmma;
 
 use super::compile::{self, guarded, Job, Launches};
 use super::{machine, CodegenError, Kernel, Target};
+use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
-use crate::space::PerfConfig;
 use inkwell::context::Context;
 use inkwell::OptimizationLevel;
 use runtime::{Block, Thread, Violations};

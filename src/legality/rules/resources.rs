@@ -3,7 +3,7 @@
 
 use super::Checker;
 use crate::arch::{fit, MathInstr, MathKind};
-use crate::space::{LdsLayout, MmaPath, PerfConfig};
+use crate::config::{LdsLayout, MmaPath, PerfConfig};
 
 impl Checker {
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {

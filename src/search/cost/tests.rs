@@ -17,7 +17,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         lds: LdsLayout::Swizzled,
         split_k: sk,
         raster: 1,
-        mma: crate::space::MmaPath::Sync,
+        mma: crate::config::MmaPath::Sync,
     }
 }
 
@@ -144,7 +144,7 @@ fn wgmma_beats_mma_sync_at_equal_tile_on_hopper_only() {
     let a = h200();
     let sync = cfg(128, 64, 64, 64, 64, 1);
     let wg = PerfConfig {
-        mma: crate::space::MmaPath::Wgmma,
+        mma: crate::config::MmaPath::Wgmma,
         ..sync
     };
     let (s, w) = (estimate(&l, &sync, &a), estimate(&l, &wg, &a));
@@ -183,7 +183,7 @@ fn im2col_replicas_are_not_unique_dram_traffic() {
 
 #[test]
 fn a_group_in_flight_costs_one_tile_of_copy_lookahead() {
-    use crate::space::MmaPath::{Wgmma, WgmmaInFlight};
+    use crate::config::MmaPath::{Wgmma, WgmmaInFlight};
     let a = h200();
     let l =
         lowered("convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");

@@ -1,8 +1,8 @@
 use super::*;
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use crate::lowering::{lower, Lowering};
 use crate::search::synthetic::candidates;
-use crate::space::PerfConfig;
 
 fn setup() -> (Lowering, Vec<PerfConfig>) {
     let p = "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
@@ -25,10 +25,7 @@ fn first_batch_spreads_over_tile_shapes() {
     let (l, c) = setup();
     let batch = Guided::new(0).next_batch(&ctx(&l, &c), &[], 32);
     assert_eq!(batch.len(), 32);
-    let shapes: HashSet<[u32; 6]> = batch
-        .iter()
-        .map(|&i| shape(&super::super::lattice::fields(&c[i])))
-        .collect();
+    let shapes: HashSet<[u32; 6]> = batch.iter().map(|&i| shape(&c[i].codes())).collect();
     assert_eq!(shapes.len(), 32, "one config per tile shape");
 }
 
@@ -53,7 +50,7 @@ fn measurements_and_failures_steer_later_batches() {
     let truth = |i: usize| {
         let cfg = &c[i];
         (cfg.block_k != 32).then(|| {
-            let pad = cfg.lds == crate::space::LdsLayout::Padded;
+            let pad = cfg.lds == crate::config::LdsLayout::Padded;
             model.estimate(cfg).time_us * if pad { 1.0 / 3.0 } else { 1.0 }
         })
     };
@@ -74,7 +71,7 @@ fn measurements_and_failures_steer_later_batches() {
         pending = b.clone();
         last = b;
     }
-    let pad = |p: &PerfConfig| p.lds == crate::space::LdsLayout::Padded;
+    let pad = |p: &PerfConfig| p.lds == crate::config::LdsLayout::Padded;
     let bk32 = |p: &PerfConfig| p.block_k == 32;
     assert!(
         share(&last, &pad) > share(&first, &pad) + 0.3,

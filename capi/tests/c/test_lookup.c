@@ -1,0 +1,157 @@
+/* The C API as a C compiler sees it: compiled with the system cc against include/convtune.h
+ * and linked against libconvtune_c (capi/tests/run-c-test.sh builds and runs it in CI). */
+#include "convtune.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        if (cond) {                                                      \
+            passed++;                                                    \
+        } else {                                                         \
+            failed++;                                                    \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fprintf(stderr, "\n");                                       \
+        }                                                                \
+    } while (0)
+
+/* The user database of the environment must not change what this test sees. */
+static const char *NO_USER_DB = "/nonexistent/convtune-c-test.toml";
+
+static const char *SEED_003 =
+    "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 "
+    "-F 2 --layout NHWC";
+static const char *SEED_003_CONFIG =
+    "v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg";
+
+static convtune_problem seed_003(const char *layout) {
+    convtune_problem p;
+    memset(&p, 0, sizeof p);
+    p.direction = CONVTUNE_BWD_DATA;
+    p.dtype = CONVTUNE_BF16;
+    p.n = 16; p.c = 2048; p.h = 1; p.w = 512; p.k = 2048; p.y = 1; p.x = 2;
+    p.stride_h = 1; p.stride_w = 2; p.dilation_h = 1; p.dilation_w = 1; p.groups = 1;
+    p.layout = layout;
+    return p;
+}
+
+static void abi_matches(void) {
+    size_t problem_size = 0, config_size = 0;
+    int version = convtune_abi_sizes(&problem_size, &config_size);
+    CHECK(version == CONVTUNE_ABI_VERSION, "library ABI %d, header %d", version,
+          CONVTUNE_ABI_VERSION);
+    CHECK(problem_size == sizeof(convtune_problem), "library %zu, header %zu", problem_size,
+          sizeof(convtune_problem));
+    CHECK(config_size == sizeof(convtune_config), "library %zu, header %zu", config_size,
+          sizeof(convtune_config));
+    CHECK(strlen(convtune_version()) > 0, "empty version");
+}
+
+static void seed_003_is_found_exactly(void) {
+    convtune_config from_str, from_struct;
+    int rc = convtune_lookup_str(SEED_003, "sm_90", NO_USER_DB, &from_str);
+    CHECK(rc == CONVTUNE_OK, "rc %d: %s", rc, convtune_last_error());
+    CHECK(from_str.source == CONVTUNE_SOURCE_EXACT, "source %d: %s", from_str.source,
+          from_str.reason);
+    CHECK(strcmp(from_str.config, SEED_003_CONFIG) == 0, "config %s", from_str.config);
+    CHECK(from_str.block_m == 128 && from_str.block_n == 128 && from_str.block_k == 64,
+          "block %u %u %u", from_str.block_m, from_str.block_n, from_str.block_k);
+    CHECK(from_str.warp_m == 64 && from_str.warp_n == 128 && from_str.stages == 3,
+          "warp %u %u stages %u", from_str.warp_m, from_str.warp_n, from_str.stages);
+    CHECK(from_str.vec_a == 8 && from_str.vec_b == 8 && from_str.vec_c == 8, "vectors");
+    CHECK(from_str.lds == CONVTUNE_LDS_SWIZZLED && from_str.split_k == 1 &&
+              from_str.raster == 8 && from_str.mma == CONVTUNE_MMA_WGMMA,
+          "lds %d sk %u rs %u mma %d", from_str.lds, from_str.split_k, from_str.raster,
+          from_str.mma);
+    CHECK(strstr(from_str.problem_key, "-I NHWGC -f GKYXC -O NHWGC") != NULL, "key %s",
+          from_str.problem_key);
+    CHECK(from_str.nearest_key[0] == '\0', "nearest key %s", from_str.nearest_key);
+
+    /* The struct, in the short spelling and in the canonical one: one entry. */
+    const char *spellings[] = {"NHWC", "NHWGC", "nhwgc"};
+    for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+        convtune_problem p = seed_003(spellings[i]);
+        rc = convtune_lookup(&p, "sm_90", NO_USER_DB, &from_struct);
+        CHECK(rc == CONVTUNE_OK, "%s: rc %d: %s", spellings[i], rc, convtune_last_error());
+        CHECK(from_struct.source == CONVTUNE_SOURCE_EXACT, "%s: source %d", spellings[i],
+              from_struct.source);
+        CHECK(strcmp(from_struct.config, SEED_003_CONFIG) == 0, "%s: config %s", spellings[i],
+              from_struct.config);
+        CHECK(strcmp(from_struct.problem_key, from_str.problem_key) == 0, "%s: key %s",
+              spellings[i], from_struct.problem_key);
+    }
+    /* Per-tensor overrides: the same problem spelled tensor by tensor (rocMLIR's ngkhw output). */
+    convtune_problem p = seed_003(NULL);
+    p.in_layout = "nhwgc";
+    p.fil_layout = "gkyxc";
+    p.out_layout = "nhwgk";
+    rc = convtune_lookup(&p, "sm_90", NO_USER_DB, &from_struct);
+    CHECK(rc == CONVTUNE_OK && from_struct.source == CONVTUNE_SOURCE_EXACT, "rc %d source %d: %s",
+          rc, from_struct.source, convtune_last_error());
+}
+
+static void untuned_problem_falls_back(void) {
+    convtune_config out;
+    int rc = convtune_lookup_str("conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1",
+                                 "sm_90", NO_USER_DB, &out);
+    CHECK(rc == CONVTUNE_OK, "rc %d: %s", rc, convtune_last_error());
+    CHECK(out.source == CONVTUNE_SOURCE_NEAREST || out.source == CONVTUNE_SOURCE_QUICK ||
+              out.source == CONVTUNE_SOURCE_HEURISTIC,
+          "source %d", out.source);
+    if (out.source == CONVTUNE_SOURCE_NEAREST) {
+        CHECK(out.nearest_distance > 0.0 && out.nearest_key[0] != '\0', "nearest %f %s",
+              out.nearest_distance, out.nearest_key);
+    }
+    CHECK(strncmp(out.config, "v", 1) == 0 && out.block_m > 0 && out.stages > 0, "config %s",
+          out.config);
+    CHECK(strlen(out.reason) > 0, "no reason");
+    printf("untuned problem: %s (source %d)\n  why: %s\n", out.config, out.source, out.reason);
+}
+
+static void errors_are_codes_and_messages(void) {
+    convtune_config out;
+    int rc = convtune_lookup_str("conv -n 16 -c 0 -F 1", "sm_90", NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_PROBLEM, "rc %d", rc);
+    CHECK(strstr(convtune_last_error(), "-c") != NULL, "message %s", convtune_last_error());
+
+    rc = convtune_lookup_str("not a problem", "sm_90", NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_PROBLEM, "rc %d", rc);
+    CHECK(strstr(convtune_last_error(), "not a problem") != NULL, "message %s",
+          convtune_last_error());
+
+    rc = convtune_lookup_str(SEED_003, "sm_42", NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_ARCH, "rc %d", rc);
+    CHECK(strstr(convtune_last_error(), "sm_42") != NULL, "message %s", convtune_last_error());
+
+    rc = convtune_lookup_str(SEED_003, NULL, NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_NULL, "rc %d", rc);
+    rc = convtune_lookup_str(SEED_003, "sm_90", NULL, NULL);
+    CHECK(rc == CONVTUNE_ERR_NULL, "rc %d", rc);
+
+    convtune_problem p = seed_003("NHWC");
+    p.dtype = 9;
+    rc = convtune_lookup(&p, "sm_90", NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_PROBLEM, "rc %d", rc);
+    CHECK(strstr(convtune_last_error(), "dtype 9") != NULL, "message %s", convtune_last_error());
+
+    p = seed_003("NHWX");
+    rc = convtune_lookup(&p, "sm_90", NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_PROBLEM, "rc %d", rc);
+    CHECK(strstr(convtune_last_error(), "NHWX") != NULL, "message %s", convtune_last_error());
+
+    rc = convtune_lookup_str("conv -n 1 -c 4 -H 8 -W 8 -k 4 -y 3 -x 3 \xff", "sm_90", NULL, &out);
+    CHECK(rc == CONVTUNE_ERR_UTF8, "rc %d: %s", rc, convtune_last_error());
+}
+
+int main(void) {
+    abi_matches();
+    seed_003_is_found_exactly();
+    untuned_problem_falls_back();
+    errors_are_codes_and_messages();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

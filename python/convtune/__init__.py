@@ -1,0 +1,111 @@
+"""convtune from Python: the tuned config for a convolution, its compiled kernels, and
+(``convtune.torch``) PyTorch ops that run them.
+
+Problems are written the way the command line takes them: a MIOpenDriver line
+(``"convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC"``)
+or rocMLIR driver flags; :func:`problem_string` writes one from keyword arguments.
+"""
+
+import json as _json
+
+from . import _native
+from ._native import ConvtuneError
+
+__all__ = [
+    "ConvtuneError",
+    "compile",
+    "lookup",
+    "problem",
+    "problem_string",
+    "__version__",
+]
+
+__version__ = _native.version()
+
+_DIRECTIONS = {"fwd": 1, "bwd-data": 2, "bwd-weight": 4}
+_COMMANDS = {"f32": "conv", "f16": "convfp16", "bf16": "convbfp16"}
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return (v, v)
+    t = tuple(v)
+    if len(t) != 2 or not all(isinstance(i, int) for i in t):
+        raise ValueError(f"{name}: expected an int or two ints, got {v!r}")
+    return t
+
+
+def problem_string(n, c, h, w, k, y, x, *, direction="fwd", dtype="f32", padding=0,
+                   stride=1, dilation=1, groups=1, layout="NCHW", in_layout=None,
+                   fil_layout=None, out_layout=None):
+    """A MIOpenDriver line for a 2-D convolution (c and k count all groups, as MIOpen does).
+
+    ``direction`` is ``fwd``, ``bwd-data`` or ``bwd-weight``; ``dtype`` ``f32``, ``f16`` or
+    ``bf16``; layouts in any spelling the command line takes (``NCHW``, ``NHWC``, ``NHWGC``).
+    """
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"direction {direction!r}: expected one of {sorted(_DIRECTIONS)}")
+    if dtype not in _COMMANDS:
+        raise ValueError(f"dtype {dtype!r}: expected one of {sorted(_COMMANDS)}")
+    (ph, pw), (sh, sw), (dh, dw) = (_pair(padding, "padding"), _pair(stride, "stride"),
+                                    _pair(dilation, "dilation"))
+    sizes = dict(n=n, c=c, H=h, W=w, k=k, y=y, x=x, g=groups)
+    for flag, v in sizes.items():
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"-{flag}: expected an int, got {v!r}")
+    line = (f"{_COMMANDS[dtype]} -F {_DIRECTIONS[direction]} -n {n} -c {c} -H {h} -W {w} "
+            f"-k {k} -y {y} -x {x} -p {ph} -q {pw} -u {sh} -v {sw} -l {dh} -j {dw} -g {groups}")
+    # A filter spelled like the activations: the 4-letter form (NHWC -> KYXC) names the filter
+    # layout that matches, with groups outside K as the activations have them outside C.
+    fil = fil_layout or layout.replace("G", "").replace("g", "")
+    line += f" -I {in_layout or layout} -f {fil} -O {out_layout or layout}"
+    return line
+
+
+def problem(text):
+    """Parses and validates a problem line: canonical key, direction, dtype and its tolerance,
+    sizes, output size, and per tensor (x, w, y) layout, logical dims, strides, element count.
+    Raises ValueError for a line that is not a valid convolution."""
+    return _json.loads(_native.problem_info(text))
+
+
+def lookup(problem, arch, db=None, system_db=True):
+    """The config a compiler should use for ``problem`` on ``arch`` (``"sm_90"``, ...), as
+    ``convtune lookup`` finds it: the user database ``db`` (a file, or None for
+    ``$CONVTUNE_DB`` / the XDG path) over the system database, then the shipped quick list,
+    then the cost model's heuristic.
+
+    Returns a dict: ``problem`` (canonical key), ``arch``, ``config`` (string), ``source``
+    (``exact``, ``nearest``, ``quick`` or ``heuristic``), ``nearest`` (``{key, distance}`` or
+    None), ``reason`` and ``fields`` (block/warp tiles, stages, vectors, lds, split_k, raster,
+    mma). Raises ValueError for bad arguments and ConvtuneError for a broken database.
+    """
+    return _json.loads(_native.lookup(_text(problem), arch, _path(db), bool(system_db)))
+
+
+def compile(problem, arch, config=None, db=None, system_db=True):
+    """Compiles ``problem``'s kernels for ``arch``: returns ``(manifest, module)``.
+
+    ``module`` is the PTX text (NVIDIA, bytes) or the AMDGPU code object. ``manifest`` is a dict:
+    ``problem`` (as :func:`problem` describes it), ``lookup`` (as :func:`lookup` returns, or
+    source ``given`` when ``config`` was passed), ``module`` (kind and size), ``args`` (the kernel
+    argument order: device pointers x, w, y, workspace), ``kernels`` in launch order (name,
+    grid, block, dynamic shared bytes) and ``workspace_bytes``. Its ``format`` is a draft until
+    the manifest of ``convtune compile --manifest`` is shared with it.
+    """
+    manifest, module = _native.compile(_text(problem), arch, config, _path(db), bool(system_db))
+    return _json.loads(manifest), module
+
+
+def _text(problem):
+    if not isinstance(problem, str):
+        raise TypeError(f"problem: expected a problem line (str), got {type(problem).__name__}; "
+                        "convtune.problem_string() writes one")
+    return problem
+
+
+def _path(db):
+    if db is None:
+        return None
+    import os
+    return os.fspath(db)

@@ -1,0 +1,281 @@
+"""PyTorch ops that run convtune's tuned kernels on CUDA tensors.
+
+:func:`conv2d` (a ``torch.autograd.Function``: its backward runs :func:`conv2d_input` and
+:func:`conv2d_weight`, convtune's backward-data and backward-weight kernels) and :class:`Conv2d`
+(a drop-in ``torch.nn.Conv2d``). Each distinct problem is looked up and compiled once per
+process (the config comes from the tuned database as ``convtune.lookup`` finds it), loaded
+into the device's context through the CUDA driver, and launched on torch's current stream.
+
+A convolution convtune does not run (CPU tensors, float64, an arch with no convtune target, a
+problem with no legal config, ...) runs in PyTorch instead, and a warning says so once per
+kind of reason. :func:`stats` counts both.
+"""
+
+import threading
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+from . import ConvtuneError
+from . import problem as _native_problem
+from . import compile as _compile
+from . import _cuda
+from ._select import (Fallback, arch_name, dtype_name, memory_format, padding_pair,
+                      problem_line)
+
+__all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight", "launch",
+           "stats", "reset_stats"]
+
+_lock = threading.Lock()
+_plans = {}  # (device index, arch, problem line) -> _Plan or Fallback
+_warned = set()
+_stats = {"convtune": 0, "fallback": {}}
+
+
+class _Plan:
+    """A compiled problem loaded on one device: the launches in order and the workspace size."""
+
+    def __init__(self, manifest, launches):
+        self.manifest = manifest
+        self.launches = launches  # [(function, grid, block, shared_bytes)]
+        self.workspace_bytes = int(manifest["workspace_bytes"])
+
+
+def stats():
+    """How many convolutions ran in convtune's kernels and, per reason category, in PyTorch."""
+    with _lock:
+        return {"convtune": _stats["convtune"], "fallback": dict(_stats["fallback"])}
+
+
+def reset_stats():
+    """Zeroes :func:`stats` (the compiled-kernel cache stays)."""
+    with _lock:
+        _stats["convtune"] = 0
+        _stats["fallback"].clear()
+
+
+def _fell_back(reason):
+    with _lock:
+        fb = _stats["fallback"]
+        fb[reason.category] = fb.get(reason.category, 0) + 1
+        first = reason.category not in _warned
+        _warned.add(reason.category)
+    if first:
+        warnings.warn(f"convtune: running in PyTorch instead: {reason} (said once per kind of "
+                      f"reason; convtune.torch.stats() counts them)", RuntimeWarning,
+                      stacklevel=4)
+
+
+def _plan(device, line):
+    """The loaded kernels of a problem on a device, or the Fallback that says why not."""
+    arch = arch_name(device.type, torch.cuda.get_device_capability(device))
+    key = (device.index, arch, line)
+    with _lock:
+        hit = _plans.get(key)
+    if hit is not None:
+        return hit
+    try:
+        manifest, module = _compile(line, arch)
+        if manifest["module"]["kind"] != "ptx":
+            raise Fallback("module", f"a {manifest['module']['kind']} cannot run through the "
+                           "CUDA driver")
+        drv = _cuda.driver()
+        with torch.cuda.device(device):
+            drv.make_current(device.index)
+            _, functions = drv.load(module, manifest["kernels"])
+        launches = [(f, k["grid"], k["block"], int(k["shared_bytes"]))
+                    for f, k in zip(functions, manifest["kernels"])]
+        result = _Plan(manifest, launches)
+    except ValueError as e:  # an arch or problem convtune refuses
+        result = Fallback("unsupported", str(e))
+    except ConvtuneError as e:
+        result = Fallback("no-kernel", str(e))
+    except (_cuda.CudaError, OSError) as e:
+        result = Fallback("driver", str(e))
+    except Fallback as e:
+        result = e
+    with _lock:
+        _plans[key] = result
+    return result
+
+
+def _run(plan, x, w, y):
+    """Launches a plan's kernels on torch's current stream of x's device."""
+    with torch.cuda.device(x.device):
+        ws = None
+        if plan.workspace_bytes:
+            ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=x.device)
+        pointers = (x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr() if ws is not None
+                    else 0)
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+        drv = _cuda.driver()
+        drv.make_current(x.device.index)
+        for function, grid, block, shared in plan.launches:
+            drv.launch(function, grid, block, shared, stream, pointers)
+    with _lock:
+        _stats["convtune"] += 1
+
+
+def launch(problem, x, w, y):
+    """Runs one problem line's kernels on flat buffers: ``x``, ``w``, ``y`` are contiguous CUDA
+    tensors of the problem's dtype holding each tensor in the problem's own layout (any layout
+    the problem names, not only torch's two memory formats; ``convtune.problem(line)`` gives
+    each tensor's element count and strides). The written tensor is fully overwritten. Raises
+    RuntimeError where convtune cannot run the problem (no fallback here)."""
+    info = _native_problem(problem)
+    for name, t in (("x", x), ("w", w), ("y", y)):
+        want = info["tensors"][name]["elements"]
+        if t.device.type != "cuda" or not t.is_contiguous() or t.numel() != want:
+            raise ValueError(f"{name}: expected a contiguous CUDA tensor of {want} elements, got "
+                             f"{t.numel()} on {t.device} (contiguous: {t.is_contiguous()})")
+        if dtype_name(t.dtype) != info["dtype"]:
+            raise ValueError(f"{name}: dtype {t.dtype}, the problem is {info['dtype']}")
+    plan = _plan(x.device, problem)
+    if isinstance(plan, Fallback):
+        raise RuntimeError(f"convtune cannot run {problem!r}: {plan}")
+    _run(plan, x, w, y)
+
+
+def _layout_of(t):
+    """The activations' layout: channels_last where ``t`` is stored so, else NCHW."""
+    fmt = memory_format(tuple(t.shape), tuple(t.stride()))
+    return fmt if fmt == "NHWC" and not t.is_contiguous() else "NCHW"
+
+
+def _dense(t, layout):
+    fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    t = t.contiguous(memory_format=fmt)
+    if t.data_ptr() % 16:  # vector loads need aligned bases; a fresh copy is
+        t = t.clone(memory_format=fmt)
+    return t
+
+
+def _select(direction, x_meta, w_shape, tensors, stride, padding, dilation, groups, layout):
+    """The plan for one convolution, or the Fallback."""
+    try:
+        for t in tensors:
+            if t.device.type != "cuda":
+                raise Fallback("device", f"a tensor on '{t.device.type}', not on a CUDA device")
+        dts = {dtype_name(t.dtype) for t in tensors}
+        if len(dts) != 1:
+            raise Fallback("dtype", f"mixed dtypes {sorted(dts)}")
+        line = problem_line(direction, x_meta, w_shape, dts.pop(), stride, padding, dilation,
+                            groups, layout)
+        return _plan(tensors[0].device, line)
+    except Fallback as e:
+        return e
+
+
+def _forward(x, w, stride, padding, dilation, groups):
+    layout = _layout_of(x)
+    plan = _select("fwd", tuple(x.shape), tuple(w.shape), (x, w), stride, padding, dilation,
+                   groups, layout)
+    if isinstance(plan, Fallback):
+        _fell_back(plan)
+        return F.conv2d(x, w, None, stride, padding, dilation, groups)
+    x, w = _dense(x, layout), _dense(w, layout)
+    n, _, ho, wo = _out_shape(plan)
+    y = _empty((n, w.shape[0], ho, wo), x, layout)
+    _run(plan, x, w, y)
+    return y
+
+
+def _out_shape(plan):
+    p = plan.manifest["problem"]
+    return p["sizes"]["n"], p["sizes"]["k"], p["out_size"][0], p["out_size"][1]
+
+
+def _empty(shape, like, layout):
+    fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+
+
+def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv2d with respect to its input (``torch.nn.grad.conv2d_input``),
+    computed by convtune's backward-data kernels."""
+    input_size = tuple(input_size)
+    layout = _layout_of(grad_output)
+    plan = _select("bwd-data", input_size, tuple(weight.shape), (weight, grad_output), stride,
+                   padding, dilation, groups, layout)
+    if isinstance(plan, Fallback):
+        _fell_back(plan)
+        return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride, padding,
+                                          dilation, groups)
+    w, dy = _dense(weight, layout), _dense(grad_output, layout)
+    dx = _empty(input_size, dy, layout)
+    _run(plan, dx, w, dy)
+    return dx
+
+
+def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv2d with respect to its weight (``torch.nn.grad.conv2d_weight``),
+    computed by convtune's backward-weight kernels."""
+    weight_size = tuple(weight_size)
+    layout = _layout_of(input)
+    plan = _select("bwd-weight", tuple(input.shape), weight_size, (input, grad_output), stride,
+                   padding, dilation, groups, layout)
+    if isinstance(plan, Fallback):
+        _fell_back(plan)
+        return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride, padding,
+                                           dilation, groups)
+    x, dy = _dense(input, layout), _dense(grad_output, layout)
+    dw = _empty(weight_size, x, layout)
+    _run(plan, x, dw, dy)
+    return dw
+
+
+class Conv2dFunction(torch.autograd.Function):
+    """conv2d with convtune's kernels forward and backward (bias added by PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        ctx.save_for_backward(input, weight)
+        ctx.conv = (stride, padding, dilation, groups)
+        ctx.has_bias = bias is not None
+        y = _forward(input, weight, stride, padding, dilation, groups)
+        if bias is not None:
+            y = y + bias.reshape(1, -1, 1, 1)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.conv
+        gi = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gi = conv2d_input(input.shape, weight, grad_output, stride, padding, dilation, groups)
+        if ctx.needs_input_grad[1]:
+            gw = conv2d_weight(input, weight.shape, grad_output, stride, padding, dilation,
+                               groups)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = grad_output.sum((0, 2, 3))
+        return gi, gw, gb, None, None, None, None
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """``torch.nn.functional.conv2d`` on convtune's kernels, differentiable."""
+    if isinstance(padding, str):
+        # "valid"/"same" become the symmetric pair the kernels (and torch.nn.grad) take.
+        s, d = _pair(stride), _pair(dilation)
+        try:
+            padding = padding_pair(padding, tuple(weight.shape[2:]), s, d)
+        except Fallback as reason:
+            _fell_back(reason)
+            return F.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return Conv2dFunction.apply(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+class Conv2d(torch.nn.Conv2d):
+    """``torch.nn.Conv2d`` whose convolution runs on convtune's kernels (zero padding mode;
+    other padding modes pad in PyTorch first, as ``nn.Conv2d`` does)."""
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv2d(input, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)

@@ -1,0 +1,210 @@
+//! `convtune._native`: the Rust half of the Python package. It answers in JSON text, which the
+//! Python half (`python/convtune/__init__.py`) turns into dicts, so the data shapes are written
+//! once, here, with serde_json, and the binding stays a few thin functions.
+#![deny(missing_docs)]
+
+use convtune::arch::Arch;
+use convtune::codegen::{compile_conv, Compiled};
+use convtune::db::Source;
+use convtune::legality;
+use convtune::lookup::{find_config_with_user_db, Found, LookupError};
+use convtune::lowering::lower;
+use convtune::problem::{ConvProblem, Tensor};
+use convtune::space::PerfConfig;
+use convtune::tune::target_for;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use serde_json::{json, Value};
+use std::path::Path;
+
+pyo3::create_exception!(
+    _native,
+    ConvtuneError,
+    PyException,
+    "A lookup or compile that failed for a reason other than bad arguments (a broken database, no legal config, a code generator error)."
+);
+
+fn bad(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn parse_problem(text: &str) -> PyResult<ConvProblem> {
+    text.parse()
+        .map_err(|e| bad(format!("problem '{text}': {e}")))
+}
+
+fn parse_arch(name: &str) -> PyResult<Arch> {
+    Arch::from_name(name).map_err(bad)
+}
+
+fn lookup_error(e: LookupError) -> PyErr {
+    ConvtuneError::new_err(e.to_string())
+}
+
+/// The provenance as the C API and the CLI name it.
+fn source_json(source: &Source) -> (&'static str, Value) {
+    match source {
+        Source::Exact => ("exact", Value::Null),
+        Source::Nearest { key, distance } => {
+            ("nearest", json!({ "key": key, "distance": distance }))
+        }
+        Source::QuickList => ("quick", Value::Null),
+        Source::Heuristic | Source::None => ("heuristic", Value::Null),
+    }
+}
+
+fn config_json(c: &PerfConfig) -> Value {
+    json!({
+        "block_m": c.block_m, "block_n": c.block_n, "block_k": c.block_k,
+        "warp_m": c.warp_m, "warp_n": c.warp_n, "stages": c.stages,
+        "vec_a": c.vec_a, "vec_b": c.vec_b, "vec_c": c.vec_c,
+        "lds": match c.lds { convtune::space::LdsLayout::Padded => "pad", convtune::space::LdsLayout::Swizzled => "swz" },
+        "split_k": c.split_k, "raster": c.raster, "mma": c.mma.name(),
+    })
+}
+
+fn found_json(p: &ConvProblem, arch: &Arch, found: &Found) -> Value {
+    let (source, nearest) = source_json(&found.source);
+    json!({
+        "problem": p.key(),
+        "arch": arch.name,
+        "config": found.config.to_string(),
+        "source": source,
+        "nearest": nearest,
+        "reason": found.reason,
+        "fields": config_json(&found.config),
+    })
+}
+
+/// Facts about a problem the Python side checks tensors against: the canonical key, sizes,
+/// and per tensor (x, w, y in kernel argument order) its logical dims and element strides.
+fn problem_json(p: &ConvProblem) -> Value {
+    let s = p.sizes();
+    let tensor = |t: Tensor| {
+        json!({
+            "layout": p.layout(t).to_string(),
+            "dims": p.logical_dims(t),
+            "strides": p.strides(t),
+            "elements": p.tensor_elems(t),
+            "written": p.direction().written() == t,
+        })
+    };
+    json!({
+        "key": p.key(),
+        "direction": p.direction().name(),
+        "dtype": p.dtype().name(),
+        "tolerance": p.dtype().tolerance(),
+        "sizes": {
+            "n": s.n, "c": s.c, "h": s.h, "w": s.w, "k": s.k, "y": s.y, "x": s.x,
+            "pad": s.pad, "stride": s.stride, "dilation": s.dilation, "groups": s.groups,
+        },
+        "out_size": p.out_size(),
+        "tensors": { "x": tensor(Tensor::Input), "w": tensor(Tensor::Filter), "y": tensor(Tensor::Output) },
+    })
+}
+
+/// The module's kind and bytes. Until the manifest of `convtune compile --manifest` lands,
+/// this reads `Compiled` directly.
+fn module_of(c: &Compiled) -> PyResult<(&'static str, Vec<u8>)> {
+    match (&c.ptx, &c.code_object) {
+        (Some(ptx), _) => Ok(("ptx", ptx.as_bytes().to_vec())),
+        (None, Some(co)) => Ok(("amdgpu-code-object", co.clone())),
+        (None, None) => Err(ConvtuneError::new_err(
+            "the code generator produced no module",
+        )),
+    }
+}
+
+/// Parses a problem line and describes it (JSON).
+#[pyfunction]
+fn problem_info(problem: &str) -> PyResult<String> {
+    Ok(problem_json(&parse_problem(problem)?).to_string())
+}
+
+/// The config for a problem on an arch (JSON), as `convtune lookup` finds it.
+#[pyfunction]
+#[pyo3(signature = (problem, arch, db=None, system_db=true))]
+fn lookup(
+    py: Python<'_>,
+    problem: &str,
+    arch: &str,
+    db: Option<&str>,
+    system_db: bool,
+) -> PyResult<String> {
+    let p = parse_problem(problem)?;
+    let a = parse_arch(arch)?;
+    let found = py
+        .detach(|| find_config_with_user_db(&p, &a, db.map(Path::new), system_db))
+        .map_err(lookup_error)?;
+    Ok(found_json(&p, &a, &found).to_string())
+}
+
+/// Compiles a problem's kernels: (manifest JSON, module bytes). `config` overrides the lookup.
+#[pyfunction]
+#[pyo3(signature = (problem, arch, config=None, db=None, system_db=true))]
+fn compile<'py>(
+    py: Python<'py>,
+    problem: &str,
+    arch: &str,
+    config: Option<&str>,
+    db: Option<&str>,
+    system_db: bool,
+) -> PyResult<(String, Bound<'py, PyBytes>)> {
+    let p = parse_problem(problem)?;
+    let a = parse_arch(arch)?;
+    let found = match config {
+        Some(text) => Found {
+            config: text.parse().map_err(bad)?,
+            source: Source::Exact,
+            reason: "given by the caller".into(),
+        },
+        None => py
+            .detach(|| find_config_with_user_db(&p, &a, db.map(Path::new), system_db))
+            .map_err(lookup_error)?,
+    };
+    let l = lower(&p);
+    legality::check(&l, &found.config, &a).map_err(|e| {
+        bad(format!(
+            "{} is illegal for this problem on {}: {e}",
+            found.config, a.name
+        ))
+    })?;
+    let compiled = py
+        .detach(|| compile_conv(&l, &found.config, target_for(&a)))
+        .map_err(|e| ConvtuneError::new_err(e.to_string()))?;
+    let (kind, bytes) = module_of(&compiled)?;
+    let mut lookup = found_json(&p, &a, &found);
+    if config.is_some() {
+        lookup["source"] = json!("given");
+    }
+    let manifest = json!({
+        "format": "convtune-python-draft-1",
+        "problem": problem_json(&p),
+        "lookup": lookup,
+        "module": { "kind": kind, "bytes": bytes.len() },
+        "args": ["x", "w", "y", "workspace"],
+        "kernels": compiled.kernels.iter().map(|k| json!({
+            "name": k.name, "grid": k.grid, "block": k.block, "shared_bytes": k.shared_bytes,
+        })).collect::<Vec<_>>(),
+        "workspace_bytes": compiled.workspace_bytes,
+    });
+    Ok((manifest.to_string(), PyBytes::new(py, &bytes)))
+}
+
+/// The convtune version the extension was built from.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ConvtuneError", m.py().get_type::<ConvtuneError>())?;
+    m.add_function(wrap_pyfunction!(problem_info, m)?)?;
+    m.add_function(wrap_pyfunction!(lookup, m)?)?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

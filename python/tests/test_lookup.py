@@ -1,0 +1,69 @@
+import pytest
+
+import convtune
+from conftest import SEED_003, SEED_003_CONFIG
+
+
+def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
+    r = convtune.lookup(SEED_003, "sm_90", db=no_user_db)
+    assert r["source"] == "exact", r["reason"]
+    assert r["config"] == SEED_003_CONFIG
+    assert r["nearest"] is None
+    assert r["problem"].endswith("-I NHWGC -f GKYXC -O NHWGC")
+    f = r["fields"]
+    assert (f["block_m"], f["block_n"], f["block_k"]) == (128, 128, 64)
+    assert (f["warp_m"], f["warp_n"], f["stages"]) == (64, 128, 3)
+    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (8, 8, 8)
+    assert (f["lds"], f["split_k"], f["raster"], f["mma"]) == ("swz", 1, 8, "wg")
+    line = convtune.problem_string(16, 2048, 1, 512, 2048, 1, 2, direction="bwd-data",
+                                   dtype="bf16", stride=(1, 2), layout="NHWGC")
+    again = convtune.lookup(line, "sm_90", db=no_user_db)
+    assert again["problem"] == r["problem"]
+    assert again["config"] == SEED_003_CONFIG
+
+
+def test_an_untuned_problem_falls_back_and_says_why(no_user_db):
+    r = convtune.lookup("conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1", "sm_90",
+                        db=no_user_db)
+    assert r["source"] in ("nearest", "quick", "heuristic")
+    if r["source"] == "nearest":
+        assert r["nearest"]["distance"] > 0
+    assert r["reason"]
+    assert r["config"].startswith("v")
+
+
+def test_without_the_system_database_seed_003_is_not_exact(no_user_db):
+    r = convtune.lookup(SEED_003, "sm_90", db=no_user_db, system_db=False)
+    assert r["source"] != "exact"
+
+
+def test_bad_arguments_raise_value_error():
+    with pytest.raises(ValueError, match="sm_42"):
+        convtune.lookup(SEED_003, "sm_42")
+    with pytest.raises(ValueError, match="not a problem"):
+        convtune.lookup("not a problem", "sm_90")
+    with pytest.raises(ValueError, match="-n"):
+        convtune.lookup("conv -n 0 -c 4 -F 1", "sm_90")
+    with pytest.raises(TypeError, match="problem_string"):
+        convtune.lookup({"n": 1}, "sm_90")
+    with pytest.raises(ValueError, match="direction"):
+        convtune.problem_string(1, 1, 1, 1, 1, 1, 1, direction="sideways")
+
+
+def test_a_broken_user_database_is_an_error(tmp_path):
+    db = tmp_path / "sm_90.toml"
+    db.write_text("not a database")
+    with pytest.raises(convtune.ConvtuneError, match="sm_90.toml"):
+        convtune.lookup(SEED_003, "sm_90", db=db)
+
+
+def test_problem_describes_tensors_in_kernel_argument_order():
+    p = convtune.problem(SEED_003)
+    assert p["direction"] == "bwd-data" and p["dtype"] == "bf16"
+    assert p["tolerance"] == pytest.approx(1e-2)
+    assert p["out_size"] == [1, 256]
+    assert p["tensors"]["x"]["written"] and not p["tensors"]["y"]["written"]
+    assert p["tensors"]["x"]["layout"] == "NHWGC"
+    assert p["tensors"]["w"]["layout"] == "GKYXC"
+    # NHWGC strides of (n, g, c, h, w) = (16, 1, 2048, 1, 512): c innermost.
+    assert p["tensors"]["x"]["strides"] == [512 * 2048, 2048, 1, 512 * 2048, 2048]

@@ -1,0 +1,282 @@
+"""The Python package on a GPU (run by scripts/python-gpu-check.sh, which installs the wheel).
+
+1. Every problem of the given suite files runs through convtune.torch.launch (the kernels of
+   the tuned config, in the problem's own layouts, outputs poisoned with NaN first) and is
+   compared with PyTorch's float64 result: relative L2 error within the dtype's tolerance.
+   NCHW/NHWC problems also run through the autograd-facing ops (conv2d, conv2d_input,
+   conv2d_weight) on torch tensors in that memory format.
+2. A ResNet-50 bottleneck block (1x1 -> 3x3 -> 1x1, + residual, batch norm and ReLU, bf16
+   channels_last) forward and backward with convtune's Conv2d against the same block on cuDNN:
+   loss and every gradient within tolerance, and step times side by side.
+
+Prints a table; writes JSON to --json when given.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import convtune
+import convtune.torch as ct
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def read_suites(paths):
+    lines, seen = [], set()
+    for path in paths:
+        with open(path) as f:
+            for raw in f:
+                line = raw.strip()
+                if not line or line.startswith("#"):
+                    continue
+                key = convtune.problem(line)["key"]
+                if key not in seen:
+                    seen.add(key)
+                    lines.append((path, line))
+    return lines
+
+
+def logical4(flat, t, kind):
+    """The 4-D torch view (N, G*C, H, W) or (G*K, C, Y, X) of a flat buffer in the problem's layout."""
+    dims, strides = t["dims"], t["strides"]
+    five = flat.as_strided(dims, strides)
+    if kind == "act":
+        n, g, c, h, w = dims
+        return five.reshape(n, g * c, h, w)
+    g, k, c, y, x = dims
+    return five.reshape(g * k, c, y, x)
+
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    denom = ref.norm().item()
+    return (out - ref).norm().item() / (denom if denom > 0 else 1.0)
+
+
+def reference(info, x4, w4, y4):
+    s = info["sizes"]
+    conv = dict(stride=tuple(s["stride"]), padding=tuple(s["pad"]),
+                dilation=tuple(s["dilation"]), groups=s["groups"])
+    d = info["direction"]
+    if d == "fwd":
+        return F.conv2d(x4.double(), w4.double(), **conv)
+    if d == "bwd-data":
+        return torch.nn.grad.conv2d_input(x4.shape, w4.double(), y4.double(), **conv)
+    return torch.nn.grad.conv2d_weight(x4.double(), w4.shape, y4.double(), **conv)
+
+
+def check_problem(line, device):
+    info = convtune.problem(line)
+    dt = DTYPES[info["dtype"]]
+    flats = {}
+    for name, t in info["tensors"].items():
+        buf = torch.empty(t["elements"], dtype=dt, device=device)
+        if t["written"]:
+            buf.fill_(float("nan"))
+        else:
+            buf.normal_()
+        flats[name] = buf
+    ct.launch(line, flats["x"], flats["w"], flats["y"])
+    torch.cuda.synchronize(device)
+    x4 = logical4(flats["x"], info["tensors"]["x"], "act")
+    w4 = logical4(flats["w"], info["tensors"]["w"], "fil")
+    y4 = logical4(flats["y"], info["tensors"]["y"], "act")
+    written = {"fwd": y4, "bwd-data": x4, "bwd-weight": w4}[info["direction"]]
+    ref = reference(info, x4, w4, y4)
+    err = rel_err(written, ref)
+    lookup = ct._plan(device, line).manifest["lookup"]
+    row = {"problem": line, "key": info["key"], "direction": info["direction"],
+           "dtype": info["dtype"], "rel_err": err, "tolerance": info["tolerance"],
+           "ok": err <= info["tolerance"], "source": lookup["source"], "config": lookup["config"]}
+    row.update(check_torch_ops(info, x4, w4, y4, ref))
+    return row
+
+
+def check_torch_ops(info, x4, w4, y4, ref):
+    """The same problem through the autograd-facing ops, where torch can hold its layout."""
+    lay = {t["layout"] for t in info["tensors"].values()}
+    if lay == {"NGCHW", "GKCYX"}:
+        fmt = torch.contiguous_format
+    elif lay == {"NHWGC", "GKYXC"}:
+        fmt = torch.channels_last
+    else:
+        return {"torch_op": "n/a (layout)"}
+    s = info["sizes"]
+    conv = (tuple(s["stride"]), tuple(s["pad"]), tuple(s["dilation"]), s["groups"])
+    x, w, dy = (t.contiguous(memory_format=fmt) for t in (x4, w4, y4))
+    before = ct.stats()["convtune"]
+    d = info["direction"]
+    if d == "fwd":
+        out = ct.conv2d(x, w, None, *conv)
+    elif d == "bwd-data":
+        out = ct.conv2d_input(x.shape, w, dy, *conv)
+    else:
+        out = ct.conv2d_weight(x, w.shape, dy, *conv)
+    torch.cuda.synchronize()
+    ran = ct.stats()["convtune"] - before
+    err = rel_err(out, ref)
+    return {"torch_op": "convtune" if ran else "fallback", "torch_op_rel_err": err,
+            "torch_op_ok": bool(ran) and err <= info["tolerance"]}
+
+
+class Bottleneck(torch.nn.Module):
+    """torchvision's ResNet-50 bottleneck (v1.5: stride on the 3x3), conv class chosen."""
+
+    def __init__(self, conv, inplanes, planes, stride=1):
+        super().__init__()
+        width, out = planes, planes * 4
+        self.conv1 = conv(inplanes, width, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(width)
+        self.conv2 = conv(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(width)
+        self.conv3 = conv(width, out, 1, bias=False)
+        self.bn3 = torch.nn.BatchNorm2d(out)
+        self.down = None
+        if stride != 1 or inplanes != out:
+            self.down = torch.nn.Sequential(conv(inplanes, out, 1, stride=stride, bias=False),
+                                            torch.nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        return F.relu(self.bn3(self.conv3(y)) + idt)
+
+
+def step_time(block, x, target, iters):
+    def step():
+        block.zero_grad(set_to_none=True)
+        xi = x.detach().requires_grad_()
+        loss = F.mse_loss(block(xi).float(), target)
+        loss.backward()
+        return loss, xi
+
+    step()  # warm-up: compiles and loads convtune's kernels, picks cuDNN's algorithms
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1e3 / iters
+    loss, xi = step()
+    torch.cuda.synchronize()
+    return ms, loss, xi
+
+
+def grads_of(block, xi):
+    g = {"x": xi.grad}
+    for name, p in block.named_parameters():
+        if name.startswith(("conv", "down.0")):
+            g[name] = p.grad
+    return g
+
+
+def check_block(device, batch, inplanes, planes, stride, hw, dtype, iters):
+    """One bottleneck block, convtune vs cuDNN, both measured against the block in float64:
+    convtune passes when its loss and every gradient are within the dtype's tolerance of the
+    float64 result, or no further from it than twice cuDNN's own error."""
+    torch.manual_seed(0)
+    ref = Bottleneck(torch.nn.Conv2d, inplanes, planes, stride)
+    ours = Bottleneck(ct.Conv2d, inplanes, planes, stride)
+    exact = Bottleneck(torch.nn.Conv2d, inplanes, planes, stride)
+    ours.load_state_dict(ref.state_dict())
+    exact.load_state_dict(ref.state_dict())
+    fmt = torch.channels_last
+    for m in (ref, ours):
+        m.to(device=device, dtype=dtype, memory_format=fmt).train()
+    exact.to(device=device, dtype=torch.float64).train()
+    x = torch.randn(batch, inplanes, hw, hw, device=device, dtype=dtype).to(memory_format=fmt)
+    out_hw = (hw - 1) // stride + 1
+    target = torch.randn(batch, planes * 4, out_hw, out_hw, device=device)
+    ct.reset_stats()
+    ms_ours, loss_ours, x_ours = step_time(ours, x, target, iters)
+    stats = ct.stats()
+    ms_ref, loss_ref, x_ref = step_time(ref, x, target, iters)
+    x64 = x.double().contiguous().requires_grad_()
+    loss64 = F.mse_loss(exact(x64), target.double())
+    loss64.backward()
+    tol = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}[dtype]
+    g64, g_ours, g_ref = grads_of(exact, x64), grads_of(ours, x_ours), grads_of(ref, x_ref)
+    errs = {"loss": (abs(loss_ours.item() - loss64.item()) / abs(loss64.item()),
+                     abs(loss_ref.item() - loss64.item()) / abs(loss64.item()))}
+    for name, g in g64.items():
+        errs[name] = (rel_err(g_ours[name], g), rel_err(g_ref[name], g))
+    ok = all(o <= max(tol, 2 * r) for o, r in errs.values()) and not stats["fallback"] \
+        and stats["convtune"] > 0
+    return {"block": f"bottleneck {inplanes}->{planes}x4 stride {stride} {hw}x{hw} batch {batch}",
+            "dtype": str(dtype).replace("torch.", ""), "loss": loss_ours.item(),
+            "loss_cudnn": loss_ref.item(), "loss_f64": loss64.item(),
+            "rel_err_vs_f64": {k: {"convtune": o, "cudnn": r} for k, (o, r) in errs.items()},
+            "tolerance": tol, "ms_convtune": ms_ours, "ms_cudnn": ms_ref,
+            "convtune_convs_per_step": stats["convtune"] / (iters + 2),
+            "fallbacks": stats["fallback"], "ok": ok}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("suites", nargs="+")
+    ap.add_argument("--json")
+    ap.add_argument("--iters", type=int, default=20)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device: nothing to check", file=sys.stderr)
+        return 2
+    device = torch.device("cuda", torch.cuda.current_device())
+    print(f"convtune {convtune.__version__}, torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name(device)}")
+    rows = []
+    for path, line in read_suites(args.suites):
+        try:
+            row = check_problem(line, device)
+        except Exception as e:  # report and go on: one bad problem must not hide the rest
+            row = {"problem": line, "ok": False, "error": f"{type(e).__name__}: {e}"}
+        row["suite"] = path
+        rows.append(row)
+        if "error" in row:
+            print(f"ERROR {line}\n      {row['error']}")
+        else:
+            op = row.get("torch_op")
+            print(f"{'ok  ' if row['ok'] else 'FAIL'} {row['rel_err']:.2e} <= {row['tolerance']:.0e} "
+                  f"{row['source']:<9} op:{op:<9} {line}")
+    blocks = []
+    for cfg in [(64, 256, 64, 1, 56), (64, 256, 128, 2, 56), (64, 1024, 256, 1, 14)]:
+        try:
+            b = check_block(device, *cfg, dtype=torch.bfloat16, iters=args.iters)
+        except Exception as e:
+            b = {"block": str(cfg), "ok": False, "error": f"{type(e).__name__}: {e}"}
+        blocks.append(b)
+    print()
+    print("block (bf16 channels_last, fwd+bwd)            worst err vs f64: convtune  cuDNN"
+          "   step ms: convtune   cuDNN  ok")
+    for b in blocks:
+        if "error" in b:
+            print(f"{b['block']:<48} ERROR {b['error']}")
+            continue
+        worst_o = max(e["convtune"] for e in b["rel_err_vs_f64"].values())
+        worst_r = max(e["cudnn"] for e in b["rel_err_vs_f64"].values())
+        print(f"{b['block']:<48} {worst_o:>17.1e} {worst_r:>6.1e} {b['ms_convtune']:>18.3f} "
+              f"{b['ms_cudnn']:>7.3f}  {b['ok']}"
+              + (f"  fallbacks: {b['fallbacks']}" if b["fallbacks"] else ""))
+    ops = [r for r in rows if r.get("torch_op") in ("convtune", "fallback")]
+    n_ok = sum(r["ok"] for r in rows)
+    print(f"\nsuite problems: {n_ok} of {len(rows)} within tolerance; through the torch ops: "
+          f"{sum(r.get('torch_op_ok', False) for r in ops)} of {len(ops)}; "
+          f"blocks: {sum(b['ok'] for b in blocks)} of {len(blocks)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
+                       "convtune": convtune.__version__, "problems": rows, "blocks": blocks},
+                      f, indent=1)
+        print(f"wrote {args.json}")
+    all_ok = n_ok == len(rows) and all(r.get("torch_op_ok", True) for r in ops) and \
+        all(b["ok"] for b in blocks)
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

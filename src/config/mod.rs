@@ -1,0 +1,103 @@
+//! `PerfConfig`: one point of the search space, the fields it is made of, and its versioned
+//! string form. Below both `space` (which lists values per field) and `legality` (which judges a
+//! config), so neither has to import the other for it.
+//!
+//! Every field is declared once, in [`fields`]; the struct, the string form, the space-file
+//! keys, the enumeration order and the lattice coordinates of the search are derived from that
+//! declaration through [`Field`].
+
+mod fields;
+mod text;
+
+pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
+pub use text::ConfigParseError;
+
+use serde::{Deserialize, Serialize};
+
+/// How the shared-memory (LDS) tiles are laid out to avoid bank conflicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LdsLayout {
+    /// Each row padded by one 16-byte vector.
+    Padded,
+    /// XOR swizzle of 16-byte chunks within a row; no padding.
+    Swizzled,
+}
+
+impl LdsLayout {
+    /// Every layout, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [LdsLayout; 2] = [LdsLayout::Padded, LdsLayout::Swizzled];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 2] = ["pad", "swz"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// Which matrix instruction computes the tile (NVIDIA): the question the database must answer
+/// per problem, since the Hopper path only wins where its larger tiles fill the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MmaPath {
+    /// Per-warp `mma.sync` (or MFMA / FMA: whatever the target's warp-level unit is).
+    Sync,
+    /// Hopper `wgmma.mma_async` (sm_90a): `warp_m × warp_n` is then a warpgroup's tile (four
+    /// consecutive warps), A and B read from shared memory through descriptors. Each K tile
+    /// waits for its own group (`wait_group 0`); copies run `stages - 1` tiles ahead.
+    Wgmma,
+    /// `wgmma` with one group kept in flight (`wait_group 1`): the tensor cores run through the
+    /// next tile's barrier and copy issue, but the copies run only `stages - 2` tiles ahead
+    /// (the buffer they refill must be two tiles old), so it needs three stages or more. Which
+    /// of the two wins depends on the problem (occupancy against overlap): a knob, not a rule.
+    WgmmaInFlight,
+}
+
+impl MmaPath {
+    /// Every path, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [MmaPath; 3] = [MmaPath::Sync, MmaPath::Wgmma, MmaPath::WgmmaInFlight];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 3] = ["sync", "wg", "wg1"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// The path called `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether the tile is computed by Hopper `wgmma` (either variant).
+    pub fn is_wgmma(self) -> bool {
+        self != MmaPath::Sync
+    }
+}
+
+impl PerfConfig {
+    /// Warps (waves) per block: one per warp tile, four per warpgroup tile with `wgmma`.
+    pub fn warps(&self) -> u32 {
+        let per_tile = match self.mma {
+            MmaPath::Sync => 1,
+            MmaPath::Wgmma | MmaPath::WgmmaInFlight => 4,
+        };
+        (self.block_m / self.warp_m) * (self.block_n / self.warp_n) * per_tile
+    }
+
+    /// K tiles the copies run ahead of the one being multiplied: `stages - 1`, one fewer with
+    /// `mma=wg1`, whose group in flight still reads the buffer before the current one.
+    pub fn tiles_ahead(&self) -> u32 {
+        match self.mma {
+            MmaPath::WgmmaInFlight => self.stages.saturating_sub(2),
+            _ => self.stages.saturating_sub(1),
+        }
+    }
+
+    /// The first numeric field that is zero, in declaration order: a hand-built config that no
+    /// kernel can run (a string or a space file never holds one).
+    pub fn zero_field(&self) -> Option<Field> {
+        Field::ALL
+            .into_iter()
+            .find(|&f| f.domain().is_number() && self.code(f) == 0)
+    }
+}

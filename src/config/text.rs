@@ -1,0 +1,189 @@
+//! The versioned string form of a [`PerfConfig`] that databases and recordings store, so old
+//! databases still parse after fields are added: `vN:` then `key=value` for every field that
+//! version N has, in declaration order (see [`Field::since`]).
+
+use super::fields::{Domain, Field, PerField, PerfConfig};
+use std::fmt;
+
+/// A perf-config string that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigParseError {
+    /// Missing or unknown `vN:` prefix.
+    #[error("perf config '{0}': expected the version prefix 'v1:' or 'v2:'")]
+    Version(String),
+    /// A field is missing, misnamed or out of order.
+    #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
+    Field {
+        /// The whole string.
+        text: String,
+        /// The field name expected there.
+        expected: &'static str,
+        /// 1-based position.
+        pos: usize,
+    },
+    /// A field's value does not parse.
+    #[error("perf config '{text}': field '{field}' has invalid value '{value}'")]
+    Value {
+        /// The whole string.
+        text: String,
+        /// The field.
+        field: &'static str,
+        /// The value found.
+        value: String,
+    },
+    /// Extra text after the last field.
+    #[error("perf config '{0}': unexpected text after the last field")]
+    Trailing(String),
+}
+
+/// The newest version of the string form: the last version that added a field.
+fn latest() -> u32 {
+    Field::ALL.into_iter().map(Field::since).max().unwrap_or(1)
+}
+
+impl fmt::Display for PerfConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let codes = self.codes();
+        // The lowest version that can say this config: fields added later are left out when
+        // they hold the value older strings stand for.
+        let version = Field::ALL
+            .into_iter()
+            .filter(|&g| Some(codes[g]) != g.default_code())
+            .map(Field::since)
+            .max()
+            .unwrap_or(1);
+        write!(f, "v{version}:")?;
+        let fields = Field::ALL.into_iter().filter(|g| g.since() <= version);
+        for (i, g) in fields.enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            match g.domain() {
+                Domain::Named(names) => write!(f, "{sep}{}={}", g.key(), names[codes[g] as usize])?,
+                Domain::Number | Domain::PowerOfTwo => write!(f, "{sep}{}={}", g.key(), codes[g])?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The code of a field's value as the string form writes it: a positive integer, or a name.
+fn parse_value(domain: Domain, text: &str) -> Option<u32> {
+    match domain {
+        Domain::Number | Domain::PowerOfTwo => text.parse::<u32>().ok().filter(|&v| v > 0),
+        Domain::Named(names) => names.iter().position(|&n| n == text).map(|i| i as u32),
+    }
+}
+
+impl std::str::FromStr for PerfConfig {
+    type Err = ConfigParseError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (version, body) = (1..=latest())
+            .find_map(|v| text.strip_prefix(&format!("v{v}:")).map(|body| (v, body)))
+            .ok_or_else(|| ConfigParseError::Version(text.to_string()))?;
+        let mut parts = body.split(',');
+        let mut values: PerField<Option<&str>> = PerField::default();
+        for (pos, g) in Field::ALL.into_iter().enumerate() {
+            if g.since() > version {
+                continue;
+            }
+            let field_err = || ConfigParseError::Field {
+                text: text.to_string(),
+                expected: g.key(),
+                pos: pos + 1,
+            };
+            let part = parts.next().ok_or_else(field_err)?;
+            let (k, v) = part.split_once('=').ok_or_else(field_err)?;
+            if k != g.key() {
+                return Err(field_err());
+            }
+            values[g] = Some(v);
+        }
+        if parts.next().is_some() {
+            return Err(ConfigParseError::Trailing(text.to_string()));
+        }
+        let mut codes = PerField::default();
+        for (g, value) in values.iter() {
+            codes[g] = match value {
+                // Left out by an older version: the value it stands for.
+                None => g.default_code().unwrap_or_default(),
+                Some(v) => parse_value(g.domain(), v).ok_or_else(|| ConfigParseError::Value {
+                    text: text.to_string(),
+                    field: g.key(),
+                    value: v.to_string(),
+                })?,
+            };
+        }
+        // Every code was read from its field's domain, so this always succeeds.
+        PerfConfig::from_codes(&codes).ok_or_else(|| ConfigParseError::Version(text.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LdsLayout, MmaPath};
+
+    #[test]
+    fn round_trip_and_errors() {
+        let c = PerfConfig {
+            block_m: 128,
+            block_n: 64,
+            block_k: 32,
+            warp_m: 64,
+            warp_n: 32,
+            stages: 3,
+            vec_a: 8,
+            vec_b: 4,
+            vec_c: 2,
+            lds: LdsLayout::Swizzled,
+            split_k: 1,
+            raster: 8,
+            mma: MmaPath::Sync,
+        };
+        let s = c.to_string();
+        assert!(s.starts_with("v1:"));
+        assert_eq!(s.parse::<PerfConfig>().unwrap(), c);
+        let w = PerfConfig {
+            mma: MmaPath::Wgmma,
+            ..c
+        };
+        let ws = w.to_string();
+        assert!(ws.starts_with("v2:") && ws.ends_with(",mma=wg"), "{ws}");
+        assert_eq!(ws.parse::<PerfConfig>().unwrap(), w);
+        assert_eq!(w.warps(), 4 * c.warps());
+        for m in MmaPath::ALL {
+            let x = PerfConfig { mma: m, ..c };
+            assert_eq!(x.to_string().parse::<PerfConfig>().unwrap(), x, "{m:?}");
+            assert_eq!(MmaPath::from_name(m.name()), Some(m));
+        }
+        let v2sync = format!("v2:{},mma=sync", &s[3..]);
+        assert_eq!(v2sync.parse::<PerfConfig>().unwrap(), c);
+        assert!(ws.replace("mma=wg", "mma=x").parse::<PerfConfig>().is_err());
+        assert!(format!("{s},mma=wg").parse::<PerfConfig>().is_err());
+        assert!(matches!(
+            "v3:bm=1".parse::<PerfConfig>(),
+            Err(ConfigParseError::Version(_))
+        ));
+        let e = s
+            .replace("bk=32", "bk=x")
+            .parse::<PerfConfig>()
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ConfigParseError::Value {
+                text: s.replace("bk=32", "bk=x"),
+                field: "bk",
+                value: "x".into()
+            }
+        );
+        let e = s.replace("wm=", "wx=").parse::<PerfConfig>().unwrap_err();
+        assert!(matches!(
+            e,
+            ConfigParseError::Field {
+                expected: "wm",
+                pos: 4,
+                ..
+            }
+        ));
+        assert!(format!("{s},zz=1").parse::<PerfConfig>().is_err());
+    }
+}
