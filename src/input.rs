@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use convtune::input::{read_text, ReadError};
-//! let e = read_text(std::path::Path::new("/dev/zero"), 1 << 20).unwrap_err();
+//! let e = read_text(std::path::Path::new("/dev/zero"), 1 << 20, "examples").unwrap_err();
 //! assert!(matches!(e, ReadError::NotAFile { .. }));
 //! ```
 
