@@ -21,10 +21,9 @@
 
 use super::campaign_error::CampaignError;
 use super::device_run::{tune_device, Earlier, Shared};
-use super::devices::{Devices, Shard};
 use super::dry_run::dry_run;
+pub use super::options::CampaignOptions;
 use super::report::{CampaignReport, Event, TuneSetup, TunedReport};
-use super::TuneOptions;
 use crate::arch::Arch;
 use crate::db::{self, Journal};
 use crate::problem::ConvProblem;
@@ -34,54 +33,6 @@ use crate::space::SearchSpace;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-
-/// Everything a campaign is asked to do, already parsed.
-#[derive(Debug, Clone)]
-pub struct CampaignOptions {
-    /// The arch to tune for; `None`: the GPU's own.
-    pub arch: Option<Arch>,
-    /// A search-space file; `None`: the built-in space of the arch's vendor.
-    pub space: Option<PathBuf>,
-    /// Search strategy by name (see [`search::STRATEGIES`]).
-    pub strategy: String,
-    /// Seed for the random inputs and the randomised strategies.
-    pub seed: u64,
-    /// Budget, time limit, batch size and progress bar of each problem's search.
-    pub tune: TuneOptions,
-    /// Which devices tune.
-    pub devices: Devices,
-    /// The database to write; `None`: the user database ([`db::user_db_path`]).
-    pub db: Option<PathBuf>,
-    /// The journal; `None`: beside the database.
-    pub journal: Option<PathBuf>,
-    /// A JSON file of the winners, merged with what is there.
-    pub report: Option<PathBuf>,
-    /// Tune only every n-th problem of the list.
-    pub shard: Option<Shard>,
-    /// Enumerate, check and compile only: no GPU, nothing written.
-    pub dry_run: bool,
-    /// Test only: the first this-many legal candidates are built to fault.
-    pub inject_faults: usize,
-}
-
-impl Default for CampaignOptions {
-    fn default() -> Self {
-        CampaignOptions {
-            arch: None,
-            space: None,
-            strategy: "guided".into(),
-            seed: 1,
-            tune: TuneOptions::default(),
-            devices: Devices::One(0),
-            db: None,
-            journal: None,
-            report: None,
-            shard: None,
-            dry_run: false,
-            inject_faults: 0,
-        }
-    }
-}
 
 /// The database entries `retune` tunes again.
 #[derive(Debug, Clone)]

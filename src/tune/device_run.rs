@@ -1,8 +1,8 @@
 //! One device's share of a campaign: take problems from the shared queue, tune each through the
 //! device, journal every outcome, write each winner to the database and the report file.
 
-use super::campaign::CampaignOptions;
 use super::campaign_error::CampaignError;
+use super::options::CampaignOptions;
 use super::report::{Event, ProblemSummary};
 use super::report_file::{write_report_file, ReportRow};
 use super::{compile_plan, reference_plan, tune, Evaluate, Record};

@@ -2,8 +2,8 @@
 //! arch, with no GPU and nothing written; the counts say whether a space and a code generator
 //! are ready for a new target.
 
-use super::campaign::CampaignOptions;
 use super::campaign_error::CampaignError;
+use super::options::CampaignOptions;
 use super::report::{CompiledProblem, DryRunReport, DryRunSetup, Event, Failure};
 use super::{compile_only, resource_summary};
 use crate::arch::Arch;

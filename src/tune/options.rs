@@ -1,0 +1,55 @@
+//! What a campaign is asked to do: its own file so that the campaign and the per-device and
+//! dry-run steps it calls all read it without importing each other.
+
+use super::devices::{Devices, Shard};
+use super::TuneOptions;
+use crate::arch::Arch;
+use std::path::PathBuf;
+
+/// Everything a campaign is asked to do, already parsed.
+#[derive(Debug, Clone)]
+pub struct CampaignOptions {
+    /// The arch to tune for; `None`: the GPU's own.
+    pub arch: Option<Arch>,
+    /// A search-space file; `None`: the built-in space of the arch's vendor.
+    pub space: Option<PathBuf>,
+    /// Search strategy by name (see [`crate::search::STRATEGIES`]).
+    pub strategy: String,
+    /// Seed for the random inputs and the randomised strategies.
+    pub seed: u64,
+    /// Budget, time limit, batch size and progress bar of each problem's search.
+    pub tune: TuneOptions,
+    /// Which devices tune.
+    pub devices: Devices,
+    /// The database to write; `None`: the user database ([`crate::db::user_db_path`]).
+    pub db: Option<PathBuf>,
+    /// The journal; `None`: beside the database.
+    pub journal: Option<PathBuf>,
+    /// A JSON file of the winners, merged with what is there.
+    pub report: Option<PathBuf>,
+    /// Tune only every n-th problem of the list.
+    pub shard: Option<Shard>,
+    /// Enumerate, check and compile only: no GPU, nothing written.
+    pub dry_run: bool,
+    /// Test only: the first this-many legal candidates are built to fault.
+    pub inject_faults: usize,
+}
+
+impl Default for CampaignOptions {
+    fn default() -> Self {
+        CampaignOptions {
+            arch: None,
+            space: None,
+            strategy: "guided".into(),
+            seed: 1,
+            tune: TuneOptions::default(),
+            devices: Devices::One(0),
+            db: None,
+            journal: None,
+            report: None,
+            shard: None,
+            dry_run: false,
+            inject_faults: 0,
+        }
+    }
+}
