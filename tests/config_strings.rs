@@ -24,7 +24,8 @@ fn data_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every quoted string that starts with a version prefix `vN:`.
+/// Every quoted string that starts with a version prefix `vN:` followed by `key=value` fields
+/// (a database checksum, `"v2:d28b408e4b4a168d"`, has the prefix but no fields).
 fn config_strings(text: &str) -> Vec<&str> {
     text.split('"')
         .skip(1)
@@ -32,7 +33,9 @@ fn config_strings(text: &str) -> Vec<&str> {
         .filter(|s| {
             s.strip_prefix('v')
                 .and_then(|r| r.split_once(':'))
-                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .is_some_and(|(n, body)| {
+                    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && body.contains('=')
+                })
         })
         .collect()
 }
@@ -71,6 +74,7 @@ fn shipped_config_strings_round_trip() {
 
 #[test]
 fn config_string_scan_finds_only_versioned_strings() {
-    let text = r#"{"config":"v1:bm=1","x":"v:1","y":"vb=2","z":"v12:a"}"#;
-    assert_eq!(config_strings(text), ["v1:bm=1", "v12:a"]);
+    let text =
+        r#"{"config":"v1:bm=1","x":"v:1","y":"vb=2","z":"v12:a=1","checksum":"v2:d28b408e"}"#;
+    assert_eq!(config_strings(text), ["v1:bm=1", "v12:a=1"]);
 }
