@@ -82,8 +82,9 @@ fn check_code_object(c: &Compiled, what: &str) -> Vec<u32> {
         );
         let threads: u32 = k.block.iter().product();
         assert!(threads <= m.max_flat_workgroup_size, "{what}: {m:?}");
-        assert!(m.vgpr_count + m.agpr_count <= 512, "{what}: {m:?}");
-        regs.push(m.vgpr_count + m.agpr_count);
+        let arch = c.target.arch().name;
+        assert!(m.total_vgprs(arch) <= 512, "{what}: {m:?}");
+        regs.push(m.total_vgprs(arch));
     }
     regs
 }
@@ -91,6 +92,7 @@ fn check_code_object(c: &Compiled, what: &str) -> Vec<u32> {
 #[test]
 fn code_objects_match_the_abi_and_estimates_bound_the_linker() {
     let mut report = Vec::new();
+    let mut under = Vec::new();
     for arch in [Arch::GFX908, Arch::GFX90A, Arch::GFX942] {
         let space = SearchSpace::default_for(&arch);
         let target = Target::of(arch);
@@ -127,15 +129,16 @@ fn code_objects_match_the_abi_and_estimates_bound_the_linker() {
                         let e = convtune::tune::compile_plan(&l, &cfg, &arch, false).unwrap_err();
                         assert_eq!(e.to_string(), why);
                     }
-                    None => assert!(
-                        used <= estimate,
+                    None if used > estimate => under.push(format!(
                         "{what}: legality estimated {estimate} registers, the linker used {used}"
-                    ),
+                    )),
+                    None => {}
                 }
             }
         }
     }
     eprintln!("{}", report.join("\n"));
+    assert!(under.is_empty(), "{}", under.join("\n"));
 }
 
 /// The case: the heuristic config of seed 003 on gfx90a. Either it fits the register

@@ -56,6 +56,25 @@ impl AmdKernelArg {
 }
 
 impl AmdKernelResources {
+    /// Whether the kernel spills to memory: VGPR spills, or any scratch. SGPR spills alone
+    /// are not counted: LLVM spills SGPRs into lanes of a VGPR, which costs a few VALU
+    /// instructions and no memory traffic (if they reached memory, scratch would be > 0).
+    pub fn spills(&self) -> bool {
+        self.vgpr_spill_count > 0 || self.private_segment_fixed_size > 0
+    }
+
+    /// Vector registers per lane, ArchVGPRs and AccVGPRs together. On gfx90a and gfx94x the
+    /// two share one file of 512 and `.vgpr_count` already is the unified total (LLVM's
+    /// `getTotalNumVGPRs`: ArchVGPRs rounded up to 4, plus AGPRs); on gfx908 they are separate
+    /// files of 256 each and the total is the sum.
+    pub fn total_vgprs(&self, arch: &str) -> u32 {
+        if unified_vgprs(arch) {
+            self.vgpr_count.max(self.agpr_count)
+        } else {
+            self.vgpr_count + self.agpr_count
+        }
+    }
+
     /// Checks the explicit arguments against the launch ABI: one 8-byte `global_buffer` per
     /// device pointer, at consecutive naturally aligned offsets from 0. The runtime packs
     /// arguments by this metadata, so a mismatch would pass pointers into the wrong slots.
@@ -104,6 +123,11 @@ impl AmdKernelResources {
     }
 }
 
+/// Whether ArchVGPRs and AccVGPRs share one register file (CDNA2 and CDNA3).
+pub fn unified_vgprs(arch: &str) -> bool {
+    matches!(arch, "gfx90a" | "gfx940" | "gfx941" | "gfx942" | "gfx950")
+}
+
 /// Resource use of every kernel of a code object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AmdResources {
@@ -121,30 +145,23 @@ impl AmdResources {
     /// memory in DRAM, an order of magnitude slower than registers, and legality's estimate
     /// was meant to keep every config within the register file.
     pub fn spill_report(&self) -> Option<String> {
-        self.kernels
-            .iter()
-            .find(|k| {
-                k.vgpr_spill_count > 0 || k.sgpr_spill_count > 0 || k.private_segment_fixed_size > 0
-            })
-            .map(|k| {
-                format!(
-                    "kernel {} spills: {} VGPRs + {} AGPRs used, {} VGPR and {} SGPR spills, \
+        self.kernels.iter().find(|k| k.spills()).map(|k| {
+            format!(
+                "kernel {} spills: {} VGPRs + {} AGPRs used, {} VGPR and {} SGPR spills, \
                      {} bytes of scratch per lane",
-                    k.name,
-                    k.vgpr_count,
-                    k.agpr_count,
-                    k.vgpr_spill_count,
-                    k.sgpr_spill_count,
-                    k.private_segment_fixed_size
-                )
-            })
+                k.name,
+                k.vgpr_count,
+                k.agpr_count,
+                k.vgpr_spill_count,
+                k.sgpr_spill_count,
+                k.private_segment_fixed_size
+            )
+        })
     }
 
-    /// Whether any kernel spills registers or uses scratch.
+    /// Whether any kernel spills (see [`AmdKernelResources::spills`]).
     pub fn spills(&self) -> bool {
-        self.kernels.iter().any(|k| {
-            k.vgpr_spill_count > 0 || k.sgpr_spill_count > 0 || k.private_segment_fixed_size > 0
-        })
+        self.kernels.iter().any(AmdKernelResources::spills)
     }
 }
 

@@ -16,6 +16,8 @@ mod resources;
 const ANALYSIS_CAP: u32 = 16;
 /// Registers every kernel spends on addresses, loop counters and bounds (estimate).
 const OVERHEAD_REGS: u32 = 40;
+/// The same on AMD (see [`Checker::overhead_regs`]).
+const AMD_OVERHEAD_REGS: u32 = 88;
 
 /// One rule. Rules run in the order of [`Rule::ALL`]; [`Rule::innermost`] says which parameters
 /// they read (see [`Field::level`]), and a rule reads no parameter of a later level.
@@ -372,7 +374,8 @@ impl Checker {
                     return Ok(());
                 };
                 let (acc, frag, staging) = self.register_parts(cfg, &instr);
-                let total = acc + frag + staging + OVERHEAD_REGS as u64;
+                let overhead = self.overhead_regs();
+                let total = acc + frag + staging + overhead as u64;
                 if total > arch.max_regs_per_thread as u64 {
                     return Err(Rejection::Registers {
                         estimate: Self::sat(total),
@@ -380,7 +383,7 @@ impl Checker {
                         acc: Self::sat(acc),
                         frag: Self::sat(frag),
                         staging: Self::sat(staging),
-                        overhead: OVERHEAD_REGS,
+                        overhead,
                     });
                 }
                 Ok(())
@@ -543,7 +546,7 @@ impl Checker {
             .instr(cfg)
             .unwrap_or(arch.math(self.problem.dtype())[0]);
         let (acc, frag, staging) = self.register_parts(cfg, &instr);
-        let registers = acc + frag + staging + OVERHEAD_REGS as u64;
+        let registers = acc + frag + staging + self.overhead_regs() as u64;
         let (lds, _) = self.lds_bytes(cfg);
         let by_lds = (arch.smem_per_sm as u64)
             .checked_div(lds)

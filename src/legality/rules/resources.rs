@@ -1,8 +1,8 @@
 //! The per-config estimates the rules compare with the arch's limits: warps, registers, shared
 //! memory, and whether the `wgmma` path's shared-memory layouts fit the config.
 
-use super::Checker;
-use crate::arch::{fit, MathInstr, MathKind};
+use super::{Checker, AMD_OVERHEAD_REGS, OVERHEAD_REGS};
+use crate::arch::{fit, MathInstr, MathKind, Vendor};
 use crate::config::{LdsLayout, MmaPath, PerfConfig};
 
 impl Checker {
@@ -54,7 +54,16 @@ impl Checker {
             // A warpgroup's accumulators over its 128 threads; A and B stay in shared memory.
             return ((wm * wn).div_ceil(4 * warp), 0, 0);
         }
+        let amd = self.arch.vendor == Vendor::Amd;
         let acc = (wm * wn).div_ceil(warp);
+        // AMD: the accumulators live in AccVGPRs during the main loop and are copied to
+        // ArchVGPRs for the epilogue's conversion and stores (seen in the linker's counts of
+        // gfx908/gfx90a/gfx942 code objects: tests/amd_code_objects.rs).
+        let acc = if amd && instr.kind == MathKind::Mfma {
+            2 * acc
+        } else {
+            acc
+        };
         let frag = match instr.kind {
             // A thread owns a (warp/8) × 8 grid cell: one column of A and one row of B per k.
             MathKind::Fma => wm.div_ceil(warp / 8) + wn.div_ceil(8),
@@ -67,8 +76,16 @@ impl Checker {
             0
         } else {
             let threads = (Self::warps(cfg) * warp).max(1);
-            ((cfg.block_m as u64 + cfg.block_n as u64) * cfg.block_k as u64 * eb)
-                .div_ceil(4 * threads)
+            let elems = (cfg.block_m as u64 + cfg.block_n as u64) * cfg.block_k as u64;
+            let data = (elems * eb).div_ceil(4 * threads);
+            if amd {
+                // Plus a 64-bit address per load, live until its LDS store; one load per
+                // element is the worst case, and the one assumed, because the vector widths
+                // are decided after this rule runs (see `Rule::innermost`).
+                data + 2 * elems.div_ceil(threads)
+            } else {
+                data
+            }
         };
         (acc, frag, staging)
     }
@@ -82,6 +99,16 @@ impl Checker {
             LdsLayout::Swizzled => 0,
         };
         (tiles + padding, padding)
+    }
+
+    /// Registers every kernel spends on addresses, loop counters and bounds (estimate). AMD's
+    /// kernels keep more index math in VGPRs (no per-thread predicate registers, 64-bit
+    /// addresses built in pairs of VGPRs), calibrated on the code-object sweep.
+    pub(in crate::legality) fn overhead_regs(&self) -> u32 {
+        match self.arch.vendor {
+            Vendor::Nvidia => OVERHEAD_REGS,
+            Vendor::Amd => AMD_OVERHEAD_REGS,
+        }
     }
 
     pub(in crate::legality) fn sat(x: u64) -> u32 {

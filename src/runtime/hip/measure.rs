@@ -263,7 +263,7 @@ impl<A: HipApi> HipMeasurer<A> {
     /// What the code object declares for each kernel of a plan, without loading it.
     pub fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError> {
         let meta = plan_metadata(plan).map_err(RuntimeError::Module)?;
-        Ok(kernel_resources(&meta))
+        Ok(kernel_resources(&meta, &self.device.arch))
     }
 
     fn check_alive(&self) -> Result<(), RuntimeError> {
@@ -341,7 +341,7 @@ impl<A: HipApi> HipMeasurer<A> {
         Ok(Loaded {
             module,
             functions,
-            resources: kernel_resources(&meta),
+            resources: kernel_resources(&meta, &self.device.arch),
         })
     }
 
@@ -552,12 +552,12 @@ fn plan_metadata(plan: &LaunchPlan) -> Result<AmdResources, String> {
 }
 
 /// The code object's per-kernel resources in the runtime's terms.
-fn kernel_resources(meta: &AmdResources) -> Vec<KernelResources> {
+fn kernel_resources(meta: &AmdResources, arch: &str) -> Vec<KernelResources> {
     meta.kernels
         .iter()
         .map(|k| KernelResources {
             name: k.name.clone(),
-            registers: k.vgpr_count + k.agpr_count,
+            registers: k.total_vgprs(arch),
             local_bytes: k.private_segment_fixed_size,
             static_shared_bytes: k.group_segment_fixed_size,
             max_threads_per_block: k.max_flat_workgroup_size,
