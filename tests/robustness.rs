@@ -429,48 +429,33 @@ fn a_waiting_writer_names_the_lock_holder() {
 #[test]
 fn output_files_that_cannot_be_written_are_bad_input_and_a_full_disk_is_not() {
     let dir = tempfile::tempdir().unwrap();
-    let problem = "conv -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1";
+    let compile = |extra: &[&str]| {
+        let problem = "conv -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1";
+        let mut args = vec!["compile", "--problem", problem, "--arch", "sm_90"];
+        args.extend_from_slice(extra);
+        convtune(&args)
+    };
     let missing = dir.path().join("no/such/folder/k.ptx");
-    let a_folder = dir.path().to_str().unwrap().to_string();
-    for out in [missing.to_str().unwrap(), a_folder.as_str()] {
-        let o = convtune(&[
-            "compile",
-            "--problem",
-            problem,
-            "--arch",
-            "sm_90",
+    let ptx = dir.path().join("k.ptx");
+    let manifest = dir.path().join("missing/m.json");
+    for extra in [
+        vec!["-o", missing.to_str().unwrap()],
+        vec!["-o", dir.path().to_str().unwrap()],
+        vec![
             "-o",
-            out,
-        ]);
-        assert_eq!(o.status.code(), Some(2), "-o {out}: {}", stderr(&o));
+            ptx.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    ] {
+        let o = compile(&extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("writing"), "{}", stderr(&o));
     }
-    let manifest = dir.path().join("missing/m.json");
-    let ptx = dir.path().join("k.ptx");
-    let o = convtune(&[
-        "compile",
-        "--problem",
-        problem,
-        "--arch",
-        "sm_90",
-        "-o",
-        ptx.to_str().unwrap(),
-        "--manifest",
-        manifest.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     if std::path::Path::new("/dev/full").exists() {
         // A device is written in place (never replaced by a renamed file, which root could
         // do): the disk is full, a failure of the machine, exit 1.
-        let o = convtune(&[
-            "compile",
-            "--problem",
-            problem,
-            "--arch",
-            "sm_90",
-            "-o",
-            "/dev/full",
-        ]);
+        let o = compile(&["-o", "/dev/full"]);
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
         let kind = std::fs::metadata("/dev/full").unwrap().file_type();
