@@ -162,3 +162,30 @@ fn config_string_round_trips_with_red() {
     };
     assert!(a.to_string().starts_with("v1:"));
 }
+
+#[test]
+fn sampled_fixup_kernels_of_the_selfcheck_sweep_compile_and_the_first_emulates() {
+    use convtune::problem::Direction;
+    use convtune::selfcheck::{split_k_space, sweep_problems};
+    use convtune::space::sample_legal;
+    let space = split_k_space(&Arch::SM_90, Reduction::Fixup);
+    let mut sampled = 0;
+    for p in sweep_problems()
+        .into_iter()
+        .filter(|p| p.direction() == Direction::BwdWeight)
+    {
+        let l = lower(&p);
+        for (i, c) in sample_legal(&p, &Arch::SM_90, &space, 2, 7)
+            .into_iter()
+            .enumerate()
+        {
+            assert!(c.red == Reduction::Fixup && c.split_k > 1, "{c}");
+            compile_conv(&l, &c, H200).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            if sampled == 0 && i == 0 {
+                check(&p, &c, H200);
+            }
+            sampled += 1;
+        }
+    }
+    assert!(sampled >= 10, "{sampled} fixup kernels sampled");
+}
