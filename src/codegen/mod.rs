@@ -33,6 +33,7 @@ mod builder;
 mod compile;
 pub mod emu;
 mod error;
+mod fixup;
 mod gemm;
 mod index;
 mod ir;
