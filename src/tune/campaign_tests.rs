@@ -272,7 +272,7 @@ fn missing_or_mismatched_gpus_are_input_errors_that_say_what_was_looked_for() {
 }
 
 #[test]
-fn amd_archs_have_no_measuring_backend_yet_but_dry_runs_compile() {
+fn amd_without_rocm_is_no_usable_gpu_but_dry_runs_compile() {
     let mut o = options(Path::new("/nonexistent"), 2);
     o.arch = Some(Arch::from_name("gfx90a").unwrap());
     let e = Campaign::new(o.clone())
