@@ -71,13 +71,36 @@ impl Fixup {
     }
 }
 
-/// Writes this slice's partials, counts it in, and in the last slice to arrive adds every
-/// slice's partials in slice order and calls `epilogue` with the sums (in the order of `vals`).
+/// One block's share of an output tile.
+pub(crate) struct Share<'ctx> {
+    /// The output tile ([`super::schedule::Tile::index`]).
+    pub tile: IntValue<'ctx>,
+    /// Which of the tile's contributions this is, `0 .. count`: the order of the sum.
+    pub slice: IntValue<'ctx>,
+    /// Contributions to this tile (at most [`Fixup::slices`]).
+    pub count: IntValue<'ctx>,
+}
+
+impl<'ctx> Share<'ctx> {
+    /// The split-K slice of a raster-scheduled tile: `split_k` contributions each.
+    pub fn of_split(kb: &Kb<'_, 'ctx>, fx: &Fixup, tile: &Tile<'ctx>) -> Self {
+        Share {
+            tile: tile.index,
+            slice: tile
+                .slice
+                .unwrap_or_else(|| panic!("fixup planned without split-K slices")),
+            count: kb.c(fx.slices as i64),
+        }
+    }
+}
+
+/// Writes this share's partials, counts it in, and in the last share to arrive adds every
+/// share's partials in slice order and calls `epilogue` with the sums (in the order of `vals`).
 pub(crate) fn emit_fixup<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     fx: &Fixup,
-    tile: &Tile<'ctx>,
+    share: &Share<'ctx>,
     tid: IntValue<'ctx>,
     vals: Vec<FloatValue<'ctx>>,
     epilogue: impl FnOnce(&Kb<'_, 'ctx>, Vec<FloatValue<'ctx>>),
@@ -90,15 +113,13 @@ pub(crate) fn emit_fixup<'ctx>(
         vals.len(),
         fx.tile_values
     );
-    let slice = tile
-        .slice
-        .unwrap_or_else(|| panic!("fixup planned without split-K slices"));
+    let (index, slice) = (share.tile, share.slice);
     let ws = kb.arg(ArgRole::Workspace);
     let f32t = kb.f32t();
     let partials = kb.gep_bytes(ws, fx.partials_at as i64);
     let slot = |kb: &Kb<'_, 'ctx>, s: IntValue<'ctx>, i: usize| {
         let first = kb.mulc(
-            kb.add(kb.mulc(tile.index, fx.slices as i64), s),
+            kb.add(kb.mulc(index, fx.slices as i64), s),
             fx.tile_values as i64,
         );
         let at = kb.add(first, kb.addc(tid, i as i64 * threads as i64));
@@ -114,9 +135,9 @@ pub(crate) fn emit_fixup<'ctx>(
     let verdict = kb.shared_base();
     let i32t = kb.i32t();
     kb.if_then(kb.eq(tid, kb.c(0)), |kb| {
-        let counter = kb.gep(i32t.into(), ws, tile.index);
+        let counter = kb.gep(i32t.into(), ws, index);
         let before = kb.arrive(counter);
-        let last = kb.eq(before, kb.c(fx.slices as i64 - 1));
+        let last = kb.eq(before, kb.addc(share.count, -1));
         kb.if_then(last, |kb| {
             kb.store(Mem::Global, counter, kb.c(0).into(), 4);
         });
@@ -135,7 +156,13 @@ pub(crate) fn emit_fixup<'ctx>(
                     kb.load(Mem::Global, f32t.into(), slot(kb, kb.c(s as i64), i), 4)
                         .into_float_value()
                 };
-                (1..fx.slices).fold(load(0), |acc, s| kb.fadd(acc, load(s)))
+                // Shares past `count` hold nothing of this tile (a constant `count` folds
+                // the test away).
+                (1..fx.slices).fold(load(0), |acc, s| {
+                    let more = kb.ult(kb.c(s as i64), share.count);
+                    kb.select(more, kb.fadd(acc, load(s)).into(), acc.into())
+                        .into_float_value()
+                })
             })
             .collect();
         epilogue(kb, sums);

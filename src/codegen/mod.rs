@@ -47,6 +47,7 @@ mod report;
 mod schedule;
 mod simple;
 mod spec;
+mod streamk;
 mod target;
 
 pub use amd_meta::{AmdKernelResources, AmdResources};
