@@ -27,7 +27,7 @@ fn stream(c: &str) -> PerfConfig {
 /// Emulates `c`: no bad access, bit-exact; returns the GEMM launch's grid.
 fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> [u32; 3] {
     let l = lower(p);
-    if let Err(e) = legality::check(&l, c, &like.arch()) {
+    if let Err(e) = legality::check(&l, c, like.arch()) {
         panic!("{p} {c}: {e}");
     }
     let mut t = data(p, 5);

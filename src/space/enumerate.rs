@@ -237,16 +237,17 @@ mod tests {
         );
         let e = enumerate_legal(&w, &arch, &space);
         assert!(e.legal.iter().any(|c| c.split_k == 8));
-        // Both reductions of split-K, and the fix-up never without it.
+        // Both reductions of split-K, the fix-up never without it, stream-K never with it.
         use crate::config::Reduction;
         assert!(e
             .legal
             .iter()
             .any(|c| c.split_k == 8 && c.red == Reduction::Fixup));
-        assert!(e
-            .legal
-            .iter()
-            .all(|c| c.red == Reduction::Atomic || c.split_k > 1));
+        assert!(e.legal.iter().all(|c| match c.red {
+            Reduction::Atomic => true,
+            Reduction::Fixup => c.split_k > 1,
+            Reduction::Stream => c.split_k == 1,
+        }));
     }
 
     #[test]
