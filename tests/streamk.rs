@@ -75,6 +75,17 @@ fn ranges_across_and_covering_whole_tiles_are_bit_exact() {
 }
 
 #[test]
+fn many_contributors_per_tile_take_the_two_level_fixup() {
+    // 1x1 f32: dw 16 x 32 in 16x16 tiles: 2 tiles of 528 K tiles (K = 2·66·64 = 8448, bk 16):
+    // 8 iterations a block on 132 SMs, 67 contributors a tile, added in groups of 8.
+    let p = problem("conv -n 2 -c 32 -H 66 -W 64 -k 16 -y 1 -x 1 -F 4");
+    let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1");
+    let s = StreamK::new(2, 528, 132);
+    assert_eq!((s.blocks, s.per_block, s.max_contributors()), (132, 8, 67));
+    assert_eq!(check(&p, &c, H200), [132, 1, 1]);
+}
+
+#[test]
 fn the_schedule_and_legality() {
     let s = StreamK::new(36, 32, 132);
     assert_eq!((s.blocks, s.per_block), (128, 9));

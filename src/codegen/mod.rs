@@ -52,6 +52,7 @@ mod target;
 
 pub use amd_meta::{AmdKernelResources, AmdResources};
 pub use error::CodegenError;
+pub use fixup::serial_reads;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;

@@ -28,6 +28,7 @@
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{fit, Arch, MathKind};
+use crate::codegen::serial_reads;
 use crate::config::{LdsLayout, PerfConfig, Reduction, StreamK};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
@@ -420,9 +421,9 @@ fn estimate_with(
 /// zeroed sum (8 bytes per element and slice at L2), zeroed by a launch of its own, and for
 /// 16-bit types converted by a finishing launch (a read of the f32 sum and a write). `red=fixup`:
 /// the same partial traffic (each slice writes its tile, the last reads them all back), no
-/// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the last
-/// block of each tile reads `split_k` partial tiles alone, through its SM's port to L2
-/// (`sm_bytes_per_us`) while the tiles of the last wave finish.
+/// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the block
+/// that finishes a tile reads [`serial_reads`] partial tiles alone, through its SM's port to
+/// L2 (`sm_bytes_per_us`) while the tiles of the last wave finish.
 /// `red=stream` (`stream`): each block's range splits at most one tile at each end, so about
 /// one partial tile per block, and the tail adds the most contributors any tile has.
 fn split_reduction(
@@ -435,7 +436,7 @@ fn split_reduction(
     let tile = f64::from(c.block_m) * f64::from(c.block_n) * 4.0;
     if let Some(s) = stream {
         let partials = f64::from(s.blocks) * tile * 2.0;
-        let tail = f64::from(s.max_contributors()) * tile / sm_bytes_per_us.max(1.0);
+        let tail = f64::from(serial_reads(s.max_contributors())) * tile / sm_bytes_per_us.max(1.0);
         return (mn * e + partials, 2.0, tail);
     }
     if c.split_k <= 1 {
@@ -448,7 +449,8 @@ fn split_reduction(
         Reduction::Atomic => (partials + mn * 4.0, 2.0, 0.0),
         // A stream-K config never reaches here (handled above).
         Reduction::Fixup | Reduction::Stream => {
-            (partials, 2.0, tile * sk / sm_bytes_per_us.max(1.0))
+            let reads = f64::from(serial_reads(c.split_k));
+            (partials, 2.0, tile * reads / sm_bytes_per_us.max(1.0))
         }
     }
 }
