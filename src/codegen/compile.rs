@@ -11,7 +11,7 @@ use super::target::Target;
 use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
-use crate::arch::Vendor;
+use crate::arch::{Vendor, MAX_GRID};
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
@@ -70,8 +70,7 @@ fn kernel(
     threads: u32,
     shared_bytes: u32,
 ) -> Result<Kernel, CodegenError> {
-    // CUDA and HIP both take 2^31 − 1 blocks along x and 65535 along y and z.
-    if grid[0] == 0 || grid[0] > i32::MAX as u64 || grid[1] > 65535 || grid[2] > 65535 {
+    if grid[0] == 0 || grid.iter().zip(MAX_GRID).any(|(&g, m)| g > m as u64) {
         return Err(CodegenError::Launch { kernel: name, grid });
     }
     Ok(Kernel {

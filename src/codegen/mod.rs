@@ -50,7 +50,7 @@ mod spec;
 mod streamk;
 mod target;
 
-pub use amd_meta::{AmdKernelResources, AmdResources};
+pub use amd_meta::{read as read_code_object, AmdKernelArg, AmdKernelResources, AmdResources};
 pub use error::CodegenError;
 pub use fixup::serial_reads;
 pub use report::{resource_report, PtxCounts};
