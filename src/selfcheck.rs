@@ -110,13 +110,37 @@ pub fn run(
     run_in(worker, arch, problems, &space, configs, seed, log)
 }
 
-/// The arch's default space narrowed to split-K configs that add their slices up with `red`
-/// (what `selfcheck --red` samples from, so that every sampled kernel exercises it).
+/// The arch's default space narrowed to configs that reduce with `red`: split-K for `atomic`
+/// and `fixup`, `split_k = 1` for stream-K (what `selfcheck --red` samples from, so that every
+/// sampled kernel exercises it).
 pub fn split_k_space(arch: &Arch, red: Reduction) -> SearchSpace {
     let mut space = SearchSpace::default_for(arch);
-    space.params.split_k.retain(|&s| s > 1);
+    match red {
+        Reduction::Stream => space.params.split_k = vec![1],
+        _ => space.params.split_k.retain(|&s| s > 1),
+    }
     space.params.red = vec![red];
     space
+}
+
+/// The problems `selfcheck --red` runs: the sweep's bwd-weight problems (the direction with
+/// split-K), and for stream-K, whose schedule needs ≥ 8 K tiles per SM, two of a few thousand
+/// K steps that the sweep's small ones do not reach.
+pub fn reduction_problems(red: Reduction) -> Vec<ConvProblem> {
+    let mut out: Vec<ConvProblem> = sweep_problems()
+        .into_iter()
+        .filter(|p| p.direction() == Direction::BwdWeight)
+        .collect();
+    if red == Reduction::Stream {
+        for line in [
+            "convbfp16 -n 8 -c 64 -H 32 -W 32 -k 96 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+            "conv -n 8 -c 96 -H 24 -W 24 -k 64 -y 1 -x 1 -F 4 --layout NCHW",
+            "convfp16 -n 8 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 4 --layout NHWC",
+        ] {
+            out.push(line.parse().expect("static problem"));
+        }
+    }
+    out
 }
 
 /// [`run`] with configs sampled from `space`.

@@ -86,6 +86,31 @@ fn fixup_is_bit_exact_on_bwd_weight_without_a_finishing_launch() {
 }
 
 #[test]
+fn two_level_fixup_is_bit_exact_with_whole_and_partial_groups() {
+    // 20 slices: groups of 8, 8 and 4 (slices 13..19 have no K tiles and add zeros); 64
+    // slices: eight groups of 8.
+    let p =
+        problem("convbfp16 -n 2 -c 16 -H 16 -W 16 -k 16 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC");
+    for sk in [20, 64] {
+        let c = fixup(&format!(
+            "v1:bm=16,bn=32,bk=16,wm=16,wn=16,st=2,va=8,vb=8,vc=4,lds=pad,sk={sk},rs=1"
+        ));
+        let names = check(&p, &c, H200);
+        assert_eq!(
+            names,
+            ["convtune_zero_counters", "convtune_gemm0"],
+            "sk {sk}"
+        );
+    }
+    let f = problem("conv -n 2 -c 8 -H 12 -W 12 -k 8 -y 3 -x 3 -p 1 -q 1 -F 4");
+    check(
+        &f,
+        &fixup("v1:bm=16,bn=16,bk=8,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=32,rs=1"),
+        H200,
+    );
+}
+
+#[test]
 fn fixup_is_bit_exact_with_wgmma_and_on_amd() {
     let p = problem("convbfp16 -n 2 -c 64 -H 4 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC");
     let wg = fixup("v2:bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=2,rs=1,mma=wg");

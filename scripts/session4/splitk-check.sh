@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Issue 14 item 1 on the GPU: split-K reduced inside the kernel (red=fixup) against f32 atomics
-# plus a finishing launch (red=atomic), on the bwd-weight problems of the suite and two of the
-# issue's shapes (3x3 on 14x14, 1x1 stride 2), with cuDNN in the same run. About 4 minutes.
-#   1. `convtune selfcheck --red fixup` (and `--red atomic`): sampled split-K kernels of the
-#      sweep's bwd-weight problems verified against the reference kernel.
-#   2. Per problem, the same small space (three wgmma tiles, sk 1..64) tuned exhaustively
-#      twice: red = ["atomic"] and red = ["fixup"]; the best of each, and per split the best
-#      time of each mode (from the journals).
-#   3. cuDNN on the same problems (scripts/compare-cudnn.py), ratios for both modes.
+# Issue 14 item 1 on the GPU: split-K reduced inside the kernel (red=fixup) and stream-K
+# (red=stream) against f32 atomics plus a finishing launch (red=atomic), on the bwd-weight
+# problems of the suite and two of the issue's shapes (3x3 on 14x14, 1x1 stride 2), with cuDNN
+# in the same run. About 4 minutes.
+#   1. `convtune selfcheck --red fixup|stream|atomic`: sampled kernels of each reduction on the
+#      sweep's bwd-weight problems (stream-K: three longer-K ones) verified against the
+#      reference kernel.
+#   2. Per problem, the same small space (three wgmma tiles, sk 1..64) tuned exhaustively per
+#      mode: red = ["atomic"], ["fixup"], ["stream"] (sk = 1); every candidate is verified
+#      before it is timed. The best of each, and per split the best time of each mode.
+#   3. cuDNN on the same problems (scripts/compare-cudnn.py), ratios for every mode.
 #   Usage: scripts/session4/splitk-check.sh [BIN]     (default target/release/convtune)
 #   Results: $OUT/splitk/ (selfcheck-*.txt, report-{atomic,fixup}.json, journals, summary.txt).
 set -uo pipefail
@@ -20,8 +22,8 @@ mkdir -p "$R"
 t0=$(date +%s)
 
 # 1. Self-check of the knob's values (sweep problems are small: seconds each).
-for red in fixup atomic; do
-  timeout 75 "$BIN" selfcheck --red "$red" --configs 2 > "$R/selfcheck-$red.txt" 2>&1
+for red in fixup stream atomic; do
+  timeout 50 "$BIN" selfcheck --red "$red" --configs 2 > "$R/selfcheck-$red.txt" 2>&1
   echo "selfcheck --red $red: exit $? -- $(tail -n 1 "$R/selfcheck-$red.txt")"
 done
 
@@ -32,7 +34,9 @@ done
   echo "convbfp16 -n 32 -c 256 -H 28 -W 28 -k 512 -y 1 -x 1 -u 2 -v 2 -F 4 --layout NHWC"
 } | sort -u > "$R/problems.txt"
 echo "$(wc -l < "$R/problems.txt") bwd-weight problems"
-for red in atomic fixup; do
+for red in atomic fixup stream; do
+  sk="1, 4, 8, 16, 32, 64"
+  [ "$red" = stream ] && sk="1"
   cat > "$R/space-$red.toml" <<TOML
 name = "splitk-$red"
 vendor = "nvidia"
@@ -47,7 +51,7 @@ vec_a = [8]
 vec_b = [8]
 vec_c = [8]
 lds = ["swz"]
-split_k = [1, 4, 8, 16, 32, 64]
+split_k = [$sk]
 raster = [1]
 mma = ["wg"]
 red = ["$red"]
@@ -57,7 +61,7 @@ min_warps = 1
 max_warps = 32
 TOML
   rm -f "$R/db-$red.toml" "$R/journal-$red.jsonl" "$R/report-$red.json"
-  timeout 100 "$BIN" --problems "$R/problems.txt" --space "$R/space-$red.toml" --strategy exhaustive \
+  timeout 80 "$BIN" --problems "$R/problems.txt" --space "$R/space-$red.toml" --strategy exhaustive \
     --db "$R/db-$red.toml" --journal "$R/journal-$red.jsonl" --report "$R/report-$red.json" --quiet \
     > "$R/tune-$red.txt" 2>&1
   echo "tune red=$red: exit $? after $(( $(date +%s) - t0 )) s"
@@ -83,26 +87,31 @@ def norm(line):
     return (line.split()[0], tuple(sorted(f.items())))
 cj = load(f"{r}/cudnn.json")
 cud = {norm(x["problem"]): x["cudnn_us"] for x in cj.get("rows", [])} if isinstance(cj, dict) else {}
-best = {m: {norm(x["problem"]): x for x in load(f"{r}/report-{m}.json")} for m in ("atomic", "fixup")}
-print(f"{'problem':<84} {'cuDNN':>7} {'atomic':>7} {'fixup':>7} {'c/atom':>6} {'c/fix':>6} {'c/best':>6}  best configs")
-logs = {"atomic": [], "fixup": [], "best of both": []}
+MODES = ("atomic", "fixup", "stream")
+best = {m: {norm(x["problem"]): x for x in load(f"{r}/report-{m}.json")} for m in MODES}
+print(f"{'problem':<72} {'cuDNN':>7} " + " ".join(f"{m:>7}" for m in MODES)
+      + " " + " ".join(f"{'c/' + m[:4]:>6}" for m in MODES) + f" {'c/best':>6}  best configs")
+logs = {m: [] for m in MODES + ("best of all",)}
 for key, cu in cud.items():
-    a, f = best["atomic"].get(key), best["fixup"].get(key)
-    ta = a["time_us"] if a else float("nan")
-    tf = f["time_us"] if f else float("nan")
-    if a: logs["atomic"].append(math.log(cu / ta))
-    if f: logs["fixup"].append(math.log(cu / tf))
-    tb = min(t for t in (ta, tf) if t == t) if (a or f) else float("nan")
-    if a or f: logs["best of both"].append(math.log(cu / tb))
-    name = " ".join(f"{k}{v}" for k, v in key[1]) + " " + key[0]
-    print(f"{name:<84} {cu:7.1f} {ta:7.1f} {tf:7.1f} {cu/ta:6.3f} {cu/tf:6.3f} {cu/tb:6.3f}  "
-          f"{a['config'] if a else '-'} | {f['config'] if f else '-'}")
+    got = {m: best[m].get(key) for m in MODES}
+    t = {m: (got[m]["time_us"] if got[m] else float("nan")) for m in MODES}
+    for m in MODES:
+        if got[m]:
+            logs[m].append(math.log(cu / t[m]))
+    have = [t[m] for m in MODES if got[m]]
+    tb = min(have) if have else float("nan")
+    if have:
+        logs["best of all"].append(math.log(cu / tb))
+    name = " ".join(f"{k}{v}" for k, v in key[1] if v not in ("0", "1") or k in "F") + " " + key[0]
+    print(f"{name:<72} {cu:7.1f} " + " ".join(f"{t[m]:7.1f}" for m in MODES) + " "
+          + " ".join(f"{cu / t[m]:6.3f}" for m in MODES) + f" {cu / tb:6.3f}  "
+          + " | ".join(got[m]["config"] if got[m] else "-" for m in MODES))
 for m, l in logs.items():
     if l:
         print(f"geomean cuDNN/convtune, {m}: {math.exp(sum(l)/len(l)):.3f} over {len(l)} problems")
 # Per split: the best time of each mode (from the journals).
 per = {}
-for m in ("atomic", "fixup"):
+for m in MODES:
     try:
         lines = open(f"{r}/journal-{m}.jsonl").read().splitlines()
     except OSError:
@@ -118,10 +127,11 @@ for m in ("atomic", "fixup"):
             k = (j["problem_key"], int(sk.group(1)))
             per.setdefault(k, {})
             per[k][m] = min(per[k].get(m, 1e30), t)
-print("\nper split (best of the space's tiles): problem | sk | atomic us | fixup us | atomic/fixup")
+print("\nper split (best of the space's tiles): problem | sk | atomic us | fixup us | stream us | atomic/fixup")
 for (p, sk), v in sorted(per.items()):
-    a, f = v.get("atomic"), v.get("fixup")
+    a, f, st = v.get("atomic"), v.get("fixup"), v.get("stream")
     ratio = f"{a / f:.3f}" if a and f else "-"
-    print(f"{p[:70]:<70} sk={sk:<3} {a or float('nan'):8.1f} {f or float('nan'):8.1f} {ratio}")
+    nan = float("nan")
+    print(f"{p[:70]:<70} sk={sk:<3} {a or nan:8.1f} {f or nan:8.1f} {st or nan:8.1f} {ratio}")
 PY
 echo "splitk-check: $(( $(date +%s) - t0 )) s"

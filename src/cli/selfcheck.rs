@@ -4,7 +4,6 @@ use super::{bad_input, no_gpu};
 use anyhow::anyhow;
 use convtune::arch::Arch;
 use convtune::config::Reduction;
-use convtune::problem::Direction;
 use convtune::runtime::{cuda_devices, Worker};
 use convtune::selfcheck;
 use convtune::space::SearchSpace;
@@ -21,8 +20,8 @@ pub struct SelfcheckArgs {
     /// Seed for sampling configs and for the random inputs.
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Check only split-K kernels with this reduction (`atomic` or `fixup`), on the sweep's
-    /// bwd-weight problems (the only direction with split-K).
+    /// Check only kernels with this split-K reduction (`atomic`, `fixup` or `stream`), on the
+    /// sweep's bwd-weight problems (and, for stream-K, three with a longer K).
     #[arg(long)]
     red: Option<String>,
 }
@@ -50,13 +49,12 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut worker = Worker::spawn(args.device)?;
-    let mut problems = selfcheck::sweep_problems();
-    let space = match red {
-        Some(r) => {
-            problems.retain(|p| p.direction() == Direction::BwdWeight);
-            selfcheck::split_k_space(&arch, r)
-        }
-        None => SearchSpace::default_for(&arch),
+    let (problems, space) = match red {
+        Some(r) => (
+            selfcheck::reduction_problems(r),
+            selfcheck::split_k_space(&arch, r),
+        ),
+        None => (selfcheck::sweep_problems(), SearchSpace::default_for(&arch)),
     };
     let mut summary = selfcheck::run_in(
         &mut worker,

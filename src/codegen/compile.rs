@@ -3,7 +3,7 @@
 //! the emulator runs exactly the kernels the GPU gets.
 
 use super::builder::Kb;
-use super::gemm::{emit_gemm, scheduler};
+use super::gemm::{emit_gemm, grid};
 use super::plan::GemmPlan;
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
@@ -185,7 +185,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             }
             for plan in plans {
                 let name = format!("convtune_gemm{}", plan.gemm.id);
-                let grid = scheduler(&plan).grid(&plan);
+                let grid = grid(&plan);
                 let k = kernel(name, grid, plan.threads, plan.smem.bytes)?;
                 kernels.push((k, Body::Gemm(Box::new(plan))));
             }

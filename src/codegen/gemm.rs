@@ -4,7 +4,7 @@
 //! writes C (the epilogues), directly or through the split-K fix-up ([`super::fixup`]).
 
 use super::builder::Kb;
-use super::fixup::emit_fixup;
+use super::fixup::{emit_fixup, Share};
 use super::index::Addressing;
 use super::loader::Loader;
 use super::mainloop::{MainLoop, MultistageLoop};
@@ -18,6 +18,9 @@ use inkwell::values::{FloatValue, IntValue};
 /// Emits the body of the GEMM kernel of `plan` into `kb`'s function. `fault` adds a store far
 /// outside every buffer (the fault-isolation test).
 pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
+    if let SchedulerKind::StreamK(sk) = plan.scheduler {
+        return super::streamk::emit_streamk(kb, plan, &sk, fault);
+    }
     let scheduler = scheduler(plan);
     kb.set_block_size(plan.threads);
     let tid = kb.thread_idx();
@@ -34,34 +37,57 @@ pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
         None => epilogue(kb, plan, &math, vals, g, m0, n0),
     };
     match &plan.fixup {
-        Some(fx) => emit_fixup(kb, plan, fx, &tile, tid, math.values(kb), |kb, sums| {
-            write_c(kb, Some(sums))
-        }),
+        Some(fx) => {
+            let share = Share::of_split(kb, fx, &tile);
+            emit_fixup(kb, plan, fx, &share, tid, math.values(kb), |kb, sums| {
+                write_c(kb, Some(sums))
+            })
+        }
         None => write_c(kb, None),
     }
     if fault {
-        let first = kb.all(&[
-            kb.eq(tid, kb.c(0)),
-            kb.eq(kb.block_idx(0), kb.c(0)),
-            kb.eq(tile.z, kb.c(0)),
-        ]);
-        kb.if_then(first, |kb| {
-            let out = kb.tensor(plan.gemm.c.tensor);
-            let far = kb.gep_bytes(out, 1 << 40);
-            kb.store(super::builder::Mem::Global, far, kb.cf(1.0).into(), 4);
-        });
+        emit_fault(kb, plan, tid, tile.z);
     }
 }
 
-/// The tile scheduler the plan chose.
-pub(crate) fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
+/// The faulting test switch: thread 0 of block (0, 0, 0) stores ~1 TiB past C.
+pub(crate) fn emit_fault<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    tid: IntValue<'ctx>,
+    z: IntValue<'ctx>,
+) {
+    let first = kb.all(&[
+        kb.eq(tid, kb.c(0)),
+        kb.eq(kb.block_idx(0), kb.c(0)),
+        kb.eq(z, kb.c(0)),
+    ]);
+    kb.if_then(first, |kb| {
+        let out = kb.tensor(plan.gemm.c.tensor);
+        let far = kb.gep_bytes(out, 1 << 40);
+        kb.store(super::builder::Mem::Global, far, kb.cf(1.0).into(), 4);
+    });
+}
+
+/// The launch grid of the plan's schedule.
+pub(crate) fn grid(plan: &GemmPlan) -> [u64; 3] {
+    match plan.scheduler {
+        SchedulerKind::StreamK(sk) => [sk.blocks as u64, 1, 1],
+        SchedulerKind::Raster => scheduler(plan).grid(plan),
+    }
+}
+
+/// The tile scheduler of a one-block-per-tile plan (a stream-K plan walks tiles in
+/// [`super::streamk`] instead).
+fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
     match plan.scheduler {
         SchedulerKind::Raster => &RasterScheduler,
+        SchedulerKind::StreamK(_) => panic!("a stream-K plan has no per-block tile scheduler"),
     }
 }
 
 /// The main loop the plan chose.
-fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
+pub(crate) fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
     match plan.main_loop {
         MainLoopKind::Multistage => &MultistageLoop,
     }
@@ -70,7 +96,7 @@ fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
 /// Writes the accumulators (or `vals`, in [`WarpMath::layout`]'s order) to C: converted and
 /// stored, or atomically added for split-K with `red=atomic`;
 /// elements in C's padding or past the GEMM edge are skipped.
-fn epilogue<'ctx>(
+pub(crate) fn epilogue<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     math: &WarpMath<'_, 'ctx>,
@@ -123,7 +149,7 @@ fn epilogue<'ctx>(
 /// aligned), one address computation per vector. A tile larger than the pipeline's shared
 /// memory goes through in passes of whole lines.
 #[allow(clippy::too_many_arguments)]
-fn epilogue_staged<'ctx>(
+pub(crate) fn epilogue_staged<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     math: &WarpMath<'_, 'ctx>,

@@ -215,6 +215,11 @@ impl<'a, 'ctx> Ir<'a, 'ctx> {
         let lt = self.ult(a, b);
         self.seli(lt, a, b)
     }
+    /// max(a, b), unsigned.
+    pub fn umax(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        let lt = self.ult(a, b);
+        self.seli(lt, b, a)
+    }
 
     // ---- comparisons and selection ----
 

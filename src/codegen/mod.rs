@@ -47,12 +47,14 @@ mod report;
 mod schedule;
 mod simple;
 mod spec;
+mod streamk;
 mod target;
 
 pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,
 };
 pub use error::CodegenError;
+pub use fixup::serial_reads;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;

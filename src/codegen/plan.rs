@@ -54,6 +54,8 @@ pub(crate) enum MainLoopKind {
 pub(crate) enum SchedulerKind {
     /// [`super::schedule::RasterScheduler`]: one block per tile, rasterised by `rs`.
     Raster,
+    /// [`super::streamk`]: a persistent grid walking (tile, K tile) iterations (`red=stream`).
+    StreamK(crate::config::StreamK),
 }
 
 /// How one operand's tile moves from global to shared memory.
@@ -464,6 +466,32 @@ impl<'l> GemmPlan<'l> {
                 return Err(fail("red=fixup needs split_k > 1".into()));
             }
             Reduction::Atomic => None,
+            Reduction::Stream if split => {
+                return Err(fail("red=stream splits K itself: split_k must be 1".into()));
+            }
+            Reduction::Stream => None,
+        };
+        let tiles = gemm.g_len() * tiles_m * tiles_n;
+        let stream = c.stream_k(tiles, k_tiles, arch.compute_units);
+        let fixup = match stream {
+            Some(sk) => {
+                let partials = tiles as u64
+                    * sk.max_contributors() as u64
+                    * c.block_m as u64
+                    * c.block_n as u64;
+                if partials > i32::MAX as u64 {
+                    return Err(fail(format!(
+                        "red=stream: {partials} f32 partials exceed the kernels' i32 indices"
+                    )));
+                }
+                Some(Fixup::new(
+                    tiles,
+                    sk.max_contributors(),
+                    c.block_m,
+                    c.block_n,
+                ))
+            }
+            None => fixup,
         };
         Ok(GemmPlan {
             gemm,
@@ -475,7 +503,10 @@ impl<'l> GemmPlan<'l> {
             math,
             // The only ones today; a TMA / warp-specialised kernel chooses its own here.
             main_loop: MainLoopKind::Multistage,
-            scheduler: SchedulerKind::Raster,
+            scheduler: match stream {
+                Some(sk) => SchedulerKind::StreamK(sk),
+                None => SchedulerKind::Raster,
+            },
             a,
             b,
             smem,

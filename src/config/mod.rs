@@ -87,13 +87,19 @@ pub enum Reduction {
     /// slice to arrive adds the partials in slice order (deterministic) and runs the epilogue,
     /// so no finishing launch and no atomics on data ([`crate::codegen`]'s `fixup`).
     Fixup,
+    /// Stream-K (Osama et al., PPoPP'23): a persistent grid of one block per SM, each walking
+    /// an equal contiguous range of the (output tile, K tile) iterations; a tile split between
+    /// blocks is finished by the same fix-up as `fixup`. For few output tiles and a long K,
+    /// where one block per tile leaves SMs idle and a fixed split-K over- or under-splits.
+    /// `sk` must be 1 (the schedule splits K itself).
+    Stream,
 }
 
 impl Reduction {
     /// Every mode, in the lattice order the search walks (the order of [`Self::NAMES`]).
-    pub const ALL: [Reduction; 2] = [Reduction::Atomic, Reduction::Fixup];
+    pub const ALL: [Reduction; 3] = [Reduction::Atomic, Reduction::Fixup, Reduction::Stream];
     /// The names in config strings and search-space files, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 2] = ["atomic", "fixup"];
+    pub const NAMES: [&'static str; 3] = ["atomic", "fixup", "stream"];
 
     /// The name in config strings and search-space files.
     pub fn name(self) -> &'static str {
@@ -130,11 +136,70 @@ impl PerfConfig {
         tiles * u64::from(self.split_k) * u64::from(self.block_m) * u64::from(self.block_n)
     }
 
+    /// The stream-K schedule of a GEMM of `tiles` output tiles of `k_tiles` K tiles each on
+    /// `units` SMs, when `red=stream`: the one place legality and the code generator take it
+    /// from.
+    pub fn stream_k(&self, tiles: u32, k_tiles: u32, units: u32) -> Option<StreamK> {
+        (self.red == Reduction::Stream).then(|| StreamK::new(tiles, k_tiles, units))
+    }
+
     /// The first numeric field that is zero, in declaration order: a hand-built config that no
     /// kernel can run (a string or a space file never holds one).
     pub fn zero_field(&self) -> Option<Field> {
         Field::ALL
             .into_iter()
             .find(|&f| f.domain().is_number() && self.code(f) == 0)
+    }
+}
+
+/// A stream-K schedule: `blocks` persistent blocks, block `b` walking iterations
+/// `[b · per_block, (b + 1) · per_block)` of the `tiles × k_tiles` (output tile, K tile)
+/// iterations, tile-major.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamK {
+    /// Output tiles.
+    pub tiles: u32,
+    /// K tiles per output tile.
+    pub k_tiles: u32,
+    /// Blocks of the grid (at most one per SM, and no more than the iterations).
+    pub blocks: u32,
+    /// Iterations per block (the last block may have fewer).
+    pub per_block: u32,
+}
+
+impl StreamK {
+    /// Fewest K tiles a block should walk: below it the fix-up costs more than the balance
+    /// gains (CUTLASS's stream-K minimum).
+    pub const MIN_PER_BLOCK: u32 = 8;
+
+    /// The schedule of `tiles × k_tiles` iterations over at most `units` blocks.
+    pub fn new(tiles: u32, k_tiles: u32, units: u32) -> Self {
+        let total = u64::from(tiles) * u64::from(k_tiles);
+        let blocks = u64::from(units.max(1)).min(total.max(1));
+        let per_block = total.div_ceil(blocks).max(1);
+        // Blocks left without work by the rounding up are dropped.
+        let blocks = total.div_ceil(per_block).max(1);
+        StreamK {
+            tiles,
+            k_tiles,
+            blocks: blocks as u32,
+            per_block: per_block as u32,
+        }
+    }
+
+    /// Most blocks that contribute to one output tile (the fix-up's slices per tile).
+    pub fn max_contributors(&self) -> u32 {
+        self.k_tiles.div_ceil(self.per_block) + 1
+    }
+
+    /// Most output tiles one block's range touches (the kernel's segment loop).
+    pub fn max_segments(&self) -> u32 {
+        self.per_block.div_ceil(self.k_tiles) + 1
+    }
+
+    /// Blocks of the last wave of the data-parallel schedule (one block per tile) over
+    /// `units` SMs; 0 when the waves are full.
+    pub fn data_parallel_tail(tiles: u32, units: u32) -> u32 {
+        tiles % units.max(1)
     }
 }

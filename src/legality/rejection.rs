@@ -201,7 +201,7 @@ pub enum Rejection {
         red: &'static str,
     },
     /// More split-K partials than the fix-up's i32 indices reach.
-    #[error("red = fixup keeps {partials} f32 partials, more than {max} (sub-GEMM {gemm}): fewer slices or smaller tiles")]
+    #[error("red = fixup/stream keeps {partials} f32 partials, more than {max} (sub-GEMM {gemm}): fewer slices or smaller tiles")]
     FixupWorkspace {
         /// Partials (output tiles × slices × tile elements).
         partials: u64,
@@ -209,6 +209,12 @@ pub enum Rejection {
         max: u64,
         /// Sub-GEMM id.
         gemm: u32,
+    },
+    /// Stream-K where it does not apply.
+    #[error("red = stream: {why}")]
+    StreamK {
+        /// Why not.
+        why: String,
     },
     /// A raster group no different from a smaller one.
     #[error("raster {raster} is no different from a smaller group: the grid has only {grid_m} block rows")]
@@ -296,7 +302,8 @@ impl Rejection {
             Rejection::SplitKDirection { .. }
             | Rejection::SplitKTooShort { .. }
             | Rejection::ReductionWithoutSplit { .. }
-            | Rejection::FixupWorkspace { .. } => K::SplitK,
+            | Rejection::FixupWorkspace { .. }
+            | Rejection::StreamK { .. } => K::SplitK,
             Rejection::Raster { .. } => K::Raster,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }

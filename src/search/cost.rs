@@ -28,7 +28,8 @@
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{fit, Arch, MathKind};
-use crate::config::{LdsLayout, PerfConfig, Reduction};
+use crate::codegen::serial_reads;
+use crate::config::{LdsLayout, PerfConfig, Reduction, StreamK};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
 use crate::problem::DType;
@@ -327,12 +328,24 @@ fn estimate_with(
         let sk = u64::from(c.split_k);
         let k_split = ceil_div(k, sk);
         let k_steps = ceil_div(k_split, u64::from(c.block_k));
-        let blocks = gl * tiles_m * tiles_n * sk;
+        // Stream-K: one block per SM at most, each walking an equal share of the iterations
+        // (`per_block` K steps); the waves are as full as the iterations divide.
+        let stream = c.stream_k((gl * tiles_m * tiles_n) as u32, k_steps as u32, sms as u32);
+        let blocks = match stream {
+            Some(s) => u64::from(s.blocks),
+            None => gl * tiles_m * tiles_n * sk,
+        };
         let padded_flops = 2.0
             * (gl * tiles_m * u64::from(c.block_m) * tiles_n * u64::from(c.block_n)) as f64
             * (k_steps * u64::from(c.block_k) * sk) as f64;
         let waves = ceil_div(blocks, sms).max(1);
-        let wave_eff = blocks as f64 / (waves * sms) as f64;
+        let (wave_eff, steps_per_block) = match stream {
+            Some(s) => (
+                (gl * tiles_m * tiles_n * k_steps) as f64 / (sms * u64::from(s.per_block)) as f64,
+                u64::from(s.per_block),
+            ),
+            None => (blocks as f64 / (waves * sms) as f64, k_steps),
+        };
         let resident = blocks.min(sms * u64::from(bps));
         let per_sm_warps = (ceil_div(resident, sms) as f64) * f64::from(c.warps());
         // Pipeline depth: the tile multiplied and those the copies run ahead. `mma=wg1` keeps a
@@ -346,7 +359,7 @@ fn estimate_with(
 
         // The busiest SM issues the copies of its share of the blocks.
         let copy = ceil_div(blocks, sms) as f64
-            * (k_steps as f64 * step_slots + epilogue_slots)
+            * (steps_per_block as f64 * step_slots + epilogue_slots)
             * slot_us
             * spill;
         let compute =
@@ -367,7 +380,7 @@ fn estimate_with(
         // One SM's port to L2: 64 bytes per clock.
         let sm_l2_bytes_per_us = 64.0 * machine.clock_ghz * 1e3;
         let (c_bytes, launches, tail) =
-            split_reduction(c, (gl * m * n) as f64, e, sm_l2_bytes_per_us);
+            split_reduction(c, stream, (gl * m * n) as f64, e, sm_l2_bytes_per_us);
         let miss = if resident >= blocks {
             0.1
         } else if c.raster > 1 && tiles_m > 1 {
@@ -408,10 +421,24 @@ fn estimate_with(
 /// zeroed sum (8 bytes per element and slice at L2), zeroed by a launch of its own, and for
 /// 16-bit types converted by a finishing launch (a read of the f32 sum and a write). `red=fixup`:
 /// the same partial traffic (each slice writes its tile, the last reads them all back), no
-/// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the last
-/// block of each tile reads `split_k` partial tiles alone, through its SM's port to L2
-/// (`sm_bytes_per_us`) while the tiles of the last wave finish.
-fn split_reduction(c: &PerfConfig, mn: f64, e: f64, sm_bytes_per_us: f64) -> (f64, f64, f64) {
+/// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the block
+/// that finishes a tile reads [`serial_reads`] partial tiles alone, through its SM's port to
+/// L2 (`sm_bytes_per_us`) while the tiles of the last wave finish.
+/// `red=stream` (`stream`): each block's range splits at most one tile at each end, so about
+/// one partial tile per block, and the tail adds the most contributors any tile has.
+fn split_reduction(
+    c: &PerfConfig,
+    stream: Option<StreamK>,
+    mn: f64,
+    e: f64,
+    sm_bytes_per_us: f64,
+) -> (f64, f64, f64) {
+    let tile = f64::from(c.block_m) * f64::from(c.block_n) * 4.0;
+    if let Some(s) = stream {
+        let partials = f64::from(s.blocks) * tile * 2.0;
+        let tail = f64::from(serial_reads(s.max_contributors())) * tile / sm_bytes_per_us.max(1.0);
+        return (mn * e + partials, 2.0, tail);
+    }
     if c.split_k <= 1 {
         return (mn * e, 1.0, 0.0);
     }
@@ -420,9 +447,10 @@ fn split_reduction(c: &PerfConfig, mn: f64, e: f64, sm_bytes_per_us: f64) -> (f6
     match c.red {
         Reduction::Atomic if e < 4.0 => (partials + mn * (4.0 + 4.0 + e), 3.0, 0.0),
         Reduction::Atomic => (partials + mn * 4.0, 2.0, 0.0),
-        Reduction::Fixup => {
-            let tile = f64::from(c.block_m) * f64::from(c.block_n) * 4.0 * sk;
-            (partials, 2.0, tile / sm_bytes_per_us.max(1.0))
+        // A stream-K config never reaches here (handled above).
+        Reduction::Fixup | Reduction::Stream => {
+            let reads = f64::from(serial_reads(c.split_k));
+            (partials, 2.0, tile * reads / sm_bytes_per_us.max(1.0))
         }
     }
 }

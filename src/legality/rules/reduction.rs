@@ -1,15 +1,19 @@
 //! The `red` rule: how split-K slices are added up. `red=fixup` only means something with
-//! split-K (a second name for the same kernel would double the space), and its workspace of
-//! partial tiles must be addressable with the kernels' i32 indices.
+//! split-K (a second name for the same kernel would double the space); `red=stream` splits K
+//! itself (so `sk` is 1) and only where it helps: the data-parallel schedule's last wave under
+//! half full (CUTLASS's rule) and at least [`StreamK::MIN_PER_BLOCK`] K tiles per block. Either
+//! workspace of partial tiles must be addressable with the kernels' i32 indices.
 
 use super::{Checker, MAX_FIXUP_PARTIALS};
-use crate::config::{PerfConfig, Reduction};
+use crate::config::{PerfConfig, Reduction, StreamK};
 use crate::legality::rejection::Rejection;
 
 impl Checker {
     pub(in crate::legality) fn reduction(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
-        if cfg.red == Reduction::Atomic {
-            return Ok(());
+        match cfg.red {
+            Reduction::Atomic => return Ok(()),
+            Reduction::Stream => return self.stream_k(cfg),
+            Reduction::Fixup => {}
         }
         if cfg.split_k <= 1 {
             return Err(Rejection::ReductionWithoutSplit {
@@ -18,6 +22,48 @@ impl Checker {
         }
         for (gemm, &[g, m, n]) in self.gmn.iter().enumerate() {
             let partials = cfg.fixup_partials(g, m, n);
+            if partials > MAX_FIXUP_PARTIALS {
+                return Err(Rejection::FixupWorkspace {
+                    partials,
+                    max: MAX_FIXUP_PARTIALS,
+                    gemm: gemm as u32,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn stream_k(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let why = |why: String| Err(Rejection::StreamK { why });
+        if cfg.split_k > 1 {
+            return why(format!(
+                "it splits K itself, so split_k must be 1 (not {})",
+                cfg.split_k
+            ));
+        }
+        let units = self.arch.compute_units;
+        for (gemm, (&[g, m, n], &k)) in self.gmn.iter().zip(&self.k_lens).enumerate() {
+            let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
+            let tail = StreamK::data_parallel_tail(tiles, units);
+            if tail == 0 || 2 * tail >= units {
+                return why(format!(
+                    "one block per tile fills the last wave well enough ({tiles} tiles on {units} \
+                     SMs: {} in the last wave; sub-GEMM {gemm})",
+                    if tail == 0 { units } else { tail }
+                ));
+            }
+            let sk = StreamK::new(tiles, k.div_ceil(cfg.block_k.max(1)), units);
+            if sk.per_block < StreamK::MIN_PER_BLOCK {
+                return why(format!(
+                    "{} K tiles per block, fewer than {} (sub-GEMM {gemm})",
+                    sk.per_block,
+                    StreamK::MIN_PER_BLOCK
+                ));
+            }
+            let partials = u64::from(tiles)
+                * u64::from(sk.max_contributors())
+                * u64::from(cfg.block_m)
+                * u64::from(cfg.block_n);
             if partials > MAX_FIXUP_PARTIALS {
                 return Err(Rejection::FixupWorkspace {
                     partials,
