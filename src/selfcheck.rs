@@ -26,6 +26,16 @@ pub fn sweep_problems() -> Vec<ConvProblem> {
         "-n 2 -c 16 -H 17 -W 9 -k 24 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2",
         // Groups.
         "-n 2 -c 32 -H 9 -W 9 -k 64 -y 3 -x 3 -p 1 -q 1 -g 4",
+        // Strided bwd-data in one launch: 3×3 at stride 2 (four phases); 5×5 at stride 3
+        // (nine phases; f32 lands on NCHW); dilation = stride (uncovered pixels zeroed by the
+        // same launch); 1×1 at stride 2 (one phase and zeroing; strided 1×1 bwd-weight).
+        "-n 2 -c 32 -H 15 -W 14 -k 48 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+        "-n 2 -c 16 -H 16 -W 17 -k 24 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3",
+        "-n 2 -c 16 -H 13 -W 13 -k 16 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2",
+        "-n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -u 2 -v 2",
+        // Grouped: 8 channels a group, and depthwise.
+        "-n 2 -c 64 -H 10 -W 10 -k 64 -y 3 -x 3 -p 1 -q 1 -g 8",
+        "-n 2 -c 32 -H 10 -W 10 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32",
     ];
     let mut out = Vec::new();
     for (i, shape) in shapes.iter().enumerate() {

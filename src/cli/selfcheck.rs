@@ -3,6 +3,7 @@
 use super::{bad_input, no_gpu};
 use anyhow::anyhow;
 use convtune::arch::Arch;
+use convtune::problem::read_problem_file;
 use convtune::runtime::{cuda_devices, Worker};
 use convtune::selfcheck;
 
@@ -18,6 +19,10 @@ pub struct SelfcheckArgs {
     /// Seed for sampling configs and for the random inputs.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Check the problems of this file (one a line, `#` comments) instead of the built-in
+    /// sweep.
+    #[arg(long)]
+    problems: Option<std::path::PathBuf>,
 }
 
 /// Runs the sweep and the fault-isolation check; fails when anything did not verify.
@@ -29,7 +34,10 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
     let arch = Arch::from_name(&dev.fingerprint().arch).map_err(bad_input)?;
     errln!("selfcheck on {}", dev.fingerprint());
     let mut worker = Worker::spawn(args.device)?;
-    let problems = selfcheck::sweep_problems();
+    let problems = match &args.problems {
+        Some(path) => read_problem_file(path).map_err(bad_input)?,
+        None => selfcheck::sweep_problems(),
+    };
     let mut summary = selfcheck::run(
         &mut worker,
         &arch,

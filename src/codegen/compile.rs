@@ -4,6 +4,7 @@
 
 use super::builder::Kb;
 use super::gemm::{emit_gemm, scheduler};
+use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::GemmPlan;
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
@@ -44,6 +45,8 @@ pub(crate) enum Body<'l> {
     },
     /// One GEMM.
     Gemm(Box<GemmPlan<'l>>),
+    /// Every phase of strided bwd-data and its zeroing, in one grid.
+    Phased(Box<PhasedPlan<'l>>),
     /// Workspace (f32) → written tensor.
     Finish {
         written: Tensor,
@@ -131,6 +134,21 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                 .iter()
                 .map(|g| GemmPlan::new(p, g, cfg, spec))
                 .collect::<Result<Vec<_>, _>>()?;
+            if phased::one_launch(lowering, cfg) {
+                let plan = PhasedPlan::new(lowering, plans);
+                let k = kernel(
+                    "convtune_phases".into(),
+                    plan.grid,
+                    plan.threads,
+                    plan.shared_bytes,
+                )?;
+                kernels.push((k, Body::Phased(Box::new(plan))));
+                return Ok(Launches {
+                    kernels,
+                    workspace_bytes: 0,
+                    fault,
+                });
+            }
             let split = cfg.split_k > 1 && !plans.is_empty();
             let to_workspace = split && dt != DType::F32;
             let workspace_bytes = if to_workspace { elems * 4 } else { 0 };
@@ -198,6 +216,7 @@ pub(crate) fn emit<'ctx>(
                 }
                 w
             }
+            Body::Phased(_) => vec![ArgRole::Input],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
         };
@@ -205,6 +224,7 @@ pub(crate) fn emit<'ctx>(
         match body {
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
+            Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),
         }

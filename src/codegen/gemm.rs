@@ -10,6 +10,7 @@ use super::mainloop::{MainLoop, MultistageLoop};
 use super::math::WarpMath;
 use super::plan::{CStage, GemmPlan, MainLoopKind, SchedulerKind};
 use super::schedule::{RasterScheduler, TileScheduler};
+use super::schedule_phase::PhaseScheduler;
 use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::IntValue;
@@ -17,8 +18,14 @@ use inkwell::values::IntValue;
 /// Emits the body of the GEMM kernel of `plan` into `kb`'s function. `fault` adds a store far
 /// outside every buffer (the fault-isolation test).
 pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
-    let scheduler = scheduler(plan);
     kb.set_block_size(plan.threads);
+    emit_gemm_body(kb, plan, fault);
+}
+
+/// [`emit_gemm`] without declaring the block size, at the current insertion point: a kernel
+/// that holds several GEMMs (one per branch) declares it once.
+pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
+    let scheduler = scheduler(plan);
     let tid = kb.thread_idx();
     let tile = scheduler.tile(kb, plan);
     let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
@@ -49,6 +56,7 @@ pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
 pub(crate) fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
     match plan.scheduler {
         SchedulerKind::Raster => &RasterScheduler,
+        SchedulerKind::Phase { .. } => &PhaseScheduler,
     }
 }
 

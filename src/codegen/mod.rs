@@ -3,7 +3,9 @@
 //!
 //! A candidate (one [`PerfConfig`] for one [`Lowering`]) becomes one module holding every launch
 //! in order: a zero-init kernel when the written tensor is not fully covered by the GEMMs or
-//! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16.
+//! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16 —
+//! except strided backward data without split-K, whose sub-GEMMs and zeroing run in one
+//! kernel (`phased`).
 //! Every kernel takes the arguments of [`Kernel::args`] (today [`crate::abi::CONV_ARGS`]: the
 //! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`], null
 //! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
@@ -41,9 +43,11 @@ mod machine;
 mod mainloop;
 mod math;
 mod nvptx;
+mod phased;
 mod plan;
 mod report;
 mod schedule;
+mod schedule_phase;
 mod simple;
 mod spec;
 mod target;

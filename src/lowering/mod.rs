@@ -24,7 +24,7 @@
 mod bwd_data;
 mod execute;
 
-pub use bwd_data::{tilda_dim, TildaDim};
+pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;
 
 use crate::problem::{ConvProblem, Direction, Tensor};
