@@ -119,6 +119,12 @@ pub fn launches(
     ))
 }
 
+/// Whether a candidate runs as one launch although its lowering has several sub-GEMMs or a
+/// zero-init step (strided backward data without split-K: see `phased`).
+pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
+    phased::one_launch(lowering, cfg)
+}
+
 /// Compiles every launch of one candidate. Safe to call from many threads at once (each call
 /// has its own LLVM context).
 pub fn compile_conv(
