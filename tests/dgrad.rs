@@ -133,3 +133,45 @@ fn one_launch_grid_is_the_sum_of_the_phases() {
         .sum();
     assert_eq!(kernels[0].grid, [tiles as u32, 1, 1]);
 }
+
+/// Grouped convolutions with several groups a block tile (8 channels a group, depthwise): every
+/// direction, both layouts, scalar and vector loads.
+#[test]
+fn packed_groups_are_exact() {
+    let mut n = 0;
+    for shape in [
+        "-n 2 -c 32 -H 6 -W 5 -k 32 -y 3 -x 3 -p 1 -q 1 -g 4",
+        "-n 1 -c 32 -H 7 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 32",
+    ] {
+        for dir in [1, 2, 4] {
+            for (dt, layout, v) in [
+                ("conv", "NCHW", 1),
+                ("convfp16", "NHWC", 8),
+                ("convbfp16", "NHWC", 1),
+                ("conv", "NHWC", 4),
+            ] {
+                let p = problem(&format!("{dt} {shape} -F {dir} --layout {layout}"));
+                let l = lower(&p);
+                assert!(l.gemms[0].g_len() < p.sizes().groups, "{p}: not packed");
+                for (i, c) in CONFIGS.iter().enumerate() {
+                    let c = cfg(c);
+                    let c = PerfConfig {
+                        vec_a: if i == 0 { v } else { 1 },
+                        vec_b: v,
+                        ..c
+                    };
+                    // Vectors the packed operands cannot take are legality's to refuse.
+                    match launches(&l, &c, H200) {
+                        Ok(_) => {
+                            check(&p, &c, H200);
+                            n += 1;
+                        }
+                        Err(e) => println!("{p} {c}: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(n >= 40, "{n} candidates ran");
+    println!("{n} packed-group candidates agree bit-exactly");
+}
