@@ -426,12 +426,9 @@ mod tests {
         assert_eq!(dx.strides, [5 * 6 * 8, 8, 1, 6 * 8, 8]);
         assert_eq!(dx.bytes, 2 * 8 * 5 * 6 * 2);
         // A 1×1 filter at stride 2 leaves three of four input pixels untouched by any GEMM:
-        // the plan clears dx first, then runs its GEMM(s).
-        assert_eq!(m.kernels[0].name, "convtune_zero", "{:?}", m.kernels);
-        assert!(m.kernels.len() >= 2);
-        assert!(m.kernels[1..]
-            .iter()
-            .all(|k| k.name.starts_with("convtune_gemm")));
+        // the one launch of strided bwd-data runs the GEMM and clears those pixels.
+        let names: Vec<_> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["convtune_phases"]);
     }
 
     #[test]

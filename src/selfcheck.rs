@@ -28,9 +28,39 @@ pub fn sweep_problems() -> Vec<ConvProblem> {
         // Groups.
         "-n 2 -c 32 -H 9 -W 9 -k 64 -y 3 -x 3 -p 1 -q 1 -g 4",
     ];
+    // Session 4's paths, in the directions that reach them (the sweep grows by half, not by
+    // the full product): strided bwd-data in one launch (3×3 at stride 2, four phases; 5×5 at
+    // stride 3, nine phases, f32 on NCHW; dilation = stride, uncovered pixels zeroed by the
+    // same launch), 1×1 at stride 2 (one phase and zeroing; strided 1×1 bwd-weight), and
+    // several groups a GEMM batch (8 channels a group; depthwise).
+    let focus: [(&str, &[usize]); 6] = [
+        (
+            "-n 2 -c 32 -H 15 -W 14 -k 48 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+            &[2],
+        ),
+        (
+            "-n 2 -c 16 -H 16 -W 17 -k 24 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3",
+            &[2],
+        ),
+        (
+            "-n 2 -c 16 -H 13 -W 13 -k 16 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2",
+            &[2],
+        ),
+        ("-n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -u 2 -v 2", &[2, 4]),
+        (
+            "-n 2 -c 64 -H 10 -W 10 -k 64 -y 3 -x 3 -p 1 -q 1 -g 8",
+            &[1, 2, 4],
+        ),
+        (
+            "-n 2 -c 32 -H 10 -W 10 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32",
+            &[1, 2],
+        ),
+    ];
+    let all: &[usize] = &[1, 2, 4];
+    let shapes = shapes.iter().map(|&s| (s, all)).chain(focus);
     let mut out = Vec::new();
-    for (i, shape) in shapes.iter().enumerate() {
-        for dir in [1, 2, 4] {
+    for (i, (shape, dirs)) in shapes.enumerate() {
+        for &dir in dirs {
             for (j, dtype) in ["conv", "convfp16", "convbfp16"].iter().enumerate() {
                 // Alternate layouts so every (dtype, layout) pair appears.
                 let layout = if (i + j + dir) % 2 == 0 {

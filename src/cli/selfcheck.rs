@@ -4,6 +4,7 @@ use super::{bad_input, no_gpu};
 use anyhow::anyhow;
 use convtune::arch::Arch;
 use convtune::config::Reduction;
+use convtune::problem::{read_problem_file, Direction};
 use convtune::runtime::{cuda_devices, Worker};
 use convtune::selfcheck;
 use convtune::space::SearchSpace;
@@ -24,6 +25,10 @@ pub struct SelfcheckArgs {
     /// sweep's bwd-weight problems (and, for stream-K, three with a longer K).
     #[arg(long)]
     red: Option<String>,
+    /// Check the problems of this file (one a line, `#` comments) instead of the built-in
+    /// sweep.
+    #[arg(long)]
+    problems: Option<std::path::PathBuf>,
 }
 
 /// Runs the sweep and the fault-isolation check; fails when anything did not verify.
@@ -49,13 +54,20 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut worker = Worker::spawn(args.device)?;
-    let (problems, space) = match red {
+    let (mut problems, space) = match red {
         Some(r) => (
             selfcheck::reduction_problems(r),
             selfcheck::split_k_space(&arch, r),
         ),
         None => (selfcheck::sweep_problems(), SearchSpace::default_for(&arch)),
     };
+    if let Some(path) = &args.problems {
+        problems = read_problem_file(path).map_err(bad_input)?;
+        if red.is_some() {
+            // Only bwd-weight has split-K.
+            problems.retain(|p| p.direction() == Direction::BwdWeight);
+        }
+    }
     let mut summary = selfcheck::run_in(
         &mut worker,
         &arch,

@@ -4,6 +4,7 @@
 
 use super::builder::Kb;
 use super::gemm::{emit_gemm, grid};
+use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::GemmPlan;
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
@@ -44,6 +45,8 @@ pub(crate) enum Body<'l> {
     },
     /// One GEMM.
     Gemm(Box<GemmPlan<'l>>),
+    /// Every phase of strided bwd-data and its zeroing, in one grid.
+    Phased(Box<PhasedPlan<'l>>),
     /// Workspace (f32) → written tensor.
     Finish {
         written: Tensor,
@@ -130,6 +133,21 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                 .iter()
                 .map(|g| GemmPlan::new(p, g, cfg, spec))
                 .collect::<Result<Vec<_>, _>>()?;
+            if phased::one_launch(lowering, cfg) {
+                let plan = PhasedPlan::new(lowering, plans);
+                let k = kernel(
+                    "convtune_phases".into(),
+                    plan.grid,
+                    plan.threads,
+                    plan.shared_bytes,
+                )?;
+                kernels.push((k, Body::Phased(Box::new(plan))));
+                return Ok(Launches {
+                    kernels,
+                    workspace_bytes: 0,
+                    fault,
+                });
+            }
             let split = cfg.split_k > 1 && !plans.is_empty();
             // Split-K through atomics: a zeroed f32 sum (the output itself for f32), and for
             // f16/bf16 a finishing launch. Through the fix-up: only its counters are zeroed.
@@ -225,6 +243,7 @@ pub(crate) fn emit<'ctx>(
                 }
                 w
             }
+            Body::Phased(_) => vec![ArgRole::Input],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
         };
@@ -232,6 +251,7 @@ pub(crate) fn emit<'ctx>(
         match body {
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
+            Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),
         }

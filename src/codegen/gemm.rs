@@ -11,6 +11,7 @@ use super::mainloop::{MainLoop, MultistageLoop};
 use super::math::WarpMath;
 use super::plan::{CStage, GemmPlan, MainLoopKind, SchedulerKind};
 use super::schedule::{RasterScheduler, TileScheduler};
+use super::schedule_phase::PhaseScheduler;
 use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::{FloatValue, IntValue};
@@ -21,8 +22,14 @@ pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     if let SchedulerKind::StreamK(sk) = plan.scheduler {
         return super::streamk::emit_streamk(kb, plan, &sk, fault);
     }
-    let scheduler = scheduler(plan);
     kb.set_block_size(plan.threads);
+    emit_gemm_body(kb, plan, fault);
+}
+
+/// [`emit_gemm`] without declaring the block size, at the current insertion point: a kernel
+/// that holds several GEMMs (one per branch) declares it once.
+pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
+    let scheduler = scheduler(plan);
     let tid = kb.thread_idx();
     let tile = scheduler.tile(kb, plan);
     let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
@@ -73,7 +80,7 @@ pub(crate) fn emit_fault<'ctx>(
 pub(crate) fn grid(plan: &GemmPlan) -> [u64; 3] {
     match plan.scheduler {
         SchedulerKind::StreamK(sk) => [sk.blocks as u64, 1, 1],
-        SchedulerKind::Raster => scheduler(plan).grid(plan),
+        SchedulerKind::Raster | SchedulerKind::Phase { .. } => scheduler(plan).grid(plan),
     }
 }
 
@@ -82,6 +89,7 @@ pub(crate) fn grid(plan: &GemmPlan) -> [u64; 3] {
 fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
     match plan.scheduler {
         SchedulerKind::Raster => &RasterScheduler,
+        SchedulerKind::Phase { .. } => &PhaseScheduler,
         SchedulerKind::StreamK(_) => panic!("a stream-K plan has no per-block tile scheduler"),
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! A candidate (one [`PerfConfig`] for one [`Lowering`]) becomes one module holding every launch
 //! in order: a zero-init kernel when the written tensor is not fully covered by the GEMMs or
-//! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16.
+//! split-K accumulates, one kernel per sub-GEMM, and a split-K finishing pass for f16/bf16 —
+//! except strided backward data without split-K, whose sub-GEMMs and zeroing run in one
+//! kernel (`phased`).
 //! Every kernel takes the arguments of [`Kernel::args`] (today [`crate::abi::CONV_ARGS`]: the
 //! tensors in their own layouts and a scratch buffer of [`Compiled::workspace_bytes`], null
 //! when 0), and uses dynamic shared memory of [`Kernel::shared_bytes`].
@@ -42,9 +44,11 @@ mod machine;
 mod mainloop;
 mod math;
 mod nvptx;
+mod phased;
 mod plan;
 mod report;
 mod schedule;
+mod schedule_phase;
 mod simple;
 mod spec;
 mod streamk;
@@ -118,6 +122,12 @@ pub fn launches(
         l.kernels.into_iter().map(|(k, _)| k).collect(),
         l.workspace_bytes,
     ))
+}
+
+/// Whether a candidate runs as one launch although its lowering has several sub-GEMMs or a
+/// zero-init step (strided backward data without split-K: see `phased`).
+pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
+    phased::one_launch(lowering, cfg)
 }
 
 /// Compiles every launch of one candidate. Safe to call from many threads at once (each call

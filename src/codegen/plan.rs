@@ -54,6 +54,12 @@ pub(crate) enum MainLoopKind {
 pub(crate) enum SchedulerKind {
     /// [`super::schedule::RasterScheduler`]: one block per tile, rasterised by `rs`.
     Raster,
+    /// [`super::schedule_phase::PhaseScheduler`]: the raster of one phase of a one-launch
+    /// strided bwd-data kernel, whose tiles start at block `first_block` of the grid.
+    Phase {
+        /// The first block (x) of this phase.
+        first_block: u32,
+    },
     /// [`super::streamk`]: a persistent grid walking (tile, K tile) iterations (`red=stream`).
     StreamK(crate::config::StreamK),
 }

@@ -56,26 +56,7 @@ impl TileScheduler for RasterScheduler {
     }
 
     fn tile<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> Tile<'ctx> {
-        let c = &plan.cfg;
-        let (tile_m, tile_n) = raster(kb, plan);
-        let z = kb.block_idx(2);
-        let (g, slice) = if c.split_k > 1 {
-            (kb.udivc(z, c.split_k), Some(kb.uremc(z, c.split_k)))
-        } else {
-            (z, None)
-        };
-        let m0 = kb.mulc(tile_m, c.block_m as i64);
-        let n0 = kb.mulc(tile_n, c.block_n as i64);
-        let per_group = plan.tiles_m as i64 * plan.tiles_n as i64;
-        let index = kb.add(kb.mulc(g, per_group), kb.block_idx(0));
-        Tile {
-            m0,
-            n0,
-            g,
-            slice,
-            index,
-            z,
-        }
+        raster_tile(kb, plan, kb.block_idx(0))
     }
 
     fn k_range<'ctx>(
@@ -84,24 +65,65 @@ impl TileScheduler for RasterScheduler {
         plan: &GemmPlan,
         tile: &Tile<'ctx>,
     ) -> (IntValue<'ctx>, IntValue<'ctx>) {
-        match tile.slice {
-            None => (kb.c(0), kb.c(plan.k_tiles as i64)),
-            Some(s) => {
-                let lo = kb.mulc(s, plan.k_tiles_per_split as i64);
-                let hi = kb.umin(
-                    kb.addc(lo, plan.k_tiles_per_split as i64),
-                    kb.c(plan.k_tiles as i64),
-                );
-                (lo, hi)
-            }
+        raster_k_range(kb, plan, tile)
+    }
+}
+
+/// The tile of [`RasterScheduler`] for block `bid` along x (schedulers that place a GEMM's
+/// tiles at an offset in a larger grid pass the local id).
+pub(crate) fn raster_tile<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    bid: IntValue<'ctx>,
+) -> Tile<'ctx> {
+    let c = &plan.cfg;
+    let (tile_m, tile_n) = raster(kb, plan, bid);
+    let z = kb.block_idx(2);
+    let (g, slice) = if c.split_k > 1 {
+        (kb.udivc(z, c.split_k), Some(kb.uremc(z, c.split_k)))
+    } else {
+        (z, None)
+    };
+    let m0 = kb.mulc(tile_m, c.block_m as i64);
+    let n0 = kb.mulc(tile_n, c.block_n as i64);
+    let per_group = plan.tiles_m as i64 * plan.tiles_n as i64;
+    let index = kb.add(kb.mulc(g, per_group), bid);
+    Tile {
+        m0,
+        n0,
+        g,
+        slice,
+        index,
+        z,
+    }
+}
+
+/// The K range of [`RasterScheduler`]: all of K, or the tile's split-K slice.
+pub(crate) fn raster_k_range<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    tile: &Tile<'ctx>,
+) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    match tile.slice {
+        None => (kb.c(0), kb.c(plan.k_tiles as i64)),
+        Some(s) => {
+            let lo = kb.mulc(s, plan.k_tiles_per_split as i64);
+            let hi = kb.umin(
+                kb.addc(lo, plan.k_tiles_per_split as i64),
+                kb.c(plan.k_tiles as i64),
+            );
+            (lo, hi)
         }
     }
 }
 
 /// Block index → (tile_m, tile_n). With raster r > 1, blocks walk N within groups of r tile
 /// rows, so consecutive blocks reuse A and B from L2.
-fn raster<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> (IntValue<'ctx>, IntValue<'ctx>) {
-    let bid = kb.block_idx(0);
+fn raster<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    bid: IntValue<'ctx>,
+) -> (IntValue<'ctx>, IntValue<'ctx>) {
     let r = plan.cfg.raster.min(plan.tiles_m);
     if r <= 1 {
         return (kb.udivc(bid, plan.tiles_n), kb.uremc(bid, plan.tiles_n));

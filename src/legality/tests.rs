@@ -399,3 +399,22 @@ fn analytic_width_is_sound_on_random_problems() {
         "no case with width > 1: the test would prove nothing"
     );
 }
+
+#[test]
+fn packed_groups_cap_the_filter_at_a_group_and_let_the_input_span_groups() {
+    // Depthwise fwd, NHWC f16: sixteen groups a GEMM batch. The input's (group, channel) run is
+    // contiguous, so B loads one channel of 8 groups at once; the block-diagonal filter is
+    // padding off its group's single channel, so A is scalar, and legality says why.
+    let p =
+        problem("convfp16 -n 2 -c 32 -H 8 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 1 --layout NHWC");
+    let l = lower(&p);
+    assert_eq!(l.gemms[0].g_len(), 2);
+    let c = cfg("v1:bm=16,bn=64,bk=16,wm=16,wn=32,st=2,va=2,vb=8,vc=1,lds=pad,sk=1,rs=1");
+    let e = check(&l, &c, &Arch::SM_90).unwrap_err().to_string();
+    assert!(
+        e.starts_with("vector width of A is 2 but at most 1 is legal: ") && e.contains("filter"),
+        "{e}"
+    );
+    let r = check(&l, &PerfConfig { vec_a: 1, ..c }, &Arch::SM_90).unwrap();
+    assert_eq!(r.max_vector[1], 8);
+}

@@ -66,6 +66,51 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     }
 }
 
+/// Which input pixels along one spatial dimension the sub-GEMMs write, in the form a kernel
+/// tests cheaply: pixel `hi` is written by class `i < classes` exactly when
+/// `u = hi + base − i·dilation` is a multiple of `stride` in `[0, span)` (class `i` writes
+/// `hTilda·stride + i·dilation − pad` for `hTilda ∈ [left, right)`). The one-launch bwd-data
+/// kernel zeroes the pixels that fail this in both dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoverDim {
+    /// The convolution stride.
+    pub stride: u32,
+    /// The dilation (class `i` starts `i · dilation` further).
+    pub dilation: u32,
+    /// Residue classes written: `0..classes` (see [`ConvProblem::residue_classes`]).
+    pub classes: u32,
+    /// `pad − left·stride`.
+    pub base: i64,
+    /// `(right − left) · stride`.
+    pub span: u64,
+}
+
+impl CoverDim {
+    /// Whether some sub-GEMM writes input pixel `hi`.
+    pub fn writes(&self, hi: u32) -> bool {
+        (0..self.classes as i64).any(|i| {
+            let u = hi as i64 + self.base - i * self.dilation as i64;
+            u >= 0 && (u as u64) < self.span && u % self.stride as i64 == 0
+        })
+    }
+}
+
+/// The pixels the sub-GEMMs write, per spatial dimension (H, W).
+pub fn coverage(p: &ConvProblem) -> [CoverDim; 2] {
+    let s = p.sizes();
+    let classes = p.residue_classes();
+    std::array::from_fn(|d| {
+        let t = tilda_dim(p, d);
+        CoverDim {
+            stride: s.stride[d],
+            dilation: s.dilation[d],
+            classes: classes[d],
+            base: s.pad[d] as i64 - t.left as i64 * s.stride[d] as i64,
+            span: t.slice_len() as u64 * s.stride[d] as u64,
+        }
+    })
+}
+
 /// Whether every input pixel along dimension `d` is written by some non-empty sub-GEMM.
 ///
 /// Class `i` writes the pixels `hTilda·stride + i·dilation − pad` for `hTilda` in
@@ -261,6 +306,13 @@ mod tests {
             for d in 0..2 {
                 let t = tilda_dim(&p, d);
                 prop_assert_eq!(covered(&p, d, &t), covered_by_pixels(&p, d, &t), "{}", p);
+                let cover = coverage(&p)[d];
+                let input = [p.sizes().h, p.sizes().w][d];
+                prop_assert_eq!(
+                    (0..input).all(|hi| cover.writes(hi)),
+                    covered_by_pixels(&p, d, &t),
+                    "{}", p
+                );
             }
         }
     }

@@ -23,8 +23,9 @@
 
 mod bwd_data;
 mod execute;
+pub mod groups;
 
-pub use bwd_data::{tilda_dim, TildaDim};
+pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;
 
 use crate::problem::{ConvProblem, Direction, Tensor};
@@ -329,13 +330,26 @@ fn channels_last(p: &ConvProblem, t: Tensor) -> bool {
     p.layout(t).innermost() == 2
 }
 
-/// Lowers a problem to its GEMMs.
+/// Lowers a problem to its GEMMs (with several groups a GEMM batch when a group has fewer
+/// channels than the smallest tile: [`groups`]).
 pub fn lower(p: &ConvProblem) -> Lowering {
-    match p.direction() {
+    let mut l = match p.direction() {
         Direction::Fwd => single(p, fwd(p)),
         Direction::BwdWeight => single(p, bwd_weight(p)),
         Direction::BwdData => bwd_data::lower(p),
+    };
+    // Every sub-GEMM has the same M (the phases differ in K and N only), so one packing.
+    let packs = l
+        .gemms
+        .first()
+        .map_or(1, |g| groups::packed_groups(p, g.m_len()));
+    if packs > 1 {
+        l.gemms = std::mem::take(&mut l.gemms)
+            .into_iter()
+            .map(|g| groups::pack_groups(p, g, packs))
+            .collect();
     }
+    l
 }
 
 fn single(p: &ConvProblem, gemm: Gemm) -> Lowering {

@@ -126,3 +126,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn packed_groups_match_direct_conv() {
+    // 8 channels a group (two groups a batch: M = 16) and depthwise (sixteen a batch), in
+    // every direction and both layouts, strided bwd-data phases included.
+    for (shape, packs) in [
+        ("-n 2 -c 32 -H 6 -W 5 -k 32 -y 3 -x 3 -p 1 -q 1 -g 4", 2),
+        (
+            "-n 1 -c 32 -H 7 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 32",
+            16,
+        ),
+        // 8 and 16 channels a group with three groups: 16 channels already fill M.
+        ("-n 1 -c 48 -H 5 -W 5 -k 48 -y 1 -x 3 -q 1 -g 3", 1),
+    ] {
+        for dir in [1, 2, 4] {
+            for layout in ["NCHW", "NHWC"] {
+                let p = problem(&format!("conv {shape} -F {dir} --layout {layout}"));
+                let l = lower(&p);
+                let g = &l.gemms[0];
+                assert_eq!(g.g_len(), p.sizes().groups / packs, "{p}");
+                if packs > 1 {
+                    assert_eq!(g.m_len() % 16, 0, "{p}: M {}", g.m_len());
+                }
+                assert!(disagreement(&p, 3) < 1e-12, "{p}");
+            }
+        }
+    }
+}

@@ -311,12 +311,15 @@ fn estimate_with(
         smem_bytes: smem,
     };
     let mut largest = 0.0f64;
+    // Strided bwd-data in one launch: one launch overhead for every phase and the zeroing.
+    let one_launch = crate::codegen::one_launch(lowering, c);
     if lowering.zero_init {
         let t = lowering.problem.direction().written();
         let bytes = lowering.problem.tensor_elems(t) as f64 * e;
-        total.time_us += machine.launch_us + bytes / (machine.dram_tbps * 1e6);
+        let launch = if one_launch { 0.0 } else { machine.launch_us };
+        total.time_us += launch + bytes / (machine.dram_tbps * 1e6);
     }
-    for g in &lowering.gemms {
+    for (gi, g) in lowering.gemms.iter().enumerate() {
         let (gl, m, n, k) = (
             u64::from(g.g_len()),
             u64::from(g.m_len()),
@@ -401,6 +404,8 @@ fn estimate_with(
         let bw_frac = (in_flight / (sms as f64 * 32768.0)).clamp(0.05, 1.0);
         let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
 
+        // One launch for every phase of one-launch bwd-data (without split-K: one each).
+        let launches = if one_launch && gi > 0 { 0.0 } else { launches };
         let t =
             compute.max(memory) + 0.2 * compute.min(memory) + tail + launches * machine.launch_us;
         total.time_us += t;

@@ -1,0 +1,323 @@
+//! Strided backward data in one launch (CUTLASS 2.x's strided dgrad: the M grid split over the
+//! stride phases). The sub-GEMMs of a lowering (one per residue class, [`crate::lowering`])
+//! and the zeroing of the input-gradient pixels that none of them writes all run in one grid:
+//! block `b` along x belongs to the phase whose range of the prefix sum of the phases' tile
+//! counts holds it, and the blocks after the last phase zero uncovered pixels. Each phase is
+//! known at compile time, so its GEMM body is the ordinary one with its own constants (K
+//! length, index maps), emitted in a branch of its own; the blocks of a phase are a raster
+//! of its tiles ([`super::schedule_phase::PhaseScheduler`]).
+//!
+//! Phases and zeroing write disjoint elements, so no order among blocks is needed. Phases
+//! with the longest reduction come first: their blocks start in the first wave and the short
+//! ones fill the tail. The zeroing blocks come last for the same reason (they are cheap).
+//!
+//! Split-K (atomics into a cleared tensor) keeps the multi-launch plan: its zeroing must
+//! finish before any GEMM adds.
+
+use super::builder::{Kb, Mem};
+use super::gemm::emit_gemm_body;
+use super::plan::{GemmPlan, SchedulerKind};
+use super::schedule::RasterScheduler;
+use super::schedule::TileScheduler;
+use super::simple::fill_width;
+use crate::config::{PerfConfig, Reduction};
+use crate::lowering::{coverage, CoverDim, Lowering};
+use crate::problem::{DType, Direction, Tensor};
+use inkwell::values::IntValue;
+
+/// Most phases one kernel holds: each is a copy of the GEMM body in the kernel, so a problem
+/// with more residue classes (a huge stride with a large filter) keeps one launch per phase
+/// rather than a kernel that takes seconds to JIT. 5×5 at stride 3 has 9, 7×7 at stride 4 16.
+pub(crate) const MAX_PHASES: usize = 16;
+
+/// Most residue classes per spatial dimension that the zeroing blocks test a pixel against.
+pub(crate) const MAX_COVER_CLASSES: u32 = 16;
+
+/// Vectors each thread of a zeroing block clears.
+const ZERO_UNROLL: u32 = 4;
+
+/// Whether `lowering` with `cfg` runs in one launch: backward data with more than one
+/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limits above.
+pub(crate) fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
+    let p = &lowering.problem;
+    p.direction() == Direction::BwdData
+        && cfg.split_k == 1
+        // A stream-K grid is one block per SM walking its own GEMM: it keeps a launch a phase.
+        && cfg.red != Reduction::Stream
+        && !lowering.gemms.is_empty()
+        && (lowering.gemms.len() > 1 || lowering.zero_init)
+        && lowering.gemms.len() <= MAX_PHASES
+        && p.residue_classes().iter().all(|&c| c <= MAX_COVER_CLASSES)
+}
+
+/// The zeroing part of the grid: every element of the input gradient whose pixel no phase
+/// writes is set to zero, `vec` elements (of one pixel) at a time.
+#[derive(Debug, Clone)]
+pub(crate) struct ZeroFill {
+    /// First block (x) of the zeroing blocks.
+    pub first_block: u32,
+    /// Zeroing blocks along x (each z index has as many).
+    pub blocks: u32,
+    /// Vectors in the tensor.
+    pub units: u64,
+    /// Elements per vector: a run of the innermost dimensions that stays within one pixel.
+    pub vec: u32,
+    /// Element type.
+    pub dt: DType,
+    /// Element strides of h and w in the tensor.
+    pub pixel_stride: [u64; 2],
+    /// Extents of h and w.
+    pub pixel_extent: [u32; 2],
+    /// Which pixels the phases write, per dimension.
+    pub cover: [CoverDim; 2],
+}
+
+/// Every decision of a one-launch bwd-data kernel.
+#[derive(Debug, Clone)]
+pub(crate) struct PhasedPlan<'l> {
+    /// The phases in grid order, each scheduled at its first block.
+    pub phases: Vec<GemmPlan<'l>>,
+    /// The zeroing blocks, when some pixels are written by no phase.
+    pub zero: Option<ZeroFill>,
+    /// Threads per block (the same config plans every phase).
+    pub threads: u32,
+    /// Dynamic shared memory: the most any phase uses.
+    pub shared_bytes: u32,
+    /// The launch grid.
+    pub grid: [u64; 3],
+}
+
+impl<'l> PhasedPlan<'l> {
+    /// Places the planned sub-GEMMs (`plans`, already checked for the config) of `lowering`
+    /// in one grid. `lowering` must pass [`one_launch`].
+    pub fn new(lowering: &'l Lowering, mut plans: Vec<GemmPlan<'l>>) -> Self {
+        let p = &lowering.problem;
+        plans.sort_by_key(|g| std::cmp::Reverse(g.k_tiles));
+        let threads = plans[0].threads;
+        let z = RasterScheduler.grid(&plans[0])[2];
+        let mut next = 0u64;
+        for plan in &mut plans {
+            debug_assert_eq!(plan.threads, threads);
+            plan.scheduler = SchedulerKind::Phase {
+                first_block: next as u32,
+            };
+            next += RasterScheduler.grid(plan)[0];
+        }
+        let zero = lowering.zero_init.then(|| {
+            let t = Tensor::Input;
+            let dims = p.logical_dims(t);
+            let strides = p.strides(t);
+            // Elements that share a pixel: the innermost dimensions up to h or w.
+            let run: u64 = p
+                .layout(t)
+                .order()
+                .iter()
+                .rev()
+                .map(|&d| d as usize)
+                .take_while(|&d| d < 3)
+                .map(|d| dims[d] as u64)
+                .product();
+            let dt = p.dtype();
+            let vec = fill_width(run, dt.bytes());
+            let units = p.tensor_elems(t) / vec as u64;
+            let per_block = threads as u64 * ZERO_UNROLL as u64 * z;
+            let blocks = units.div_ceil(per_block).max(1) as u32;
+            let first_block = next as u32;
+            next += blocks as u64;
+            ZeroFill {
+                first_block,
+                blocks,
+                units,
+                vec,
+                dt,
+                pixel_stride: [strides[3], strides[4]],
+                pixel_extent: [dims[3], dims[4]],
+                cover: coverage(p),
+            }
+        });
+        let shared_bytes = plans.iter().map(|g| g.smem.bytes).max().unwrap_or(0);
+        PhasedPlan {
+            phases: plans,
+            zero,
+            threads,
+            shared_bytes,
+            grid: [next, 1, z],
+        }
+    }
+}
+
+/// `first ≤ bid < first + count`, as one unsigned compare.
+fn in_range<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    bid: IntValue<'ctx>,
+    first: u32,
+    count: u64,
+) -> IntValue<'ctx> {
+    kb.ultc(kb.addc(bid, -(first as i64)), count as u32)
+}
+
+/// Emits the one-launch kernel of `plan`.
+pub(crate) fn emit_phased<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, fault: bool) {
+    kb.set_block_size(plan.threads);
+    let bid = kb.block_idx(0);
+    for phase in &plan.phases {
+        let SchedulerKind::Phase { first_block } = phase.scheduler else {
+            unreachable!("PhasedPlan::new schedules every phase")
+        };
+        let blocks = RasterScheduler.grid(phase)[0];
+        kb.if_then(in_range(kb, bid, first_block, blocks), |kb| {
+            emit_gemm_body(kb, phase, fault)
+        });
+    }
+    if let Some(z) = &plan.zero {
+        kb.if_then(in_range(kb, bid, z.first_block, z.blocks as u64), |kb| {
+            emit_zero_uncovered(kb, z, plan.threads, bid)
+        });
+    }
+}
+
+/// Whether pixel coordinate `hi` is written by some phase along one dimension (the kernel
+/// form of [`CoverDim::writes`]).
+fn writes<'ctx>(kb: &Kb<'_, 'ctx>, cover: &CoverDim, hi: IntValue<'ctx>) -> IntValue<'ctx> {
+    // u < span: in-image pixels are < 2^31, so a negative u (wrapped) is ≥ 2^31.
+    let span = cover.span.min(i32::MAX as u64) as u32;
+    let mut any = kb.cbool(false);
+    for i in 0..cover.classes as i64 {
+        let u = kb.addc(hi, cover.base - i * cover.dilation as i64);
+        let hit = kb.all(&[kb.ultc(u, span), kb.eq(kb.uremc(u, cover.stride), kb.c(0))]);
+        any = kb.or(any, hit);
+    }
+    any
+}
+
+/// The zeroing blocks: thread `t` of block `b` (local) in z-slice `z` clears vectors
+/// `((z·blocks + b)·UNROLL + j)·threads + t` whose pixel no phase writes.
+fn emit_zero_uncovered<'ctx>(kb: &Kb<'_, 'ctx>, z: &ZeroFill, threads: u32, bid: IntValue<'ctx>) {
+    let tid = kb.thread_idx();
+    let local = kb.addc(bid, -(z.first_block as i64));
+    let block = kb.add(kb.mulc(kb.block_idx(2), z.blocks as i64), local);
+    let ty = kb.vec_ty(z.dt, z.vec);
+    let out = kb.tensor(Tensor::Input);
+    for j in 0..ZERO_UNROLL {
+        let unit = kb.add(
+            kb.mulc(
+                kb.addc(kb.mulc(block, ZERO_UNROLL as i64), j as i64),
+                threads as i64,
+            ),
+            tid,
+        );
+        kb.if_then(kb.ultc(unit, z.units as u32), |kb| {
+            let e = kb.mulc(unit, z.vec as i64);
+            let coord =
+                |d: usize| kb.uremc(kb.udivc(e, z.pixel_stride[d] as u32), z.pixel_extent[d]);
+            let written = kb.all(&[
+                writes(kb, &z.cover[0], coord(0)),
+                writes(kb, &z.cover[1], coord(1)),
+            ]);
+            kb.if_then(kb.xor(written, kb.cbool(true)), |kb| {
+                let at = kb.gep(kb.elem_ty(z.dt), out, e);
+                kb.store(Mem::Global, at, kb.zero(ty), z.vec * z.dt.bytes());
+            });
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Arch;
+    use crate::codegen::compile::{plan, spec_for, Body, Job};
+    use crate::codegen::Target;
+    use crate::lowering::lower;
+
+    /// The one-launch plan of `line` with `cfg`, checked by `check`.
+    fn with_plan(line: &str, cfg: &str, check: impl FnOnce(&PhasedPlan)) {
+        let p: crate::problem::ConvProblem = line.parse().unwrap();
+        let l = lower(&p);
+        let cfg: PerfConfig = cfg.parse().unwrap();
+        let spec = spec_for(Target::of(Arch::SM_90), false);
+        let launches = plan(
+            Job::Conv {
+                lowering: &l,
+                cfg: &cfg,
+                fault: false,
+            },
+            spec.as_ref(),
+        )
+        .unwrap();
+        assert_eq!(launches.kernels.len(), 1);
+        match &launches.kernels[0].1 {
+            Body::Phased(plan) => check(plan),
+            _ => panic!("{line}: not one launch"),
+        }
+    }
+
+    const CFG: &str = "v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1";
+
+    #[test]
+    fn longest_reduction_first_then_consecutive_blocks() {
+        with_plan(
+            "conv -n 2 -c 16 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2",
+            CFG,
+            |plan| {
+                let k: Vec<u32> = plan.phases.iter().map(|g| g.gemm.k_len()).collect();
+                assert_eq!(k, [16 * 4, 16 * 2, 16 * 2, 16]);
+                let mut next = 0;
+                for g in &plan.phases {
+                    assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });
+                    next += g.tiles_m * g.tiles_n;
+                }
+                assert!(
+                    plan.zero.is_none(),
+                    "3×3 at stride 2 with pad 1 covers every pixel"
+                );
+                assert_eq!(plan.grid, [next as u64, 1, 1]);
+            },
+        );
+    }
+
+    #[test]
+    fn uncovered_pixels_get_zeroing_blocks_after_the_phases() {
+        // NHWC bf16, 24 channels: a vector of 8 channels of one pixel.
+        with_plan(
+            "convbfp16 -n 2 -c 24 -H 7 -W 6 -k 24 -y 1 -x 1 -u 2 -v 2 -g 3 -F 2 --layout NHWC",
+            CFG,
+            |plan| {
+                let z = plan.zero.as_ref().unwrap();
+                let g = &plan.phases[0];
+                assert_eq!(z.first_block, g.tiles_m * g.tiles_n);
+                assert_eq!((z.vec, z.units), (8, 2 * 24 * 7 * 6 / 8));
+                assert!(z.blocks as u64 * 3 * (plan.threads * ZERO_UNROLL) as u64 >= z.units);
+                assert_eq!(plan.grid, [(z.first_block + z.blocks) as u64, 1, 3]);
+                // Even pixels are the GEMM's, odd ones the zeroing's.
+                assert!((0..7).all(|h| z.cover[0].writes(h) == (h % 2 == 0)));
+            },
+        );
+        // NCHW: w is innermost, so one element at a time.
+        with_plan(
+            "conv -n 1 -c 8 -H 9 -W 9 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 2",
+            CFG,
+            |plan| assert_eq!(plan.zero.as_ref().unwrap().vec, 1),
+        );
+    }
+
+    #[test]
+    fn limits_keep_the_launch_per_phase() {
+        let l = lower(
+            &"conv -n 1 -c 1 -H 40 -W 40 -k 1 -y 7 -x 7 -u 5 -v 4 -F 2"
+                .parse()
+                .unwrap(),
+        );
+        let cfg: PerfConfig = CFG.parse().unwrap();
+        // 5 × 4 residue classes, filter not a multiple: 20 phases > MAX_PHASES.
+        assert_eq!(l.gemms.len(), 20);
+        assert!(!one_launch(&l, &cfg));
+        let split = PerfConfig { split_k: 2, ..cfg };
+        let l = lower(
+            &"conv -n 1 -c 8 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2"
+                .parse()
+                .unwrap(),
+        );
+        assert!(one_launch(&l, &cfg) && !one_launch(&l, &split));
+    }
+}

@@ -1,0 +1,177 @@
+//! Strided backward data in one launch (every phase of the decomposition and the zeroing of
+//! uncovered pixels in one grid) and grouped convolutions, on the CPU emulator: bit-exact
+//! against the f64 direct convolution (the data are multiples of 1/8), no bad access, and the
+//! launch count the plan promises.
+
+use convtune::arch::Arch;
+use convtune::codegen::emu::{emulate_conv, EmuReport};
+use convtune::codegen::{launches, Target};
+use convtune::config::PerfConfig;
+use convtune::lowering::lower;
+use convtune::problem::ConvProblem;
+use convtune::reference::direct_conv;
+mod common;
+
+use common::{cfg, data, mismatches, problem};
+
+const H200: Target = Target::of(Arch::SM_90);
+const MI200: Target = Target::of(Arch::GFX90A);
+
+/// Emulates one candidate and demands bit-exact agreement and no bad access.
+fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> EmuReport {
+    let mut t = data(p, 11);
+    let want = direct_conv(p, &t[0], &t[1], &t[2]);
+    let rep =
+        emulate_conv(&lower(p), c, like, &mut t).unwrap_or_else(|e| panic!("{p} {c} {like}: {e}"));
+    assert_eq!(rep.violations, 0, "{p}\n{c} on {like}: {:#?}", rep.messages);
+    let w = p.direction().written() as usize;
+    let bad = mismatches(p, &t[w], &want);
+    if let Some(&i) = bad.first() {
+        panic!(
+            "{p}\n{c} on {like}: element {i} is {}, want {} ({} of {} differ)",
+            t[w][i],
+            want[i],
+            bad.len(),
+            want.len()
+        );
+    }
+    rep
+}
+
+/// Strided bwd-data shapes: several phases with and without uncovered pixels.
+const STRIDED: [&str; 6] = [
+    // Stride 2, 3×3: four phases (K 4:2:2:1), every pixel covered.
+    "-n 2 -c 16 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+    // Stride 3, 5×5: nine phases.
+    "-n 1 -c 8 -H 11 -W 10 -k 8 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3",
+    // Dilation 2 at stride 2: one residue class, every other pixel uncovered (zeroing blocks).
+    "-n 1 -c 8 -H 9 -W 9 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2",
+    // 1×1 at stride 2: one GEMM, three pixels in four zeroed by the same launch.
+    "-n 2 -c 8 -H 7 -W 6 -k 16 -y 1 -x 1 -u 2 -v 2",
+    // Mixed: stride 2 × 3, filter 3 × 2, dilation 1 × 2, padding on one side only.
+    "-n 1 -c 8 -H 10 -W 7 -k 8 -y 3 -x 2 -p 1 -q 0 -u 2 -v 3 -l 1 -j 2",
+    // Groups with strided phases.
+    "-n 1 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2",
+];
+
+const CONFIGS: [&str; 3] = [
+    "v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1",
+    "v1:bm=16,bn=64,bk=16,wm=16,wn=32,st=3,va=1,vb=1,vc=1,lds=swz,sk=1,rs=2",
+    "v1:bm=64,bn=32,bk=32,wm=32,wn=16,st=1,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1",
+];
+
+#[test]
+fn strided_bwd_data_is_one_launch_and_exact() {
+    let mut n = 0;
+    for (si, shape) in STRIDED.iter().enumerate() {
+        for (di, (dt, layout)) in [
+            ("conv", "NCHW"),
+            ("conv", "NHWC"),
+            ("convbfp16", "NHWC"),
+            ("convfp16", "NCHW"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let p = problem(&format!("{dt} {shape} -F 2 --layout {layout}"));
+            let l = lower(&p);
+            assert!(l.gemms.len() > 1 || l.zero_init, "{p}: not a strided case");
+            let c = cfg(CONFIGS[(si + di) % CONFIGS.len()]);
+            for like in [H200, MI200] {
+                let rep = check(&p, &c, like);
+                assert_eq!(rep.kernels.len(), 1, "{p} {c}: {:?}", rep.kernels);
+                assert_eq!(rep.kernels[0].name, "convtune_phases");
+                n += 1;
+            }
+        }
+    }
+    println!("{n} one-launch strided bwd-data candidates agree bit-exactly");
+}
+
+/// Vector loads and stores (NHWC, channels a multiple of 8) through the phases, with the
+/// staged epilogue.
+#[test]
+fn strided_bwd_data_vectors() {
+    for shape in [
+        "-n 2 -c 16 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+        "-n 2 -c 16 -H 7 -W 6 -k 16 -y 1 -x 1 -u 2 -v 2",
+    ] {
+        for (dt, v) in [("convbfp16", 8), ("conv", 4)] {
+            let p = problem(&format!("{dt} {shape} -F 2 --layout NHWC"));
+            let c = cfg(&format!(
+                "v1:bm=32,bn=32,bk=32,wm=16,wn=16,st=3,va={v},vb={v},vc={v},lds=swz,sk=1,rs=1"
+            ));
+            check(&p, &c, H200);
+        }
+    }
+}
+
+#[test]
+fn split_k_keeps_its_launches() {
+    // Atomics need the tensor cleared before any GEMM adds: zero, then one launch per phase.
+    let p = problem("conv -n 1 -c 8 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2");
+    let c = cfg("v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=2,rs=1");
+    let rep = check(&p, &c, H200);
+    assert_eq!(rep.kernels.len(), 1 + lower(&p).gemms.len());
+}
+
+#[test]
+fn one_launch_grid_is_the_sum_of_the_phases() {
+    // 3×3 at stride 2: four phases, no uncovered pixel: the grid is exactly their tiles.
+    let p = problem(
+        "convbfp16 -n 4 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC",
+    );
+    let l = lower(&p);
+    assert_eq!(l.gemms.len(), 4);
+    let c = cfg("v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
+    let (kernels, ws) = launches(&l, &c, H200).unwrap();
+    assert_eq!((kernels.len(), ws), (1, 0));
+    let tiles: u64 = l
+        .gemms
+        .iter()
+        .map(|g| (g.m_len().div_ceil(64) * g.n_len().div_ceil(64)) as u64)
+        .sum();
+    assert_eq!(kernels[0].grid, [tiles as u32, 1, 1]);
+}
+
+/// Grouped convolutions with several groups a block tile (8 channels a group, depthwise): every
+/// direction, both layouts, scalar and vector loads.
+#[test]
+fn packed_groups_are_exact() {
+    let mut n = 0;
+    for shape in [
+        "-n 2 -c 32 -H 6 -W 5 -k 32 -y 3 -x 3 -p 1 -q 1 -g 4",
+        "-n 1 -c 32 -H 7 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 32",
+    ] {
+        for dir in [1, 2, 4] {
+            for (dt, layout, v) in [
+                ("conv", "NCHW", 1),
+                ("convfp16", "NHWC", 8),
+                ("convbfp16", "NHWC", 1),
+                ("conv", "NHWC", 4),
+            ] {
+                let p = problem(&format!("{dt} {shape} -F {dir} --layout {layout}"));
+                let l = lower(&p);
+                assert!(l.gemms[0].g_len() < p.sizes().groups, "{p}: not packed");
+                for (i, c) in CONFIGS.iter().enumerate() {
+                    let c = cfg(c);
+                    let c = PerfConfig {
+                        vec_a: if i == 0 { v } else { 1 },
+                        vec_b: v,
+                        ..c
+                    };
+                    // Vectors the packed operands cannot take are legality's to refuse.
+                    match launches(&l, &c, H200) {
+                        Ok(_) => {
+                            check(&p, &c, H200);
+                            n += 1;
+                        }
+                        Err(e) => println!("{p} {c}: {e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(n >= 40, "{n} candidates ran");
+    println!("{n} packed-group candidates agree bit-exactly");
+}
