@@ -32,7 +32,9 @@ use crate::search;
 use crate::space::SearchSpace;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// The database entries `retune` tunes again.
 #[derive(Debug, Clone)]
@@ -170,6 +172,10 @@ impl Campaign {
             db_path,
             earlier,
             progress: ordinals.len() == 1 && o.tune.progress,
+            count: problems.len(),
+            started: AtomicUsize::new(0),
+            total_deadline: o.time_total.map(|t| Instant::now() + t),
+            devices: ordinals.len(),
             queue: Mutex::new(problems.into_iter().collect::<VecDeque<_>>()),
             done: Mutex::new(Vec::new()),
             observe,
@@ -188,11 +194,22 @@ impl Campaign {
                 .map(|t| t.join().unwrap_or(Err(CampaignError::Panicked)))
                 .collect::<Result<Vec<()>, _>>()
         })?;
+        let not_started = shared
+            .queue
+            .into_inner()
+            .map_err(|_| CampaignError::Panicked)?
+            .iter()
+            .map(ConvProblem::key)
+            .collect();
         let problems = shared
             .done
             .into_inner()
             .map_err(|_| CampaignError::Panicked)?;
-        Ok(CampaignReport::Tuned(TunedReport { setup, problems }))
+        Ok(CampaignReport::Tuned(TunedReport {
+            setup,
+            problems,
+            not_started,
+        }))
     }
 
     /// The database entries that are stale on this machine's GPU (another GPU, driver or

@@ -104,6 +104,7 @@ impl MeasureDevice for FakeDevice {
             runs: 5,
             tflops: 100.0 / n as f64,
             rel_err: 0.0,
+            screened: false,
             resources: vec![],
         }))
     }
@@ -128,8 +129,22 @@ fn options(dir: &Path, budget: usize) -> CampaignOptions {
     }
 }
 
+/// Candidate records of a journal (problem-level `@stages` records are left out).
 fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+    std::fs::read_to_string(path).map_or(0, |t| {
+        t.lines()
+            .filter(|l| !l.contains(super::device_run::STAGES_RECORD))
+            .count()
+    })
+}
+
+/// The `@stages` records of a journal: one per finished problem.
+fn stage_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| {
+        t.lines()
+            .filter(|l| l.contains(super::device_run::STAGES_RECORD))
+            .count()
+    })
 }
 
 /// Runs and returns the tuned report and what was announced.
@@ -208,6 +223,13 @@ fn a_fault_is_recorded_the_run_goes_on_and_a_rerun_resumes() {
     );
     assert_eq!((s.evaluated, s.resumed, s.failed), (6, 4, 1), "{s}");
     assert_eq!(lines(&dir.path().join("journal.jsonl")), 6);
+    assert_eq!(
+        stage_lines(&dir.path().join("journal.jsonl")),
+        2,
+        "each finished run journals where its time went"
+    );
+    assert!(s.stages.total_s >= s.stages.measure_s && s.stages.total_s > 0.0, "{s}");
+    assert!(s.to_string().contains("summary: "), "{s}");
     assert_eq!(
         s.winner().unwrap().config,
         winner.config,

@@ -46,6 +46,7 @@ impl Evaluate for Fake {
             runs: 5,
             tflops: bm,
             rel_err: 0.0,
+            screened: false,
             resources: vec![],
         })
     }
