@@ -143,10 +143,12 @@ pub(crate) fn serve<B: Backend>(
                 Ok(reference_us) => Response::ProblemSet { reference_us },
                 Err(e) => error(e, &backend),
             },
-            Ok(Request::Measure { plan, screen_us }) => match backend.measure_with(&plan, screen_us) {
-                Ok((outcome, stages)) => Response::Measured { outcome, stages },
-                Err(e) => error(e, &backend),
-            },
+            Ok(Request::Measure { plan, screen_us }) => {
+                match backend.measure_with(&plan, screen_us) {
+                    Ok((outcome, stages)) => Response::Measured { outcome, stages },
+                    Err(e) => error(e, &backend),
+                }
+            }
             Ok(Request::Resources { plan }) => match backend.resources(&plan) {
                 Ok(kernels) => Response::Resources { kernels },
                 Err(e) => error(e, &backend),
@@ -282,7 +284,8 @@ mod tests {
             String::from_utf8(requests(&[Request::Measure {
                 plan: plan("ok"),
                 screen_us: None,
-            }])).unwrap()
+            }]))
+            .unwrap()
         );
         let (code, r) = run(Ok((device(), Fake::default())), input.as_bytes());
         assert_eq!(code, EXIT_OK);

@@ -228,7 +228,10 @@ fn a_fault_is_recorded_the_run_goes_on_and_a_rerun_resumes() {
         2,
         "each finished run journals where its time went"
     );
-    assert!(s.stages.total_s >= s.stages.measure_s && s.stages.total_s > 0.0, "{s}");
+    assert!(
+        s.stages.total_s >= s.stages.measure_s && s.stages.total_s > 0.0,
+        "{s}"
+    );
     assert!(s.to_string().contains("summary: "), "{s}");
     assert_eq!(
         s.winner().unwrap().config,

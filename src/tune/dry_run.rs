@@ -6,12 +6,12 @@ use super::campaign_error::CampaignError;
 use super::options::CampaignOptions;
 use super::report::{CompiledProblem, DryRunReport, DryRunSetup, Event, Failure};
 use super::{compile_only, resource_summary};
+use super::{ListPosition, TuneOptions};
 use crate::arch::Arch;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
 use crate::space::{enumerate_lowered, SearchSpace};
-use super::{ListPosition, TuneOptions};
 use std::time::{Duration, Instant};
 
 /// Compiles every problem's candidates; the options' strategy picks which ones when a budget
@@ -39,7 +39,8 @@ pub(super) fn dry_run(
         }
         let left = problems.len() - n - 1;
         let mut tune = options.tune.clone();
-        let share = total_deadline.map(|end| started + end.saturating_duration_since(started) / (left as u32 + 1));
+        let share = total_deadline
+            .map(|end| started + end.saturating_duration_since(started) / (left as u32 + 1));
         tune.deadline = [tune.time_limit.map(|t| started + t), share]
             .into_iter()
             .flatten()

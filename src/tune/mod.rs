@@ -25,7 +25,8 @@ pub use campaign::{Campaign, CampaignOptions, Stale};
 pub use campaign_error::CampaignError;
 pub use devices::{Devices, SelectionError, Shard};
 pub use plan::{
-    compile_only, compile_plan, CompiledOnly, reference_plan, resource_summary, target_for, PlanError,
+    compile_only, compile_plan, reference_plan, resource_summary, target_for, CompiledOnly,
+    PlanError,
 };
 pub use report::{
     CampaignReport, CompiledProblem, DryRunReport, DryRunSetup, Event, Failure, ProblemSummary,
@@ -36,10 +37,10 @@ pub use report_file::{write_report_file, ReportFileError, ReportRow};
 use crate::config::PerfConfig;
 use crate::runtime::{LaunchPlan, MeasureStages, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
-use progress::Progress;
 pub use progress::ListPosition;
-pub use stages::StageTimes;
+use progress::Progress;
 use rayon::prelude::*;
+pub use stages::StageTimes;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -321,7 +322,9 @@ where
                 }
                 let outcome = match plan {
                     Ok(plan) => {
-                        let screen = best_full.filter(|_| opts.adaptive).map(|b| b * SCREEN_MARGIN);
+                        let screen = best_full
+                            .filter(|_| opts.adaptive)
+                            .map(|b| b * SCREEN_MARGIN);
                         let measuring = Instant::now();
                         let (outcome, split) = eval.measure_with(&plan, screen);
                         StageTimes::add(&mut stages.measure_s, measuring.elapsed());

@@ -198,9 +198,8 @@ impl Progress {
     /// This problem's remaining time (by its rate, capped by its deadline), plus the list's.
     fn eta(&self, c: &Counts) -> String {
         let elapsed = self.start.elapsed();
-        let by_rate = (c.done > 0).then(|| {
-            elapsed.mul_f64(self.total.saturating_sub(c.done) as f64 / c.done as f64)
-        });
+        let by_rate = (c.done > 0)
+            .then(|| elapsed.mul_f64(self.total.saturating_sub(c.done) as f64 / c.done as f64));
         let by_deadline = self
             .deadline
             .map(|d| d.saturating_duration_since(Instant::now()));
@@ -285,8 +284,14 @@ mod tests {
             ..Default::default()
         };
         let line = p.plain_line(&c);
-        assert!(line.starts_with("convtune: problem 2/9 p: 5/10 timed"), "{line}");
-        assert!(line.contains("screened 2") && line.contains("best 12.3 us"), "{line}");
+        assert!(
+            line.starts_with("convtune: problem 2/9 p: 5/10 timed"),
+            "{line}"
+        );
+        assert!(
+            line.contains("screened 2") && line.contains("best 12.3 us"),
+            "{line}"
+        );
         assert!(line.contains("(list 1 min"), "{line}");
     }
 }

@@ -171,9 +171,11 @@ impl ProblemSummary {
     /// One line: the problem, its best time, how many candidates, how long, and where the time
     /// went.
     pub fn line(&self) -> String {
-        let best = self.winner().map_or("no verified candidate".to_string(), |w| {
-            format!("best {:.2} us ({:.1} TFLOP/s)", w.time_us, w.tflops)
-        });
+        let best = self
+            .winner()
+            .map_or("no verified candidate".to_string(), |w| {
+                format!("best {:.2} us ({:.1} TFLOP/s)", w.time_us, w.tflops)
+            });
         format!(
             "summary: {}: {best}; {} evaluated ({} screened, {} failed) in {:.1} s{}; {}",
             self.problem,
@@ -181,7 +183,11 @@ impl ProblemSummary {
             self.screened,
             self.failed,
             self.seconds,
-            if self.out_of_time { " (time limit)" } else { "" },
+            if self.out_of_time {
+                " (time limit)"
+            } else {
+                ""
+            },
             self.stages
         )
     }
@@ -295,7 +301,11 @@ impl fmt::Display for CompiledProblem {
             self.problem,
             self.compiled + self.failed,
             self.seconds,
-            if self.out_of_time { " (time limit)" } else { "" },
+            if self.out_of_time {
+                " (time limit)"
+            } else {
+                ""
+            },
             self.stages.enumerate_s,
             self.stages.rank_s,
             self.stages.codegen_s,
