@@ -31,10 +31,6 @@ head = re.sub(r"entries = \d+", f"entries = {len(keep)}", head)
 rest = f"{r}/rest.toml"
 open(rest, "w").write(head + "".join("\n[[entry]]\n" + b for b in keep))
 arch = tomllib.load(open(db, "rb"))["header"]["arch"]
-names = {"bm": "block_m", "bn": "block_n", "bk": "block_k", "wm": "warp_m", "wn": "warp_n",
-         "st": "stages", "va": "vec_a", "vb": "vec_b", "vc": "vec_c", "lds": "lds",
-         "sk": "split_k", "rs": "raster", "mma": "mma"}
-
 def lookup(binary, problem):
     o = subprocess.run([binary, "lookup", "--problem", problem, "--arch", arch, "--db", rest,
                         "--no-system-db", "--json"], capture_output=True, text=True)
@@ -45,15 +41,14 @@ def lookup(binary, problem):
 
 def time_config(tag, problem, config):
     """The config's verified median on this GPU, µs (None: it failed)."""
-    fields = dict(f.split("=") for f in config.split(":", 1)[1].split(","))
-    fields.setdefault("mma", "sync")
-    lines = ['name = "one"', 'vendor = "nvidia"', "[params]"]
-    for k, v in fields.items():
-        if k not in names:
-            return None  # a field this script does not know: cannot build its one-config space
-        lines.append(f'{names[k]} = ["{v}"]' if k in ("lds", "mma") else f"{names[k]} = [{v}]")
-    lines += ["[constraints]", "max_threads = 1024", "min_warps = 1", "max_warps = 32"]
-    open(f"{r}/{tag}.space.toml", "w").write("\n".join(lines) + "\n")
+    # `convtune space --pin` writes the one-config space (no copy of the field names here)
+    # and refuses a config that is not legal for the problem.
+    with open(f"{r}/{tag}.space.toml", "w") as space:
+        pinned = subprocess.run([bin_, "space", "--problem", problem, "--arch", arch, "--pin",
+                                 config], stdout=space, stderr=subprocess.PIPE, text=True)
+    if pinned.returncode != 0:
+        print(f"  {tag}: {config} not pinned: {pinned.stderr.strip()[-200:]}")
+        return None
     open(f"{r}/{tag}.problem.txt", "w").write(problem + "\n")
     rep = f"{r}/{tag}.report.json"
     if os.path.exists(rep):

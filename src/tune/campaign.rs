@@ -100,6 +100,7 @@ impl Campaign {
         problems: Vec<ConvProblem>,
         observe: &(dyn Fn(&Event<'_>) + Sync),
     ) -> Result<CampaignReport, CampaignError> {
+        let began = Instant::now();
         let o = &self.options;
         if o.dry_run {
             return self.dry_run(problems, observe);
@@ -174,7 +175,8 @@ impl Campaign {
             progress: ordinals.len() == 1 && o.tune.progress,
             count: problems.len(),
             started: AtomicUsize::new(0),
-            total_deadline: o.time_total.map(|t| Instant::now() + t),
+            total_deadline: o.time_total.map(|t| began + t),
+            began,
             devices: ordinals.len(),
             queue: Mutex::new(problems.into_iter().collect::<VecDeque<_>>()),
             done: Mutex::new(Vec::new()),

@@ -41,6 +41,9 @@ pub(super) struct Shared<'a> {
     pub total_deadline: Option<Instant>,
     /// Devices tuning, for the share of the remaining time.
     pub devices: usize,
+    /// When the campaign started: each device's first problem counts its time from here, so
+    /// finding the GPUs and starting the workers is inside `--time` too.
+    pub began: Instant,
     pub done: Mutex<Vec<ProblemSummary>>,
     pub observe: &'a (dyn Fn(&Event<'_>) + Sync),
 }
@@ -150,8 +153,13 @@ pub(super) fn tune_device(
     let opts = s.options;
     let mut journal = Journal::open(journal_path)?;
     let mut dev = backend.open(device)?;
+    let mut first = true;
     loop {
-        let started = Instant::now();
+        let started = if std::mem::take(&mut first) {
+            s.began
+        } else {
+            Instant::now()
+        };
         if s.total_deadline.is_some_and(|end| started >= end) {
             return Ok(()); // --time-total is spent: what is left stays in the queue
         }
