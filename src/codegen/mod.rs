@@ -33,6 +33,7 @@ mod builder;
 mod compile;
 pub mod emu;
 mod error;
+mod fixup;
 mod gemm;
 mod index;
 mod ir;
@@ -48,7 +49,7 @@ mod simple;
 mod spec;
 mod target;
 
-pub use amd_meta::{AmdKernelResources, AmdResources};
+pub use amd_meta::{read as read_code_object, AmdKernelArg, AmdKernelResources, AmdResources};
 pub use error::CodegenError;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;

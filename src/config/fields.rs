@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{LdsLayout, MmaPath};
+use super::{LdsLayout, MmaPath, Reduction};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -63,6 +63,7 @@ macro_rules! named_field_value {
 }
 named_field_value!(LdsLayout);
 named_field_value!(MmaPath);
+named_field_value!(Reduction);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -260,7 +261,7 @@ perf_config_fields! {
     ///
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
-    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`. A config prints in the lowest
+    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red`. A config prints in the lowest
     /// version that can say it (`mma=sync` prints as `v1:`, so that old databases and new
     /// ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -306,6 +307,10 @@ perf_config_fields! {
         /// Matrix instruction path.
         #[field(key = "mma", variant = Mma, level = 0, since = 2, default = MmaPath::Sync)]
         pub mma: MmaPath,
+        /// How split-K slices are added up (`atomic`: f32 atomics; `fixup`: the last slice of
+        /// a tile adds the others' partials inside the kernel).
+        #[field(key = "red", variant = Red, level = 3, since = 3, default = Reduction::Atomic)]
+        pub red: Reduction,
     }
 }
 
@@ -324,7 +329,7 @@ impl Field {
     };
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
-    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, sk, rs, va, vb, vc).
+    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, sk, red, rs, va, vb, vc).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -367,12 +372,18 @@ mod tests {
         let keys: Vec<_> = Field::ALL.iter().map(|f| f.key()).collect();
         assert_eq!(
             keys,
-            ["bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma"]
+            [
+                "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
+                "red"
+            ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
-            ["bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "sk", "rs", "va", "vb", "vc"]
+            [
+                "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "sk", "red", "rs", "va", "vb",
+                "vc"
+            ]
         );
         assert_eq!(Field::LEVELS, 8);
         assert_eq!(Field::BlockM.name(), "block_m");

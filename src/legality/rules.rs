@@ -9,6 +9,7 @@ use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig};
 use crate::lowering::{Dim, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
+mod reduction;
 mod resources;
 
 /// Widest vector the width analysis considers, elements; the byte limit of the arch caps it
@@ -41,6 +42,8 @@ pub enum Rule {
     SharedMemory,
     /// Split-K.
     SplitK,
+    /// How split-K slices are added up (`red`).
+    Reduction,
     /// Rasterisation group useful (enumeration only).
     Raster,
     /// Vector width of A.
@@ -53,7 +56,7 @@ pub enum Rule {
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 15] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -64,6 +67,7 @@ impl Rule {
         Rule::Registers,
         Rule::SharedMemory,
         Rule::SplitK,
+        Rule::Reduction,
         Rule::Raster,
         Rule::VectorA,
         Rule::VectorB,
@@ -79,6 +83,7 @@ impl Rule {
             Rule::OversizedK | Rule::MmaShape | Rule::Registers => Field::BlockK,
             Rule::SharedMemory => Field::Lds,
             Rule::SplitK => Field::SplitK,
+            Rule::Reduction => Field::Red,
             Rule::Raster => Field::Raster,
             Rule::VectorA => Field::VecA,
             Rule::VectorB => Field::VecB,
@@ -106,6 +111,7 @@ impl Rule {
             Rule::Registers => "register estimate",
             Rule::SharedMemory => "shared memory",
             Rule::SplitK => "split-k",
+            Rule::Reduction => "split-k reduction",
             Rule::Raster => "raster group",
             Rule::VectorA => "vector width A",
             Rule::VectorB => "vector width B",
@@ -171,6 +177,9 @@ pub struct Checker {
     /// Longest M, N, K over the sub-GEMMs, indexed by [`Dim`].
     pub(super) max_len: [u32; 4],
     pub(super) k_lens: Vec<u32>,
+    /// Per sub-GEMM, its G, M and N lengths (the output tiles a split-K fix-up keeps partials
+    /// of).
+    pub(super) gmn: Vec<[u32; 3]>,
     /// Per sub-GEMM, per operand (A, B, C).
     pub(super) vectors: Vec<[OperandVector; 3]>,
     pub(super) pruning: Option<Pruning>,
@@ -179,6 +188,9 @@ pub struct Checker {
     /// reads such a tile (transposed mode) in blocks of 64 rows.
     pub(super) mn_major: [bool; 2],
 }
+
+/// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
+pub(crate) const MAX_FIXUP_PARTIALS: u64 = i32::MAX as u64;
 
 fn round_up_pow2(x: u32) -> u64 {
     (x.max(1) as u64).next_power_of_two()
@@ -218,6 +230,11 @@ impl Checker {
             elem_bytes: p.dtype().bytes(),
             max_len,
             k_lens: lowering.gemms.iter().map(|g| g.k_len()).collect(),
+            gmn: lowering
+                .gemms
+                .iter()
+                .map(|g| [g.g_len(), g.m_len(), g.n_len()])
+                .collect(),
             vectors,
             pruning: None,
         }
@@ -442,6 +459,7 @@ impl Checker {
                 }
                 Ok(())
             }
+            Rule::Reduction => self.reduction(cfg),
             Rule::Raster => {
                 let Some(pr) = &self.pruning else {
                     return Ok(());
