@@ -166,7 +166,7 @@ impl Progress {
 
     /// The bar's message: counts, best, ETA.
     fn message(&self, c: &Counts) -> String {
-        let mut m = format!("{}", self.noun);
+        let mut m = self.noun.to_string();
         if self.noun == "timed" {
             m += &format!(
                 " | compiled {} (+{} in flight), failed {}, screened {}, resumed {}",
