@@ -172,9 +172,10 @@ pub(super) fn tune_device(
         };
         let deadline = problem_deadline(s, started, left);
         let index = s.started.fetch_add(1, Ordering::SeqCst) + 1;
+        let enumerating = Instant::now();
         let l = lower(&p);
         let e = enumerate_lowered(&l, arch, &s.space);
-        let enumerate_s = started.elapsed().as_secs_f64();
+        let enumerate_s = enumerating.elapsed().as_secs_f64();
         let referencing = Instant::now();
         let reference = reference_plan(&p, arch).map_err(CampaignError::Reference)?;
         let reference_us = dev
