@@ -334,3 +334,21 @@ fn amd_archs_have_no_measuring_backend_yet_but_dry_runs_compile() {
     let json = serde_json::to_value(CampaignReport::DryRun(d)).unwrap();
     assert_eq!(json["mode"], "dry_run");
 }
+
+#[test]
+fn a_spent_time_total_starts_no_problem_and_says_which_were_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    let mut o = options(dir.path(), 2);
+    o.time_total = Some(std::time::Duration::from_nanos(1));
+    let other = "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1";
+    let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
+    assert!(r.problems.is_empty());
+    assert_eq!(r.not_started.len(), 2);
+    assert_eq!(fake.measured(), 0);
+    // A generous total: both problems run, each within its share.
+    let mut o = options(dir.path(), 2);
+    o.time_total = Some(std::time::Duration::from_secs(600));
+    let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
+    assert_eq!((r.problems.len(), r.not_started.len()), (2, 0));
+}
