@@ -160,7 +160,7 @@ pub(super) fn tune_device(
         } else {
             Instant::now()
         };
-        if s.total_deadline.is_some_and(|end| started >= end) {
+        if s.total_deadline.is_some_and(|end| Instant::now() >= end) {
             return Ok(()); // --time-total is spent: what is left stays in the queue
         }
         let (p, left) = {
