@@ -19,6 +19,8 @@ for line in open(a.journal):
     if not line.strip():
         continue
     r = json.loads(line)
+    if r["config"].startswith("@"):  # a problem-level record (stage timings), not a candidate
+        continue
     by.setdefault(r["problem_key"], OrderedDict())[r["config"]] = r.get("time_us")
 os.makedirs(a.outdir, exist_ok=True)
 for key, cands in by.items():

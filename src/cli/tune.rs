@@ -26,9 +26,18 @@ pub struct TuneArgs {
     /// Evaluate at most this many candidates per problem (default: all legal ones).
     #[arg(long)]
     pub budget: Option<usize>,
-    /// Stop proposing candidates for a problem after this many seconds.
-    #[arg(long, value_name = "SECS")]
+    /// Wall time per problem in seconds, every stage included (enumerate, reference, compile,
+    /// measure): a problem ends within about a second of it.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     pub time: Option<f64>,
+    /// Wall time of the whole list in seconds: each problem gets at most its share of what is
+    /// left; problems not started when it runs out are listed at the end.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub time_total: Option<f64>,
+    /// Time every candidate in full (no adaptive timing: by default a candidate clearly slower
+    /// than the best so far keeps its short first measurement).
+    #[arg(long)]
+    pub full_timing: bool,
     /// Search strategy.
     #[arg(long, default_value = "guided")]
     pub strategy: String,
@@ -79,6 +88,14 @@ impl TuneArgs {
     }
 }
 
+/// A number of seconds that is finite and above zero.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds above zero")),
+    }
+}
+
 fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
     match (&args.problem, &args.problems) {
         (Some(p), _) => Ok(vec![p.parse().map_err(|e| {
@@ -105,7 +122,10 @@ fn campaign(args: TuneArgs) -> anyhow::Result<Campaign> {
             time_limit: args.time.map(Duration::from_secs_f64),
             batch: args.batch,
             progress: !args.quiet,
+            adaptive: !args.full_timing,
+            ..TuneOptions::default()
         },
+        time_total: args.time_total.map(Duration::from_secs_f64),
         devices: match &args.devices {
             Some(spec) => spec.parse().map_err(bad_input)?,
             None => Devices::One(args.device),
@@ -210,6 +230,15 @@ fn run_list(campaign: Campaign, list: Vec<ConvProblem>, json: bool) -> anyhow::R
     let report = campaign.run(list, &|e| printer.observe(e))?;
     if let Some(e) = printer.failed.into_inner().ok().flatten() {
         return Err(e.into());
+    }
+    if let CampaignReport::Tuned(t) = &report {
+        if !t.not_started.is_empty() {
+            errln!(
+                "{} problem(s) not started: --time-total ran out (first: {})",
+                t.not_started.len(),
+                t.not_started[0]
+            );
+        }
     }
     if json {
         out::json(&report)?;

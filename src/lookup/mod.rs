@@ -1,8 +1,9 @@
 //! What a compiler calls: the config to build a problem's kernels with, and where it came from.
 //!
-//! Order: the tuned database (user layer over the system layer compiled into the binary; exact
-//! key, then the nearest tuned problem), then the shipped quick list, then a heuristic (the cost model's best legal
-//! candidate). Legality is re-checked for the problem at hand at every step, so a cached config
+//! Order: the tuned database (user layer over the system layer compiled into the binary) for
+//! the exact key; else the [`fallback`]: the configs of the nearest tuned problems (by the
+//! features that predict speed) and of the shipped quick list, ranked by the cost model for
+//! the problem at hand; else a heuristic (the cost model's best legal candidate). Legality is re-checked for the problem at hand at every step, so a cached config
 //! that would be illegal here is never returned.
 //!
 //! ```no_run
@@ -13,8 +14,10 @@
 //! println!("{} ({})", found.config, found.source);
 //! ```
 
+pub mod fallback;
 mod quick;
 
+use fallback::Pick;
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
@@ -132,34 +135,66 @@ pub fn find_config_in_space(
 ) -> Result<Found, LookupError> {
     let check = SpaceCheck { space };
     let hit = layers.lookup(problem, arch.name, fingerprint, &check);
-    if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
-        return Ok(Found {
-            config: cfg,
-            source: hit.source,
-            reason: hit.reason,
-        });
-    }
-    let l = lower(problem);
-    let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
-    for text in shipped_quick_list(arch.name).configs(problem.direction(), problem.dtype()) {
-        let Ok(cfg) = text.parse::<PerfConfig>() else {
-            continue;
-        };
-        if in_space(&cfg) && legality::check(&l, &cfg, arch).is_ok() {
+    if hit.source == Source::Exact {
+        if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
             return Ok(Found {
                 config: cfg,
-                source: Source::QuickList,
-                reason: format!(
-                    "{}; the first legal config of the shipped quick list{}",
-                    hit.reason,
-                    if space.is_some() {
-                        " in the given space"
-                    } else {
-                        ""
-                    }
-                ),
+                source: hit.source,
+                reason: hit.reason,
             });
         }
+    }
+    // No exact entry: the nearest tuned problems' configs and the quick list, ranked by the
+    // cost model for this problem.
+    let why = if hit.source == Source::None {
+        hit.reason.clone()
+    } else {
+        "no exact entry".to_string()
+    };
+    let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
+    let near = fallback::neighbours(problem, arch.name, &layers, fingerprint);
+    let quick: Vec<PerfConfig> = shipped_quick_list(arch.name)
+        .configs(problem.direction(), problem.dtype())
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let within = if space.is_some() {
+        " in the given space"
+    } else {
+        ""
+    };
+    match fallback::rank(problem, arch, &near, &quick, &in_space) {
+        Some(Pick::Neighbour(n, us)) => {
+            return Ok(Found {
+                config: n.config,
+                reason: format!(
+                    "{why}; of the legal configs{within} of the {} nearest tuned problems (by \
+                     GEMM shape, filter, stride, channels per group, layouts) and the quick \
+                     list, the cost model ranks first ({us:.1} µs predicted) the one of {} \
+                     (distance {:.2})",
+                    near.len(),
+                    n.key,
+                    n.distance
+                ),
+                source: Source::Nearest {
+                    key: n.key,
+                    distance: n.distance,
+                },
+            })
+        }
+        Some(Pick::Quick(config, us)) => {
+            return Ok(Found {
+                config,
+                source: Source::QuickList,
+                reason: format!(
+                    "{why}; of the legal configs{within} of the shipped quick list and the {} \
+                     nearest tuned problems, the cost model ranks this quick-list one first \
+                     ({us:.1} µs predicted)",
+                    near.len()
+                ),
+            })
+        }
+        None => {}
     }
     let default_space;
     let space = match space {

@@ -13,7 +13,7 @@ use super::device::cuda_devices;
 use super::error::RuntimeError;
 use super::fingerprint::Fingerprint;
 use super::hip::hip_devices;
-use super::outcome::Outcome;
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::LaunchPlan;
 use super::worker::Worker;
 use crate::arch::Vendor;
@@ -51,6 +51,16 @@ pub trait MeasureDevice {
     ) -> Result<f64, RuntimeError>;
     /// Checks and times one candidate of the current problem.
     fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError>;
+    /// [`MeasureDevice::measure`] with adaptive timing: a candidate whose short first
+    /// measurement is slower than `screen_us` keeps that short time, marked `screened`. Also
+    /// says where the time went, when the device can tell. By default: a full measurement.
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        _screen_us: Option<f64>,
+    ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
+        self.measure(plan).map(|o| (o, None))
+    }
 }
 
 impl MeasureDevice for Worker {
@@ -64,6 +74,13 @@ impl MeasureDevice for Worker {
     }
     fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
         Worker::measure(self, plan)
+    }
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        screen_us: Option<f64>,
+    ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
+        Worker::measure_with(self, plan, screen_us)
     }
 }
 

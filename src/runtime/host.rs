@@ -127,6 +127,12 @@ pub(crate) fn run_count(estimate_us: f64) -> u32 {
         .clamp(MIN_RUNS as f64, MAX_RUNS as f64) as u32
 }
 
+/// Whether the short first measurement (`estimate_us`, the warm-up median) is slower than the
+/// screen the tuner asked for, so the full timing is skipped.
+pub(crate) fn screened_out(estimate_us: f64, screen_us: Option<f64>) -> bool {
+    screen_us.is_some_and(|s| estimate_us.is_finite() && s > 0.0 && estimate_us > s)
+}
+
 /// Median and minimum of run times (µs); `None` for no runs.
 pub(crate) fn median_min(times: &[f64]) -> Option<(f64, f64)> {
     if times.is_empty() {
@@ -217,6 +223,15 @@ mod tests {
         assert!((rel_err(&[3.0, 4.5], &reference) - 0.1).abs() < 1e-12);
         assert_eq!(rel_err(&[0.5], &[0.0]), 0.5);
         assert!(rel_err(&[f64::NAN], &[1.0]).is_nan());
+    }
+
+    #[test]
+    fn only_a_clearly_slower_candidate_is_screened() {
+        assert!(screened_out(20.0, Some(12.5)));
+        assert!(!screened_out(12.0, Some(12.5)));
+        assert!(!screened_out(1e9, None));
+        assert!(!screened_out(f64::NAN, Some(1.0)));
+        assert!(!screened_out(5.0, Some(0.0)));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::cuda::{LoadedPlan, PlanError};
 use super::device::{cuda_device, init_driver, DeviceInfo};
 use super::error::{describe, is_sticky, RuntimeError};
 use super::host::{self, compare, POISON};
-use super::outcome::{Outcome, Timing};
+use super::outcome::{MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
 use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, Tensor};
@@ -28,6 +28,7 @@ use cudarc::driver::{
 };
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Problems up to this many FLOPs have their reference output checked against the CPU's f64
 /// direct convolution in `set_problem` (about a second of CPU time at most).
@@ -163,7 +164,7 @@ impl Measurer {
             problem: problem.key(),
             reason,
         };
-        let (loaded, out) = match self.check_run(reference) {
+        let (loaded, out) = match self.check_run(reference, &mut MeasureStages::default()) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => return Err(e),
@@ -189,7 +190,7 @@ impl Measurer {
                 )));
             }
         }
-        match self.time(&loaded, problem) {
+        match self.time(&loaded, problem, None) {
             Ok(t) => Ok(t.median_us),
             Err(RunError::Candidate(o)) => Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => Err(e),
@@ -218,31 +219,52 @@ impl Measurer {
     /// Checks a candidate against the reference and, if it is right, times it.
     /// `Err` means the measuring machinery failed, not the candidate.
     pub fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
+        self.measure_with(plan, None).map(|(o, _)| o)
+    }
+
+    /// [`Measurer::measure`] with adaptive timing, and where the time went. With a `screen_us`,
+    /// a candidate whose short first measurement (the warm-up runs) is slower than that is
+    /// reported with its short time and marked `screened`: it cannot beat the best so far, so the
+    /// full ≥ 1 ms median is not worth its time.
+    pub fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        screen_us: Option<f64>,
+    ) -> Result<(Outcome, MeasureStages), RuntimeError> {
+        let mut stages = MeasureStages::default();
         self.check_alive()?;
         let problem = self.ready_problem()?;
         let dtype = problem.dtype();
-        let (loaded, out) = match self.check_run(plan) {
+        let (loaded, out) = match self.check_run(plan, &mut stages) {
             Ok(r) => r,
-            Err(RunError::Candidate(o)) => return Ok(o),
+            Err(RunError::Candidate(o)) => return Ok((o, stages)),
             Err(RunError::Runtime(e)) => return Err(e),
         };
+        let started = Instant::now();
         let reference = self
             .host_tensor(problem.direction().written())
             .ok_or(RuntimeError::NoProblem)?;
         let c = compare(dtype, &out, reference);
+        stages.verify_s += started.elapsed().as_secs_f64();
         if !c.passes(dtype.tolerance()) {
-            return Ok(Outcome::WrongResult {
-                rel_err: c.rel_err,
-                unwritten: c.unwritten,
-                non_finite: c.non_finite,
-            });
+            return Ok((
+                Outcome::WrongResult {
+                    rel_err: c.rel_err,
+                    unwritten: c.unwritten,
+                    non_finite: c.non_finite,
+                },
+                stages,
+            ));
         }
-        match self.time(&loaded, &problem) {
+        let started = Instant::now();
+        let timed = self.time(&loaded, &problem, screen_us);
+        stages.time_s = started.elapsed().as_secs_f64();
+        match timed {
             Ok(mut t) => {
                 t.rel_err = c.rel_err;
-                Ok(Outcome::Ok(t))
+                Ok((Outcome::Ok(t), stages))
             }
-            Err(RunError::Candidate(o)) => Ok(o),
+            Err(RunError::Candidate(o)) => Ok((o, stages)),
             Err(RunError::Runtime(e)) => Err(e),
         }
     }
@@ -287,7 +309,13 @@ impl Measurer {
     }
 
     /// Loads and prepares `plan`, poisons its outputs, runs it once and returns the written tensor.
-    fn check_run(&mut self, plan: &LaunchPlan) -> Result<(LoadedPlan, Vec<u8>), RunError> {
+    /// `stages` gets the load and the checked run's times.
+    fn check_run(
+        &mut self,
+        plan: &LaunchPlan,
+        stages: &mut MeasureStages,
+    ) -> Result<(LoadedPlan, Vec<u8>), RunError> {
+        let started = Instant::now();
         let loaded = LoadedPlan::load(&self.ctx, plan)
             .and_then(|l| {
                 l.prepare(self.device.max_shared_per_block_optin)
@@ -296,7 +324,18 @@ impl Measurer {
             .map_err(|e| match e {
                 PlanError::Load(m) => RunError::Candidate(Outcome::LoadFailed(m)),
                 PlanError::Launch(m) => RunError::Candidate(Outcome::LaunchFailed(m)),
-            })?;
+            });
+        stages.load_s = started.elapsed().as_secs_f64();
+        let loaded = loaded?;
+        let started = Instant::now();
+        let out = self.checked_run(&loaded, plan)?;
+        stages.verify_s = started.elapsed().as_secs_f64();
+        Ok((loaded, out))
+    }
+
+    /// Poisons the written tensor and the workspace, runs the loaded plan once, and copies the
+    /// written tensor back.
+    fn checked_run(&mut self, loaded: &LoadedPlan, plan: &LaunchPlan) -> Result<Vec<u8>, RunError> {
         self.ensure_workspace(plan.workspace_bytes)?;
         let (written, ws_len) = {
             let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
@@ -318,7 +357,7 @@ impl Measurer {
         if let Err(e) = poison {
             return Err(self.fault("poisoning the output".into(), e));
         }
-        self.run(&loaded)?;
+        self.run(loaded)?;
         if let Err(e) = self.stream.synchronize() {
             return Err(self.fault("running the plan".into(), e));
         }
@@ -327,7 +366,7 @@ impl Measurer {
             self.stream.clone_dtoh(&s.tensors[written])
         };
         match copied.and_then(|v| self.stream.synchronize().map(|()| v)) {
-            Ok(out) => Ok((loaded, out)),
+            Ok(out) => Ok(out),
             Err(e) => Err(self.fault("copying the output back".into(), e)),
         }
     }
@@ -387,15 +426,27 @@ impl Measurer {
     }
 
     /// Warm-up runs, then enough event-timed runs to cover a millisecond, with the L2 flushed
-    /// before each run outside the events.
-    fn time(&mut self, loaded: &LoadedPlan, problem: &ConvProblem) -> Result<Timing, RunError> {
+    /// before each run outside the events. A warm-up median slower than `screen_us` ends it
+    /// there: the short time is the result, marked `screened`.
+    fn time(
+        &mut self,
+        loaded: &LoadedPlan,
+        problem: &ConvProblem,
+        screen_us: Option<f64>,
+    ) -> Result<Timing, RunError> {
         let warm = self.timed_runs(loaded, host::WARMUP_RUNS as usize)?;
         let estimate = host::median_min(&warm).map_or(0.0, |(m, _)| m);
-        let times = self.timed_runs(loaded, host::run_count(estimate) as usize)?;
+        let screened = host::screened_out(estimate, screen_us);
+        let times = if screened {
+            warm
+        } else {
+            self.timed_runs(loaded, host::run_count(estimate) as usize)?
+        };
         let (median_us, min_us) = host::median_min(&times).unwrap_or((0.0, 0.0));
         Ok(Timing {
             median_us,
             min_us,
+            screened,
             runs: times.len() as u32,
             tflops: if median_us > 0.0 {
                 problem.flops() / (median_us * 1e-6) / 1e12

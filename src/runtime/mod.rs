@@ -50,7 +50,7 @@ pub use device::{cuda_device, cuda_devices, driver_version, sm_arch, DeviceInfo}
 pub use error::RuntimeError;
 pub use fingerprint::Fingerprint;
 pub use measure::Measurer;
-pub use outcome::{Outcome, Timing};
+pub use outcome::{MeasureStages, Outcome, Timing};
 pub use plan::{KernelResources, Launch, LaunchPlan, SHARED_OPT_IN_ABOVE};
 pub use serve::{hip_worker_main, worker_main};
 pub use worker::{Worker, WorkerOptions};

@@ -22,6 +22,22 @@ pub struct Timing {
     pub rel_err: f64,
     /// Registers, spills and limits of each kernel of the plan, as the driver reports them.
     pub resources: Vec<KernelResources>,
+    /// Only the short first measurement was taken: it was clearly slower than the best so far
+    /// (the screen the tuner asked for), so the full ≥ 1 ms median was not worth its time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub screened: bool,
+}
+
+/// Seconds one measurement spent in each stage inside the worker (where the time of a
+/// candidate goes, for the tuner's stage timings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeasureStages {
+    /// Module load (JIT) and kernel preparation.
+    pub load_s: f64,
+    /// The checked run, copying the output back and comparing it with the reference.
+    pub verify_s: f64,
+    /// Warm-up and timed runs.
+    pub time_s: f64,
 }
 
 /// What happened to one candidate.
@@ -83,8 +99,12 @@ impl std::fmt::Display for Outcome {
         match self {
             Outcome::Ok(t) => write!(
                 f,
-                "ok: {:.2} us median ({:.2} min, {} runs), {:.1} TFLOP/s",
-                t.median_us, t.min_us, t.runs, t.tflops
+                "ok: {:.2} us median ({:.2} min, {} runs{}), {:.1} TFLOP/s",
+                t.median_us,
+                t.min_us,
+                t.runs,
+                if t.screened { ", screened" } else { "" },
+                t.tflops
             ),
             Outcome::WrongResult {
                 rel_err,
@@ -117,6 +137,7 @@ mod tests {
                 runs: 96,
                 tflops: 12.0,
                 rel_err: 1e-7,
+                screened: false,
                 resources: vec![],
             }),
             Outcome::WrongResult {

@@ -5,7 +5,7 @@
 //! kept as diagnostics.
 
 use super::device::DeviceInfo;
-use super::outcome::Outcome;
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use crate::problem::ConvProblem;
 use serde::{Deserialize, Serialize};
@@ -72,8 +72,13 @@ pub(crate) enum Request {
         reference: LaunchPlan,
         seed: u64,
     },
-    /// Check and time one candidate.
-    Measure { plan: LaunchPlan },
+    /// Check and time one candidate; one whose short first measurement is slower than
+    /// `screen_us` is not timed in full (absent in requests of older tuners: always in full).
+    Measure {
+        plan: LaunchPlan,
+        #[serde(default)]
+        screen_us: Option<f64>,
+    },
     /// Load a plan and report its kernels' resources.
     Resources { plan: LaunchPlan },
     /// Exit cleanly.
@@ -87,8 +92,12 @@ pub(crate) enum Response {
     Ready { device: DeviceInfo },
     /// Answer to `SetProblem`: the reference plan's median time.
     ProblemSet { reference_us: f64 },
-    /// Answer to `Measure`.
-    Measured { outcome: Outcome },
+    /// Answer to `Measure`, with where the time went (absent from older workers).
+    Measured {
+        outcome: Outcome,
+        #[serde(default)]
+        stages: Option<MeasureStages>,
+    },
     /// Answer to `Resources`.
     Resources { kernels: Vec<KernelResources> },
     /// The request (or start-up) failed in the machinery; `fatal` means the worker exits next.
@@ -135,11 +144,12 @@ mod tests {
     fn responses_round_trip_and_noise_is_not_a_response() {
         let r = Response::Measured {
             outcome: Outcome::LaunchFailed("too many threads".into()),
+            stages: None,
         };
         let line = encode_response(&r);
         assert!(line.starts_with(TAG) && !line.contains('\n'));
         match decode_response(&line) {
-            Some(Ok(Response::Measured { outcome })) => {
+            Some(Ok(Response::Measured { outcome, .. })) => {
                 assert_eq!(outcome, Outcome::LaunchFailed("too many threads".into()))
             }
             other => panic!("{other:?}"),

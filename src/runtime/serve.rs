@@ -8,7 +8,7 @@ use super::device::DeviceInfo;
 use super::error::RuntimeError;
 use super::hip::{open_runtime, HipLib, HipMeasurer};
 use super::measure::Measurer;
-use super::outcome::Outcome;
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use super::protocol::{encode_response, read_request, Request, Response, MAX_REQUEST_BYTES};
 use crate::problem::ConvProblem;
@@ -30,6 +30,14 @@ pub(crate) trait Backend {
         seed: u64,
     ) -> Result<f64, RuntimeError>;
     fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError>;
+    /// `measure` with a screen for adaptive timing, and where the time went.
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        _screen_us: Option<f64>,
+    ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
+        self.measure(plan).map(|o| (o, None))
+    }
     fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError>;
     /// Whether the device context is dead and the process must exit.
     fn lost(&self) -> bool;
@@ -46,6 +54,13 @@ impl Backend for Measurer {
     }
     fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
         Measurer::measure(self, plan)
+    }
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        screen_us: Option<f64>,
+    ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
+        Measurer::measure_with(self, plan, screen_us).map(|(o, s)| (o, Some(s)))
     }
     fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError> {
         Measurer::resources(self, plan)
@@ -158,10 +173,12 @@ pub(crate) fn serve<B: Backend>(
                 Ok(reference_us) => Response::ProblemSet { reference_us },
                 Err(e) => error(e, &backend),
             },
-            Ok(Request::Measure { plan }) => match backend.measure(&plan) {
-                Ok(outcome) => Response::Measured { outcome },
-                Err(e) => error(e, &backend),
-            },
+            Ok(Request::Measure { plan, screen_us }) => {
+                match backend.measure_with(&plan, screen_us) {
+                    Ok((outcome, stages)) => Response::Measured { outcome, stages },
+                    Err(e) => error(e, &backend),
+                }
+            }
             Ok(Request::Resources { plan }) => match backend.resources(&plan) {
                 Ok(kernels) => Response::Resources { kernels },
                 Err(e) => error(e, &backend),
@@ -294,7 +311,11 @@ mod tests {
         .replace("\"groups\":1", "\"groups\":0");
         let input = format!(
             "{line}\n{}",
-            String::from_utf8(requests(&[Request::Measure { plan: plan("ok") }])).unwrap()
+            String::from_utf8(requests(&[Request::Measure {
+                plan: plan("ok"),
+                screen_us: None,
+            }]))
+            .unwrap()
         );
         let (code, r) = run(Ok((device(), Fake::default())), input.as_bytes());
         assert_eq!(code, EXIT_OK);
@@ -346,7 +367,10 @@ mod tests {
             .parse()
             .unwrap();
         let input = requests(&[
-            Request::Measure { plan: plan("ok") },
+            Request::Measure {
+                plan: plan("ok"),
+                screen_us: None,
+            },
             Request::SetProblem {
                 problem: p,
                 reference: plan("ref"),
@@ -354,10 +378,12 @@ mod tests {
             },
             Request::Measure {
                 plan: plan("wrong"),
+                screen_us: None,
             },
             Request::Shutdown,
             Request::Measure {
                 plan: plan("never"),
+                screen_us: None,
             },
         ]);
         let (code, r) = run(Ok((device(), Fake::default())), &input);
@@ -371,7 +397,8 @@ mod tests {
         assert!(matches!(
             &r[3],
             Response::Measured {
-                outcome: Outcome::WrongResult { unwritten: 4, .. }
+                outcome: Outcome::WrongResult { unwritten: 4, .. },
+                ..
             }
         ));
     }
@@ -389,8 +416,12 @@ mod tests {
             },
             Request::Measure {
                 plan: plan("fault"),
+                screen_us: None,
             },
-            Request::Measure { plan: plan("ok") },
+            Request::Measure {
+                plan: plan("ok"),
+                screen_us: None,
+            },
         ]);
         input.extend_from_slice(b"not json\n");
         let (code, r) = run(Ok((device(), Fake::default())), &input);
@@ -399,7 +430,8 @@ mod tests {
         assert!(matches!(
             &r[2],
             Response::Measured {
-                outcome: Outcome::Fault(_)
+                outcome: Outcome::Fault(_),
+                ..
             }
         ));
     }

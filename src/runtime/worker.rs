@@ -9,7 +9,7 @@
 
 use super::device::DeviceInfo;
 use super::error::RuntimeError;
-use super::outcome::Outcome;
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use super::protocol::{decode_response, Request, Response};
 use crate::problem::ConvProblem;
@@ -289,26 +289,40 @@ impl Worker {
     /// Checks and times a candidate. A candidate that crashes or hangs the worker is
     /// `Ok(Fault)` or `Ok(Timeout)`; `Err` means no worker can be brought up to measure.
     pub fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
+        self.measure_with(plan, None).map(|(o, _)| o)
+    }
+
+    /// [`Worker::measure`] with adaptive timing (a candidate whose short first measurement is
+    /// slower than `screen_us` is not timed in full, see
+    /// [`Measurer::measure_with`](super::Measurer::measure_with)), and the worker's stage times.
+    pub fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        screen_us: Option<f64>,
+    ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
         if self.problem.is_none() {
             return Err(RuntimeError::NoProblem);
         }
-        let line = encode(&Request::Measure { plan: plan.clone() })?;
+        let line = encode(&Request::Measure {
+            plan: plan.clone(),
+            screen_us,
+        })?;
         self.ensure_child()?;
         match self.exchange(&line, self.measure_timeout()) {
-            Reply::Response(Response::Measured { outcome }) => {
+            Reply::Response(Response::Measured { outcome, stages }) => {
                 if outcome.lost_context() {
                     // The worker exits after a fault; collect it now.
                     self.discard_child(Duration::from_secs(2));
                 }
-                Ok(outcome)
+                Ok((outcome, stages))
             }
             Reply::TimedOut => {
                 self.discard_child(Duration::ZERO);
-                Ok(Outcome::Timeout)
+                Ok((Outcome::Timeout, None))
             }
             Reply::Broken(why) => {
                 let how = self.discard_child(Duration::from_secs(2));
-                Ok(Outcome::Fault(format!("{why}: {how}")))
+                Ok((Outcome::Fault(format!("{why}: {how}")), None))
             }
             Reply::Response(other) => Err(self.unexpected(other)),
         }

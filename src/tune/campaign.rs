@@ -32,7 +32,9 @@ use crate::search;
 use crate::space::SearchSpace;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// The database entries `retune` tunes again.
 #[derive(Debug, Clone)]
@@ -98,6 +100,7 @@ impl Campaign {
         problems: Vec<ConvProblem>,
         observe: &(dyn Fn(&Event<'_>) + Sync),
     ) -> Result<CampaignReport, CampaignError> {
+        let began = Instant::now();
         let o = &self.options;
         if o.dry_run {
             return self.dry_run(problems, observe);
@@ -170,6 +173,11 @@ impl Campaign {
             db_path,
             earlier,
             progress: ordinals.len() == 1 && o.tune.progress,
+            count: problems.len(),
+            started: AtomicUsize::new(0),
+            total_deadline: o.time_total.map(|t| began + t),
+            began,
+            devices: ordinals.len(),
             queue: Mutex::new(problems.into_iter().collect::<VecDeque<_>>()),
             done: Mutex::new(Vec::new()),
             observe,
@@ -188,11 +196,22 @@ impl Campaign {
                 .map(|t| t.join().unwrap_or(Err(CampaignError::Panicked)))
                 .collect::<Result<Vec<()>, _>>()
         })?;
+        let not_started = shared
+            .queue
+            .into_inner()
+            .map_err(|_| CampaignError::Panicked)?
+            .iter()
+            .map(ConvProblem::key)
+            .collect();
         let problems = shared
             .done
             .into_inner()
             .map_err(|_| CampaignError::Panicked)?;
-        Ok(CampaignReport::Tuned(TunedReport { setup, problems }))
+        Ok(CampaignReport::Tuned(TunedReport {
+            setup,
+            problems,
+            not_started,
+        }))
     }
 
     /// The database entries that are stale on this machine's GPU (another GPU, driver or

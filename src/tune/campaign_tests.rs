@@ -104,6 +104,7 @@ impl MeasureDevice for FakeDevice {
             runs: 5,
             tflops: 100.0 / n as f64,
             rel_err: 0.0,
+            screened: false,
             resources: vec![],
         }))
     }
@@ -128,8 +129,22 @@ fn options(dir: &Path, budget: usize) -> CampaignOptions {
     }
 }
 
+/// Candidate records of a journal (problem-level `@stages` records are left out).
 fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+    std::fs::read_to_string(path).map_or(0, |t| {
+        t.lines()
+            .filter(|l| !l.contains(super::device_run::STAGES_RECORD))
+            .count()
+    })
+}
+
+/// The `@stages` records of a journal: one per finished problem.
+fn stage_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| {
+        t.lines()
+            .filter(|l| l.contains(super::device_run::STAGES_RECORD))
+            .count()
+    })
 }
 
 /// Runs and returns the tuned report and what was announced.
@@ -208,6 +223,16 @@ fn a_fault_is_recorded_the_run_goes_on_and_a_rerun_resumes() {
     );
     assert_eq!((s.evaluated, s.resumed, s.failed), (6, 4, 1), "{s}");
     assert_eq!(lines(&dir.path().join("journal.jsonl")), 6);
+    assert_eq!(
+        stage_lines(&dir.path().join("journal.jsonl")),
+        2,
+        "each finished run journals where its time went"
+    );
+    assert!(
+        s.stages.total_s >= s.stages.measure_s && s.stages.total_s > 0.0,
+        "{s}"
+    );
+    assert!(s.to_string().contains("summary: "), "{s}");
     assert_eq!(
         s.winner().unwrap().config,
         winner.config,
@@ -308,4 +333,22 @@ fn amd_without_rocm_is_no_usable_gpu_but_dry_runs_compile() {
         .is_some_and(|r| r.contains("vgpr")));
     let json = serde_json::to_value(CampaignReport::DryRun(d)).unwrap();
     assert_eq!(json["mode"], "dry_run");
+}
+
+#[test]
+fn a_spent_time_total_starts_no_problem_and_says_which_were_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    let mut o = options(dir.path(), 2);
+    o.time_total = Some(std::time::Duration::from_nanos(1));
+    let other = "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1";
+    let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
+    assert!(r.problems.is_empty());
+    assert_eq!(r.not_started.len(), 2);
+    assert_eq!(fake.measured(), 0);
+    // A generous total: both problems run, each within its share.
+    let mut o = options(dir.path(), 2);
+    o.time_total = Some(std::time::Duration::from_secs(600));
+    let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
+    assert_eq!((r.problems.len(), r.not_started.len()), (2, 0));
 }

@@ -5,18 +5,20 @@ use super::campaign_error::CampaignError;
 use super::options::CampaignOptions;
 use super::report::{Event, ProblemSummary};
 use super::report_file::{write_report_file, ReportRow};
-use super::{compile_plan, reference_plan, tune, Evaluate, Record};
+use super::{compile_plan, reference_plan, tune, Evaluate, ListPosition, Record};
 use crate::arch::Arch;
 use crate::config::PerfConfig;
 use crate::db::{self, Entry, Journal, TunedDb};
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
-use crate::runtime::{DeviceBackend, LaunchPlan, MeasureDevice, Outcome};
+use crate::runtime::{DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome};
 use crate::search::{self, SearchContext};
 use crate::space::{enumerate_lowered, SearchSpace};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Earlier outcomes by (problem key, config string), from the journals of interrupted runs.
 pub(super) type Earlier = HashMap<(String, String), db::JournalRecord>;
@@ -32,6 +34,16 @@ pub(super) struct Shared<'a> {
     /// Draw the progress bar (one device only: bars of several threads would interleave).
     pub progress: bool,
     pub queue: Mutex<VecDeque<ConvProblem>>,
+    /// Problems in the list, and how many were started (for "problem i/N").
+    pub count: usize,
+    pub started: AtomicUsize,
+    /// `--time-total`: no problem starts after this, and each gets its share of what is left.
+    pub total_deadline: Option<Instant>,
+    /// Devices tuning, for the share of the remaining time.
+    pub devices: usize,
+    /// When the campaign started: each device's first problem counts its time from here, so
+    /// finding the GPUs and starting the workers is inside `--time` too.
+    pub began: Instant,
     pub done: Mutex<Vec<ProblemSummary>>,
     pub observe: &'a (dyn Fn(&Event<'_>) + Sync),
 }
@@ -44,11 +56,18 @@ struct DeviceEval<'a> {
 
 impl Evaluate for DeviceEval<'_> {
     fn measure(&mut self, plan: &LaunchPlan) -> Outcome {
-        match self.device.measure(plan) {
-            Ok(o) => o,
+        self.measure_with(plan, None).0
+    }
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        screen_us: Option<f64>,
+    ) -> (Outcome, Option<MeasureStages>) {
+        match self.device.measure_with(plan, screen_us) {
+            Ok(r) => r,
             Err(e) => {
                 self.fatal = Some(e.to_string());
-                Outcome::Fault(e.to_string())
+                (Outcome::Fault(e.to_string()), None)
             }
         }
     }
@@ -82,6 +101,47 @@ impl Record for JournalRecord<'_> {
     }
 }
 
+/// The journal's config field of a problem-level record: the stage timings of a finished
+/// problem (`@` never starts a config string, so resuming never mistakes it for a candidate).
+pub(super) const STAGES_RECORD: &str = "@stages";
+
+impl JournalRecord<'_> {
+    /// Journals where the problem's time went.
+    fn record_stages(&mut self, stages: &super::StageTimes) {
+        let value = serde_json::to_value(stages).unwrap_or_default();
+        if let Err(e) = self.journal.record(&self.key, STAGES_RECORD, value, None) {
+            self.error.get_or_insert(e.to_string());
+        }
+    }
+}
+
+/// When the problem started at `started` must end: its `--time` limit, and its share of what
+/// is left of `--time-total` (this and the `left` problems after it, over the devices).
+fn problem_deadline(s: &Shared<'_>, started: Instant, left: usize) -> Option<Instant> {
+    let own = s.options.tune.time_limit.map(|t| started + t);
+    let share = s.total_deadline.map(|end| {
+        let remaining = end.saturating_duration_since(started);
+        let turns = (left + 1).div_ceil(s.devices.max(1)).max(1);
+        started + remaining / turns as u32
+    });
+    match (own, share) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Expected time of the `left` problems after this one on this device (for the list's ETA):
+/// their time limit, else the mean time of the finished ones.
+fn after_this(s: &Shared<'_>, left: usize) -> Option<Duration> {
+    let turns = left.div_ceil(s.devices.max(1)) as u32;
+    if let Some(t) = s.options.tune.time_limit {
+        return Some(t * turns);
+    }
+    let done = s.done.lock().ok()?;
+    let mean = done.iter().map(|p| p.seconds).sum::<f64>() / done.len().max(1) as f64;
+    (!done.is_empty()).then(|| Duration::from_secs_f64(mean * turns as f64))
+}
+
 /// Tunes problems from the queue on `device` until the queue is empty.
 pub(super) fn tune_device(
     s: &Shared<'_>,
@@ -93,17 +153,30 @@ pub(super) fn tune_device(
     let opts = s.options;
     let mut journal = Journal::open(journal_path)?;
     let mut dev = backend.open(device)?;
+    let mut first = true;
     loop {
-        let Some(p) = s
-            .queue
-            .lock()
-            .map_err(|_| CampaignError::Panicked)?
-            .pop_front()
-        else {
-            return Ok(());
+        let started = if std::mem::take(&mut first) {
+            s.began
+        } else {
+            Instant::now()
         };
+        if s.total_deadline.is_some_and(|end| Instant::now() >= end) {
+            return Ok(()); // --time-total is spent: what is left stays in the queue
+        }
+        let (p, left) = {
+            let mut queue = s.queue.lock().map_err(|_| CampaignError::Panicked)?;
+            let Some(p) = queue.pop_front() else {
+                return Ok(());
+            };
+            (p, queue.len())
+        };
+        let deadline = problem_deadline(s, started, left);
+        let index = s.started.fetch_add(1, Ordering::SeqCst) + 1;
+        let enumerating = Instant::now();
         let l = lower(&p);
         let e = enumerate_lowered(&l, arch, &s.space);
+        let enumerate_s = enumerating.elapsed().as_secs_f64();
+        let referencing = Instant::now();
         let reference = reference_plan(&p, arch).map_err(CampaignError::Reference)?;
         let reference_us = dev
             .set_problem(&p, &reference, opts.seed)
@@ -111,6 +184,7 @@ pub(super) fn tune_device(
                 problem: p.to_string(),
                 source,
             })?;
+        let reference_s = referencing.elapsed().as_secs_f64();
         let key = p.key();
         (s.observe)(&Event::ProblemStarted {
             device,
@@ -147,7 +221,15 @@ pub(super) fn tune_device(
         };
         let mut tune_opts = opts.tune.clone();
         tune_opts.progress = s.progress;
-        let report = tune(
+        tune_opts.deadline = deadline;
+        tune_opts.time_limit = None; // folded into the deadline, which counts from `started`
+        tune_opts.position = Some(ListPosition {
+            index,
+            count: s.count,
+            problem: key.clone(),
+            after: after_this(s, left),
+        });
+        let mut report = tune(
             &ctx,
             strategy.as_mut(),
             compile,
@@ -158,6 +240,11 @@ pub(super) fn tune_device(
         if let Some(message) = eval.fatal {
             return Err(CampaignError::DeviceLost { device, message });
         }
+        report.stages.enumerate_s = enumerate_s;
+        report.stages.reference_s = reference_s;
+        report.stages.total_s = started.elapsed().as_secs_f64();
+        report.elapsed = started.elapsed();
+        rec.record_stages(&report.stages);
         if let Some(message) = rec.error {
             return Err(CampaignError::JournalWrite {
                 path: journal_path.to_path_buf(),

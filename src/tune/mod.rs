@@ -19,12 +19,14 @@ mod plan;
 mod progress;
 mod report;
 mod report_file;
+mod stages;
 
 pub use campaign::{Campaign, CampaignOptions, Stale};
 pub use campaign_error::CampaignError;
 pub use devices::{Devices, SelectionError, Shard};
 pub use plan::{
-    compile_only, compile_plan, reference_plan, resource_summary, target_for, PlanError,
+    compile_only, compile_plan, reference_plan, resource_summary, target_for, CompiledOnly,
+    PlanError,
 };
 pub use report::{
     CampaignReport, CompiledProblem, DryRunReport, DryRunSetup, Event, Failure, ProblemSummary,
@@ -33,10 +35,12 @@ pub use report::{
 pub use report_file::{write_report_file, ReportFileError, ReportRow};
 
 use crate::config::PerfConfig;
-use crate::runtime::{LaunchPlan, Outcome, Timing};
+use crate::runtime::{LaunchPlan, MeasureStages, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
+pub use progress::ListPosition;
 use progress::Progress;
 use rayon::prelude::*;
+pub use stages::StageTimes;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +48,16 @@ use std::time::{Duration, Instant};
 pub trait Evaluate {
     /// Verifies and times the plan; a failure is an outcome, never a panic.
     fn measure(&mut self, plan: &LaunchPlan) -> Outcome;
+    /// [`Evaluate::measure`] with adaptive timing (a candidate whose short first measurement
+    /// is slower than `screen_us` keeps that time, marked screened) and, when the device can
+    /// tell, where the time went. By default: a full measurement.
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        _screen_us: Option<f64>,
+    ) -> (Outcome, Option<MeasureStages>) {
+        (self.measure(plan), None)
+    }
     /// Set when the device itself is gone (no worker can start): the run stops, since every
     /// further candidate would fail for the same reason.
     fn fatal(&self) -> Option<&str> {
@@ -56,12 +70,21 @@ pub trait Evaluate {
 pub struct TuneOptions {
     /// At most this many candidates evaluated (resumed ones included).
     pub budget: Option<usize>,
-    /// Stop proposing new candidates after this long.
+    /// Wall time of one problem, every stage included: a campaign starts the clock before
+    /// enumerating; [`tune`] alone starts it when called.
     pub time_limit: Option<Duration>,
+    /// Stop here at the latest (the campaign's per-problem deadline; `time_limit` and
+    /// `--time-total` both end in it). Nothing is compiled or measured after it.
+    pub deadline: Option<Instant>,
     /// Candidates compiled per batch.
     pub batch: usize,
-    /// Show a progress bar.
+    /// Show a progress bar (a plain line every few seconds when stderr is not a terminal).
     pub progress: bool,
+    /// Where the problem stands in its list, for the progress line.
+    pub position: Option<ListPosition>,
+    /// Adaptive timing: a candidate whose short first measurement is clearly slower than the
+    /// best so far keeps that short time (marked screened) instead of a full ≥ 1 ms median.
+    pub adaptive: bool,
 }
 
 impl Default for TuneOptions {
@@ -69,11 +92,30 @@ impl Default for TuneOptions {
         TuneOptions {
             budget: None,
             time_limit: None,
+            deadline: None,
             batch: 32,
             progress: true,
+            position: None,
+            adaptive: true,
         }
     }
 }
+
+impl TuneOptions {
+    /// The earlier of the deadline and the time limit counted from `start`.
+    pub fn deadline_from(&self, start: Instant) -> Option<Instant> {
+        let by_limit = self.time_limit.map(|t| start + t);
+        match (self.deadline, by_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// A candidate's short first measurement must be this much slower than the best full median so
+/// far to be screened: the short median (3 runs) is noisier than the full one, and a candidate
+/// within this margin might still win.
+pub const SCREEN_MARGIN: f64 = 1.25;
 
 /// One evaluated candidate.
 #[derive(Debug, Clone)]
@@ -95,6 +137,10 @@ pub struct TuneReport {
     pub trials: Vec<Trial>,
     /// Wall time of the run.
     pub elapsed: Duration,
+    /// Where the time went (the caller adds the stages before the search: enumerate, reference).
+    pub stages: StageTimes,
+    /// The deadline stopped the search before the strategy or the budget did.
+    pub out_of_time: bool,
 }
 
 impl TuneReport {
@@ -111,6 +157,13 @@ impl TuneReport {
     /// The fastest verified candidate.
     pub fn best(&self) -> Option<(&PerfConfig, &Timing)> {
         self.ranked().into_iter().next()
+    }
+    /// Count of trials timed only by their short first measurement.
+    pub fn screened(&self) -> usize {
+        self.trials
+            .iter()
+            .filter(|t| t.outcome.timing().is_some_and(|t| t.screened))
+            .count()
     }
     /// Count of trials that did not produce a verified timing.
     pub fn failed(&self) -> usize {
@@ -139,12 +192,16 @@ impl Record for NoRecord {
     fn record(&mut self, _: &PerfConfig, _: &Outcome) {}
 }
 
-type CompiledBatch = Vec<(usize, Result<LaunchPlan, String>)>;
+/// A compiled batch: per candidate, its plan (or why not) and the CPU time it took; `None`
+/// for one skipped because the deadline passed.
+type CompiledBatch = Vec<(usize, Option<(Result<LaunchPlan, String>, Duration)>)>;
 
 /// Runs the search for one problem.
 ///
 /// `compile` turns a config into a launch plan (called from many threads at once); it runs one
-/// batch ahead of the measurements so the CPU and the GPU work at the same time.
+/// batch ahead of the measurements so the CPU and the GPU work at the same time. After the
+/// deadline nothing new is compiled or measured, so the run ends within about one candidate's
+/// time of it.
 pub fn tune<C>(
     ctx: &SearchContext<'_>,
     strategy: &mut dyn Strategy,
@@ -157,13 +214,25 @@ where
     C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Sync,
 {
     let start = Instant::now();
+    let deadline = opts.deadline_from(start);
+    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
     let total = opts
         .budget
         .map_or(ctx.candidates.len(), |b| b.min(ctx.candidates.len()));
-    let mut progress = Progress::new(total as u64, opts.progress);
+    let progress = Progress::new(
+        total as u64,
+        opts.progress,
+        "timed",
+        opts.position.as_ref(),
+        deadline,
+    );
     let mut trials = Vec::new();
     let mut measured: Vec<Measured> = Vec::new();
+    let mut stages = StageTimes::default();
     let mut proposed = 0usize;
+    let mut out_of_time = false;
+    // The best full median so far: the screen of adaptive timing.
+    let mut best_full: Option<f64> = None;
 
     std::thread::scope(|scope| {
         let (to_compiler, jobs) = mpsc::channel::<Vec<usize>>();
@@ -174,7 +243,14 @@ where
             for batch in jobs {
                 let out: CompiledBatch = batch
                     .par_iter()
-                    .map(|&i| (i, compile(&candidates[i])))
+                    .map(|&i| {
+                        if past() {
+                            return (i, None);
+                        }
+                        let t = Instant::now();
+                        let plan = compile(&candidates[i]);
+                        (i, Some((plan, t.elapsed())))
+                    })
                     .collect();
                 if done.send(out).is_err() {
                     break;
@@ -185,11 +261,13 @@ where
         let mut in_flight = 0usize;
         let mut exhausted = false;
         loop {
-            let out_of_time = opts.time_limit.is_some_and(|t| start.elapsed() >= t);
+            out_of_time |= past();
             // Keep one batch compiling ahead of the one being measured.
             while !exhausted && !out_of_time && in_flight < 2 && proposed < total {
                 let want = opts.batch.min(total - proposed);
+                let ranking = Instant::now();
                 let mut batch = strategy.next_batch(ctx, &measured, want);
+                StageTimes::add(&mut stages.rank_s, ranking.elapsed());
                 batch.truncate(want);
                 if batch.is_empty() {
                     exhausted = true;
@@ -199,7 +277,10 @@ where
                 // Candidates an earlier run already measured are not compiled again.
                 batch.retain(|&i| match record.earlier(&candidates[i]) {
                     Some(outcome) => {
-                        progress.update(&candidates[i], &outcome, true);
+                        progress.update(&outcome, true);
+                        if let Some(t) = outcome.timing().filter(|t| !t.screened) {
+                            best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
+                        }
                         measured.push(Measured {
                             index: i,
                             time_us: outcome.timing().map(|t| t.median_us),
@@ -224,16 +305,43 @@ where
             if in_flight == 0 || eval.fatal().is_some() {
                 break;
             }
+            let waiting = Instant::now();
             let Ok(batch) = compiled.recv() else { break };
+            StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
             in_flight -= 1;
             progress.compiled(batch.len());
-            for (i, plan) in batch {
+            for (i, compiled) in batch {
+                let Some((plan, cpu)) = compiled else {
+                    out_of_time = true;
+                    continue;
+                };
+                StageTimes::add(&mut stages.codegen_s, cpu);
+                if past() {
+                    out_of_time = true;
+                    continue;
+                }
                 let outcome = match plan {
-                    Ok(plan) => eval.measure(&plan),
+                    Ok(plan) => {
+                        let screen = best_full
+                            .filter(|_| opts.adaptive)
+                            .map(|b| b * SCREEN_MARGIN);
+                        let measuring = Instant::now();
+                        let (outcome, split) = eval.measure_with(&plan, screen);
+                        StageTimes::add(&mut stages.measure_s, measuring.elapsed());
+                        if let Some(s) = split {
+                            stages.load_s += s.load_s;
+                            stages.verify_s += s.verify_s;
+                            stages.time_s += s.time_s;
+                        }
+                        outcome
+                    }
                     Err(e) => Outcome::CompileFailed(e),
                 };
+                if let Some(t) = outcome.timing().filter(|t| !t.screened) {
+                    best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
+                }
                 record.record(&candidates[i], &outcome);
-                progress.update(&candidates[i], &outcome, false);
+                progress.update(&outcome, false);
                 measured.push(Measured {
                     index: i,
                     time_us: outcome.timing().map(|t| t.median_us),
@@ -248,10 +356,13 @@ where
         drop(to_compiler);
     });
     progress.finish();
+    stages.total_s = start.elapsed().as_secs_f64();
     TuneReport {
         legal: ctx.candidates.len(),
         trials,
         elapsed: start.elapsed(),
+        stages,
+        out_of_time,
     }
 }
 

@@ -5,6 +5,7 @@ use super::devices::{Devices, Shard};
 use super::TuneOptions;
 use crate::arch::Arch;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Everything a campaign is asked to do, already parsed.
 #[derive(Debug, Clone)]
@@ -19,6 +20,9 @@ pub struct CampaignOptions {
     pub seed: u64,
     /// Budget, time limit, batch size and progress bar of each problem's search.
     pub tune: TuneOptions,
+    /// Wall time of the whole list: each problem gets at most its share of what is left, and
+    /// no problem starts after it (those are reported as not started).
+    pub time_total: Option<Duration>,
     /// Which devices tune.
     pub devices: Devices,
     /// The database to write; `None`: the user database ([`crate::db::user_db_path`]).
@@ -43,6 +47,7 @@ impl Default for CampaignOptions {
             strategy: "guided".into(),
             seed: 1,
             tune: TuneOptions::default(),
+            time_total: None,
             devices: Devices::One(0),
             db: None,
             journal: None,

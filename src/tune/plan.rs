@@ -1,7 +1,8 @@
 //! From a candidate to something the runtime can launch: codegen for the arch, then the
 //! launch list the worker runs.
 
-use super::TuneOptions;
+use super::progress::Progress;
+use super::{StageTimes, TuneOptions};
 use crate::arch::Arch;
 use crate::codegen::{self, CodegenError, Compiled, Target};
 use crate::config::PerfConfig;
@@ -10,6 +11,7 @@ use crate::problem::ConvProblem;
 use crate::runtime::{Launch, LaunchPlan};
 use crate::search::{SearchContext, Strategy};
 use rayon::prelude::*;
+use std::time::Instant;
 
 /// The code generator's target for an arch (compiling checks that the kernels can run on it).
 pub fn target_for(arch: &Arch) -> Target {
@@ -76,17 +78,32 @@ pub fn reference_plan(p: &ConvProblem, arch: &Arch) -> Result<LaunchPlan, PlanEr
     to_plan(codegen::compile_reference(p, target_for(arch))?)
 }
 
-/// Compiles the candidates a strategy picks (up to the budget) without running anything: the
-/// dry run.
+/// What a dry run compiled for one problem, and where its time went.
+pub struct CompiledOnly {
+    /// Each candidate compiled, in the order the strategy picked them.
+    pub compiled: Vec<(PerfConfig, Result<Compiled, String>)>,
+    /// Rank and codegen times (codegen in CPU seconds over the threads).
+    pub stages: StageTimes,
+    /// The deadline stopped compiling before the budget did.
+    pub out_of_time: bool,
+}
+
+/// Compiles the candidates a strategy picks (up to the budget, until the options' deadline)
+/// without running anything: the dry run.
 pub fn compile_only(
     ctx: &SearchContext<'_>,
     strategy: &mut dyn Strategy,
     arch: &Arch,
     opts: &TuneOptions,
-) -> Vec<(PerfConfig, Result<Compiled, String>)> {
+) -> CompiledOnly {
+    let start = Instant::now();
+    let deadline = opts.deadline_from(start);
+    let past = || deadline.is_some_and(|d| Instant::now() >= d);
     let total = opts.budget.unwrap_or(usize::MAX).min(ctx.candidates.len());
     let target = target_for(arch);
+    let mut stages = StageTimes::default();
     let mut picked = Vec::new();
+    let ranking = Instant::now();
     while picked.len() < total {
         let batch = strategy.next_batch(ctx, &[], (total - picked.len()).min(opts.batch.max(1)));
         if batch.is_empty() {
@@ -94,24 +111,44 @@ pub fn compile_only(
         }
         picked.extend(batch);
     }
-    let bar = indicatif::ProgressBar::new(picked.len() as u64);
-    if !opts.progress {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    let out = picked
+    StageTimes::add(&mut stages.rank_s, ranking.elapsed());
+    let progress = Progress::new(
+        picked.len() as u64,
+        opts.progress,
+        "compiled",
+        opts.position.as_ref(),
+        deadline,
+    );
+    let out: Vec<_> = picked
         .par_iter()
         .map(|&i| {
+            if past() {
+                return None;
+            }
             let cfg = ctx.candidates[i];
+            let t = Instant::now();
             let r = codegen::compile_conv(ctx.lowering, &cfg, target)
                 .map_err(PlanError::from)
                 .and_then(reject_spills)
                 .map_err(|e| e.to_string());
-            bar.inc(1);
-            (cfg, r)
+            let cpu = t.elapsed();
+            progress.compiled_one(r.is_ok());
+            Some((cfg, r, cpu))
         })
         .collect();
-    bar.finish_and_clear();
-    out
+    progress.finish();
+    let out_of_time = out.iter().any(Option::is_none);
+    let mut compiled = Vec::with_capacity(out.len());
+    for (cfg, r, cpu) in out.into_iter().flatten() {
+        StageTimes::add(&mut stages.codegen_s, cpu);
+        compiled.push((cfg, r));
+    }
+    stages.total_s = start.elapsed().as_secs_f64();
+    CompiledOnly {
+        compiled,
+        stages,
+        out_of_time,
+    }
 }
 
 /// One line on the resources of the compiled candidates (AMD: registers, LDS, spills).

@@ -4,7 +4,7 @@
 //! (`Display`, the lines the CLI shows), so the two never drift apart.
 
 use super::report_file::ReportRow;
-use super::TuneReport;
+use super::{StageTimes, TuneReport};
 use crate::runtime::Fingerprint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -65,6 +65,8 @@ pub struct TunedReport {
     pub setup: TuneSetup,
     /// One summary per problem, in the order they finished.
     pub problems: Vec<ProblemSummary>,
+    /// Problems never started because `--time-total` ran out.
+    pub not_started: Vec<String>,
 }
 
 /// One verified candidate and its time.
@@ -105,8 +107,14 @@ pub struct ProblemSummary {
     pub resumed: usize,
     /// Of those, without a verified timing.
     pub failed: usize,
-    /// Wall time, seconds.
+    /// Of those, timed only by their short first measurement (clearly slower than the best).
+    pub screened: usize,
+    /// Wall time, seconds, every stage included.
     pub seconds: f64,
+    /// Where that time went.
+    pub stages: StageTimes,
+    /// The time limit ended the search before the strategy or the budget did.
+    pub out_of_time: bool,
     /// The fastest verified candidates, fastest first; the first is the winner.
     pub fastest: Vec<Ranked>,
     /// Failed candidates per outcome kind.
@@ -129,7 +137,10 @@ impl ProblemSummary {
             evaluated: r.trials.len(),
             resumed: r.trials.iter().filter(|t| t.resumed).count(),
             failed: r.failed(),
+            screened: r.screened(),
             seconds: r.elapsed.as_secs_f64(),
+            stages: r.stages,
+            out_of_time: r.out_of_time,
             fastest: r
                 .ranked()
                 .into_iter()
@@ -155,6 +166,30 @@ impl ProblemSummary {
     /// The fastest verified candidate: what goes into the database.
     pub fn winner(&self) -> Option<&Ranked> {
         self.fastest.first()
+    }
+
+    /// One line: the problem, its best time, how many candidates, how long, and where the time
+    /// went.
+    pub fn line(&self) -> String {
+        let best = self
+            .winner()
+            .map_or("no verified candidate".to_string(), |w| {
+                format!("best {:.2} us ({:.1} TFLOP/s)", w.time_us, w.tflops)
+            });
+        format!(
+            "summary: {}: {best}; {} evaluated ({} screened, {} failed) in {:.1} s{}; {}",
+            self.problem,
+            self.evaluated,
+            self.screened,
+            self.failed,
+            self.seconds,
+            if self.out_of_time {
+                " (time limit)"
+            } else {
+                ""
+            },
+            self.stages
+        )
     }
 
     /// The problem's row in the `--report` file, if a candidate verified.
@@ -196,7 +231,7 @@ impl fmt::Display for ProblemSummary {
         if let Some(x) = &self.first_failure {
             write!(f, "\n  first failure: {} → {}", x.config, x.reason)?;
         }
-        Ok(())
+        write!(f, "\n{}", self.line())
     }
 }
 
@@ -238,6 +273,12 @@ pub struct CompiledProblem {
     pub first_failure: Option<Failure>,
     /// One line on the compiled code objects' resources (AMD), if any.
     pub resources: Option<String>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+    /// Where it went (enumerate, rank, codegen; codegen in CPU seconds).
+    pub stages: StageTimes,
+    /// The time limit stopped compiling before the budget did.
+    pub out_of_time: bool,
 }
 
 impl fmt::Display for CompiledProblem {
@@ -253,7 +294,23 @@ impl fmt::Display for CompiledProblem {
         if let Some(r) = &self.resources {
             write!(f, "\n  {r}")?;
         }
-        Ok(())
+        write!(
+            f,
+            "\nsummary: {}: {} compiled in {:.1} s{}; enumerate {:.2} s, rank {:.2} s, \
+             codegen {:.2} s CPU ({:.3} s a candidate)",
+            self.problem,
+            self.compiled + self.failed,
+            self.seconds,
+            if self.out_of_time {
+                " (time limit)"
+            } else {
+                ""
+            },
+            self.stages.enumerate_s,
+            self.stages.rank_s,
+            self.stages.codegen_s,
+            self.stages.codegen_s / (self.compiled + self.failed).max(1) as f64
+        )
     }
 }
 

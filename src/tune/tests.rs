@@ -47,6 +47,7 @@ impl Evaluate for Fake {
             runs: 5,
             tflops: bm,
             rel_err: 0.0,
+            screened: false,
             resources: vec![],
         })
     }
@@ -56,6 +57,11 @@ fn compile(c: &PerfConfig) -> Result<LaunchPlan, String> {
     if c.block_m == 32 {
         return Err("does not compile".into());
     }
+    plan_of(c)
+}
+
+/// A plan whose kernel name carries the config's block_m (what the fakes time by).
+fn plan_of(c: &PerfConfig) -> Result<LaunchPlan, String> {
     Ok(LaunchPlan {
         module: Module::Ptx(String::new()),
         launches: vec![Launch {
@@ -151,4 +157,139 @@ fn resume_measures_only_what_is_missing_and_ends_the_same() {
     );
     let (full, _) = run(&cands, None, &mut Mem::default());
     assert_eq!(second.best().unwrap().0, full.best().unwrap().0);
+}
+
+/// Measures slowly (`delay` each) and remembers the screen it was given each time; a candidate
+/// over the screen comes back screened, like the worker's adaptive timing.
+struct Screening {
+    delay: std::time::Duration,
+    screens: Vec<Option<f64>>,
+}
+
+impl Evaluate for Screening {
+    fn measure(&mut self, plan: &LaunchPlan) -> Outcome {
+        self.measure_with(plan, None).0
+    }
+    fn measure_with(
+        &mut self,
+        plan: &LaunchPlan,
+        screen_us: Option<f64>,
+    ) -> (Outcome, Option<MeasureStages>) {
+        std::thread::sleep(self.delay);
+        self.screens.push(screen_us);
+        let bm: f64 = plan.launches[0].name.parse().unwrap();
+        let us = 1000.0 / bm;
+        let screened = screen_us.is_some_and(|s| us > s);
+        let timing = Timing {
+            median_us: us,
+            min_us: us,
+            runs: if screened { 3 } else { 50 },
+            tflops: bm,
+            rel_err: 0.0,
+            screened,
+            resources: vec![],
+        };
+        let stages = MeasureStages {
+            load_s: 0.001,
+            verify_s: 0.001,
+            time_s: 0.001,
+        };
+        (Outcome::Ok(timing), Some(stages))
+    }
+}
+
+fn run_screening(
+    cands: &[PerfConfig],
+    opts: &TuneOptions,
+    delay: std::time::Duration,
+) -> (TuneReport, Vec<Option<f64>>) {
+    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
+        .parse()
+        .unwrap();
+    let l = lower(&p);
+    let ctx = SearchContext {
+        lowering: &l,
+        arch: &crate::arch::Arch::SM_90,
+        candidates: cands,
+    };
+    let mut eval = Screening {
+        delay,
+        screens: Vec::new(),
+    };
+    let r = tune(
+        &ctx,
+        &mut Exhaustive::default(),
+        plan_of,
+        &mut eval,
+        &mut NoRecord,
+        opts,
+    );
+    (r, eval.screens)
+}
+
+#[test]
+fn adaptive_timing_screens_against_the_best_full_median_so_far() {
+    // Times fall with block_m (1000/16, 1000/32, …); in reverse order the first candidate
+    // (block_m 96) is the fastest; block_m 80 is within 1.25 × of it, the other four are not.
+    let mut cands = configs(6);
+    cands.reverse();
+    let opts = TuneOptions {
+        batch: 2,
+        progress: false,
+        ..Default::default()
+    };
+    let (r, screens) = run_screening(&cands, &opts, std::time::Duration::ZERO);
+    assert_eq!(
+        screens[0], None,
+        "nothing to screen against before the first timing"
+    );
+    let best = 1000.0 / 96.0;
+    assert!(screens[1..]
+        .iter()
+        .all(|s| s.is_some_and(|s| (s - best * SCREEN_MARGIN).abs() < 1e-9)));
+    assert_eq!(
+        r.screened(),
+        4,
+        "the clearly slower candidates kept their short time"
+    );
+    assert_eq!(r.best().unwrap().0.block_m, 96);
+    assert!(
+        (r.stages.load_s - 0.006).abs() < 1e-9,
+        "the device's stage split adds up"
+    );
+    let full = TuneOptions {
+        adaptive: false,
+        ..opts
+    };
+    let (r, screens) = run_screening(&cands, &full, std::time::Duration::ZERO);
+    assert!(screens.iter().all(Option::is_none));
+    assert_eq!(r.screened(), 0);
+}
+
+#[test]
+fn the_deadline_stops_compiling_and_measuring() {
+    let cands = configs(40);
+    let limit = std::time::Duration::from_millis(300);
+    let opts = TuneOptions {
+        batch: 4,
+        progress: false,
+        time_limit: Some(limit),
+        ..Default::default()
+    };
+    let start = std::time::Instant::now();
+    let (r, _) = run_screening(&cands, &opts, std::time::Duration::from_millis(40));
+    let took = start.elapsed();
+    assert!(r.out_of_time, "{} trials", r.trials.len());
+    assert!(r.trials.len() < 40 && !r.trials.is_empty());
+    assert!(
+        took < limit + std::time::Duration::from_millis(200),
+        "ended {took:?} after the start, limit {limit:?}"
+    );
+    // A deadline already past: nothing is measured at all.
+    let past = TuneOptions {
+        deadline: Some(std::time::Instant::now()),
+        ..opts
+    };
+    let (r, screens) = run_screening(&cands, &past, std::time::Duration::ZERO);
+    assert!(r.trials.is_empty() && screens.is_empty() && r.out_of_time);
 }

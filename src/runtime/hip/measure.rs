@@ -470,6 +470,8 @@ impl<A: HipApi> HipMeasurer<A> {
                 0.0
             },
             rel_err: 0.0,
+            // Adaptive timing is not wired into the HIP worker yet: always a full median.
+            screened: false,
             resources: loaded.resources.clone(),
         })
     }

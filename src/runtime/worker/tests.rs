@@ -59,9 +59,11 @@ fn stand_in(dir: &Path) -> PathBuf {
             unwritten: 7,
             non_finite: 0,
         },
+        stages: None,
     });
     let fault = encode_response(&Response::Measured {
         outcome: Outcome::Fault("CUDA_ERROR_ILLEGAL_ADDRESS".into()),
+        stages: None,
     });
     let script = format!(
         r#"#!/bin/sh

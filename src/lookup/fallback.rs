@@ -1,0 +1,245 @@
+//! The untuned fallback (issue 16 item 5): for a problem with no exact entry, the configs of
+//! the tuned problems nearest to it by the features that predict speed, plus the shipped quick
+//! list, all re-checked for legality and ranked by the cost model *for the problem at hand*.
+//!
+//! The database's own nearest search compares raw sizes (n, c, k, H, W); two problems with the
+//! same GEMM can differ a lot there (a batch of 32 at 14×14 is one of 8 at 28×28). Here the
+//! distance is over what the kernel sees: the largest GEMM's M, N and K, the filter, the
+//! stride, the channels per group, the layouts and how many GEMMs the lowering makes. A
+//! neighbour's winner carries measured evidence, a quick-list config only the model's say-so,
+//! so a quick-list config must be predicted [`QUICK_MARGIN`] faster to be preferred.
+
+use crate::arch::Arch;
+use crate::config::PerfConfig;
+use crate::db::{Fingerprint, Layered};
+use crate::legality;
+use crate::lowering::{lower, Lowering};
+use crate::problem::{ConvProblem, Tensor};
+use crate::search::{CostArch, CostModel};
+
+/// How many nearest tuned problems contribute their configs.
+pub const NEIGHBOURS: usize = 8;
+/// A quick-list config replaces the best neighbour config only when the cost model predicts
+/// it at least this much faster (time ratio).
+pub const QUICK_MARGIN: f64 = 0.85;
+/// Penalty per differing structural feature (filter y/x, stride h/w, GEMM count): a different
+/// structure changes the access pattern more than a factor 2 in one GEMM size.
+const STRUCTURE: f64 = 2.0;
+/// Penalty for different tensor layouts (vector widths and strides change).
+const LAYOUT: f64 = 4.0;
+
+/// The features of a problem that predict which configs are fast for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Features {
+    /// log2 of the largest GEMM's M, N, K.
+    gemm: [f64; 3],
+    /// log2 of input and output channels per group.
+    per_group: [f64; 2],
+    /// Filter y, x; stride h, w; number of GEMMs.
+    structure: [u32; 5],
+    /// The three tensors' layouts, as text (compared for equality).
+    layouts: [String; 3],
+}
+
+impl Features {
+    /// The features of a lowered problem.
+    pub fn of(l: &Lowering) -> Features {
+        let p = &l.problem;
+        let big = l.gemms.iter().max_by(|a, b| {
+            let f = |g: &crate::lowering::Gemm| {
+                f64::from(g.m_len()) * f64::from(g.n_len()) * f64::from(g.k_len())
+            };
+            f(a).total_cmp(&f(b))
+        });
+        let log = |v: u32| f64::from(v.max(1)).log2();
+        let gemm = big.map_or([0.0; 3], |g| {
+            [log(g.m_len()), log(g.n_len()), log(g.k_len())]
+        });
+        let s = p.sizes();
+        Features {
+            gemm,
+            per_group: [log(p.c_per_group()), log(p.k_per_group())],
+            structure: [s.y, s.x, s.stride[0], s.stride[1], l.gemms.len() as u32],
+            layouts: Tensor::ALL.map(|t| format!("{:?}", p.layout(t))),
+        }
+    }
+
+    /// How far apart two problems are for choosing configs: a factor 2 in one GEMM size costs 1,
+    /// in channels per group 0.5; each differing structure feature [`STRUCTURE`], layouts
+    /// [`LAYOUT`].
+    pub fn distance(&self, other: &Features) -> f64 {
+        let mut d = 0.0;
+        for i in 0..3 {
+            d += (self.gemm[i] - other.gemm[i]).abs();
+        }
+        for i in 0..2 {
+            d += 0.5 * (self.per_group[i] - other.per_group[i]).abs();
+        }
+        for i in 0..5 {
+            d += STRUCTURE * f64::from(u8::from(self.structure[i] != other.structure[i]));
+        }
+        if self.layouts != other.layouts {
+            d += LAYOUT;
+        }
+        d
+    }
+}
+
+/// One tuned problem near the one asked for.
+#[derive(Debug, Clone)]
+pub struct Neighbour {
+    /// Its key.
+    pub key: String,
+    /// Its winning config.
+    pub config: PerfConfig,
+    /// [`Features::distance`] from the problem asked for.
+    pub distance: f64,
+}
+
+/// The fallback's pick and where it came from.
+#[derive(Debug, Clone)]
+pub enum Pick {
+    /// A neighbour's config.
+    Neighbour(Neighbour, f64),
+    /// A quick-list config, with the model's time for it.
+    Quick(PerfConfig, f64),
+}
+
+/// The [`NEIGHBOURS`] nearest tuned problems of the same direction and type (trusted entries
+/// only; with a fingerprint, only those tuned on a compatible device), nearest first.
+pub fn neighbours(
+    problem: &ConvProblem,
+    arch: &str,
+    layers: &Layered<'_>,
+    fingerprint: Option<&Fingerprint>,
+) -> Vec<Neighbour> {
+    let me = Features::of(&lower(problem));
+    let mut found: Vec<Neighbour> = Vec::new();
+    for db in [layers.user, layers.system].into_iter().flatten() {
+        if db.arch() != arch {
+            continue;
+        }
+        for (i, e) in db.entries().iter().enumerate() {
+            if !db.seal_at(i).trusted() || fingerprint.is_some_and(|f| !e.fingerprint.compatible(f))
+            {
+                continue;
+            }
+            let Ok(other) = e.problem.parse::<ConvProblem>() else {
+                continue;
+            };
+            if other.direction() != problem.direction()
+                || other.dtype() != problem.dtype()
+                || other.key() == problem.key()
+            {
+                continue;
+            }
+            let Ok(config) = e.config.parse::<PerfConfig>() else {
+                continue;
+            };
+            found.push(Neighbour {
+                key: e.problem.clone(),
+                config,
+                distance: me.distance(&Features::of(&lower(&other))),
+            });
+        }
+    }
+    found.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    found.truncate(NEIGHBOURS);
+    found
+}
+
+/// Ranks the neighbours' configs and the quick list's by the cost model for `problem`, keeping
+/// only configs that are legal here and pass `keep` (e.g. inside a search space).
+pub fn rank(
+    problem: &ConvProblem,
+    arch: &Arch,
+    near: &[Neighbour],
+    quick: &[PerfConfig],
+    keep: &dyn Fn(&PerfConfig) -> bool,
+) -> Option<Pick> {
+    let l = lower(problem);
+    let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
+    let usable = |c: &PerfConfig| keep(c) && legality::check(&l, c, arch).is_ok();
+    let time = |c: &PerfConfig| model.estimate(c).time_us;
+    let best_near = near
+        .iter()
+        .filter(|n| usable(&n.config))
+        .map(|n| (n, time(&n.config)))
+        .filter(|(_, t)| t.is_finite())
+        .min_by(|a, b| {
+            a.1.total_cmp(&b.1)
+                .then_with(|| a.0.distance.total_cmp(&b.0.distance))
+        });
+    let best_quick = quick
+        .iter()
+        .filter(|c| usable(c))
+        .map(|c| (*c, time(c)))
+        .filter(|(_, t)| t.is_finite())
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    match (best_near, best_quick) {
+        (Some((_, tn)), Some((q, tq))) if tq < QUICK_MARGIN * tn => Some(Pick::Quick(q, tq)),
+        (Some((n, tn)), _) => Some(Pick::Neighbour(n.clone(), tn)),
+        (None, Some((q, tq))) => Some(Pick::Quick(q, tq)),
+        (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(p: &str) -> Features {
+        Features::of(&lower(&p.parse().unwrap()))
+    }
+
+    #[test]
+    fn the_same_gemm_is_near_whatever_the_batch_and_image_split() {
+        // n·H·W is the same (32·14·14 = 8·28·28): the GEMM is the same, the raw sizes are not.
+        let a = features("conv -n 32 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -F 1");
+        let b = features("conv -n 8 -c 64 -H 28 -W 28 -k 64 -y 1 -x 1 -F 1");
+        let c = features("conv -n 32 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1");
+        assert_eq!(a.distance(&b), 0.0);
+        assert!(a.distance(&c) >= 2.0 * STRUCTURE, "{}", a.distance(&c));
+        let d = features("conv -n 32 -c 128 -H 14 -W 14 -k 64 -y 1 -x 1 -F 1");
+        assert!(a.distance(&d) > 0.0 && a.distance(&d) < a.distance(&c));
+    }
+
+    #[test]
+    fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
+        let p: ConvProblem = "conv -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
+            .parse()
+            .unwrap();
+        let arch = Arch::SM_90;
+        let l = lower(&p);
+        let space = crate::space::SearchSpace::default_for(&arch);
+        let legal = crate::space::enumerate_lowered(&l, &arch, &space).legal;
+        let model = CostModel::new(&l, CostArch::from_arch(&arch, p.dtype()));
+        let mut by_time: Vec<(PerfConfig, f64)> = legal
+            .iter()
+            .map(|c| (*c, model.estimate(c).time_us))
+            .filter(|(_, t)| t.is_finite())
+            .collect();
+        by_time.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let (fast, slow) = (by_time[0].0, by_time[by_time.len() - 1].0);
+        let near = [Neighbour {
+            key: "k".into(),
+            config: slow,
+            distance: 1.0,
+        }];
+        assert!(
+            matches!(rank(&p, &arch, &near, &[fast], &|_| true), Some(Pick::Quick(c, _)) if c == fast)
+        );
+        let near = [Neighbour {
+            config: fast,
+            ..near[0].clone()
+        }];
+        assert!(
+            matches!(rank(&p, &arch, &near, &[slow], &|_| true), Some(Pick::Neighbour(n, _)) if n.config == fast)
+        );
+        assert!(rank(&p, &arch, &[], &[], &|_| true).is_none());
+    }
+}
