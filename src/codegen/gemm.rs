@@ -10,6 +10,7 @@ use super::mainloop::{MainLoop, MultistageLoop};
 use super::math::WarpMath;
 use super::plan::{CStage, GemmPlan, MainLoopKind, SchedulerKind};
 use super::schedule::{RasterScheduler, TileScheduler};
+use super::tma::TmaLoop;
 use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::IntValue;
@@ -56,6 +57,7 @@ pub(crate) fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
 fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
     match plan.main_loop {
         MainLoopKind::Multistage => &MultistageLoop,
+        MainLoopKind::Tma => &TmaLoop,
     }
 }
 

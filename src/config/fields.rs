@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{LdsLayout, MmaPath};
+use super::{LdsLayout, LoadPath, MmaPath};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -63,6 +63,7 @@ macro_rules! named_field_value {
 }
 named_field_value!(LdsLayout);
 named_field_value!(MmaPath);
+named_field_value!(LoadPath);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -262,7 +263,8 @@ perf_config_fields! {
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
     /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`. A config prints in the lowest
     /// version that can say it (`mma=sync` prints as `v1:`, so that old databases and new
-    /// ones agree), and a `v1:` string parses as `mma=sync`.
+    /// ones agree), and a `v1:` string parses as `mma=sync`; `v3:` appends `ld` (`ld=cp` prints
+    /// as before).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub struct PerfConfig {
         /// Block tile rows (M).
@@ -306,6 +308,9 @@ perf_config_fields! {
         /// Matrix instruction path.
         #[field(key = "mma", variant = Mma, level = 0, since = 2, default = MmaPath::Sync)]
         pub mma: MmaPath,
+        /// How tiles reach shared memory on the `wgmma` path (`cp` or `tma`).
+        #[field(key = "ld", variant = Ld, level = 2, since = 3, default = LoadPath::Cp)]
+        pub ld: LoadPath,
     }
 }
 
@@ -324,7 +329,8 @@ impl Field {
     };
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
-    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, sk, rs, va, vb, vc).
+    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, ld, sk, rs, va, vb,
+    /// vc).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -367,12 +373,12 @@ mod tests {
         let keys: Vec<_> = Field::ALL.iter().map(|f| f.key()).collect();
         assert_eq!(
             keys,
-            ["bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma"]
+            ["bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma", "ld"]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
-            ["bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "sk", "rs", "va", "vb", "vc"]
+            ["bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "rs", "va", "vb", "vc"]
         );
         assert_eq!(Field::LEVELS, 8);
         assert_eq!(Field::BlockM.name(), "block_m");

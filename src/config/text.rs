@@ -9,7 +9,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected the version prefix 'v1:' or 'v2:'")]
+    #[error("perf config '{0}': expected the version prefix 'v1:', 'v2:' or 'v3:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -120,7 +120,7 @@ impl std::str::FromStr for PerfConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LdsLayout, MmaPath};
+    use crate::config::{LdsLayout, LoadPath, MmaPath};
 
     #[test]
     fn round_trip_and_errors() {
@@ -138,6 +138,7 @@ mod tests {
             split_k: 1,
             raster: 8,
             mma: MmaPath::Sync,
+            ld: LoadPath::Cp,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -159,8 +160,16 @@ mod tests {
         assert_eq!(v2sync.parse::<PerfConfig>().unwrap(), c);
         assert!(ws.replace("mma=wg", "mma=x").parse::<PerfConfig>().is_err());
         assert!(format!("{s},mma=wg").parse::<PerfConfig>().is_err());
+        let t = PerfConfig {
+            ld: LoadPath::Tma,
+            ..w
+        };
+        let ts = t.to_string();
+        assert!(ts.starts_with("v3:") && ts.ends_with(",mma=wg,ld=tma"), "{ts}");
+        assert_eq!(ts.parse::<PerfConfig>().unwrap(), t);
+        assert_eq!(format!("v3:{},ld=cp", &ws[3..]).parse::<PerfConfig>().unwrap(), w);
         assert!(matches!(
-            "v3:bm=1".parse::<PerfConfig>(),
+            "v4:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         let e = s

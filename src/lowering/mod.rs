@@ -23,6 +23,7 @@
 
 mod bwd_data;
 mod execute;
+pub mod tma;
 
 pub use bwd_data::{tilda_dim, TildaDim};
 pub use execute::execute;
