@@ -21,14 +21,14 @@ n=$(python3 - "$db" "$R/spaces" <<'PY'
 import sys, tomllib
 names = {"bm": "block_m", "bn": "block_n", "bk": "block_k", "wm": "warp_m", "wn": "warp_n",
          "st": "stages", "va": "vec_a", "vb": "vec_b", "vc": "vec_c", "lds": "lds",
-         "sk": "split_k", "rs": "raster", "mma": "mma"}
+         "sk": "split_k", "rs": "raster", "mma": "mma", "ld": "ld"}
 entries = tomllib.load(open(sys.argv[1], "rb")).get("entry", [])
 for i, e in enumerate(entries):
     fields = dict(f.split("=") for f in e["config"].split(":", 1)[1].split(","))
     fields.setdefault("mma", "sync")
     lines = ['name = "db-entry"', 'vendor = "nvidia"', "[params]"]
     for k, v in fields.items():
-        lines.append(f'{names[k]} = ["{v}"]' if k in ("lds", "mma") else f"{names[k]} = [{v}]")
+        lines.append(f'{names[k]} = ["{v}"]' if k in ("lds", "mma", "ld") else f"{names[k]} = [{v}]")
     lines += ["[constraints]", "max_threads = 1024", "min_warps = 1", "max_warps = 32"]
     open(f"{sys.argv[2]}/s{i}.toml", "w").write("\n".join(lines) + "\n")
     open(f"{sys.argv[2]}/p{i}.txt", "w").write(e["problem"] + "\n")

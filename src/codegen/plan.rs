@@ -9,7 +9,7 @@ use super::CodegenError;
 use crate::arch::fit;
 use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
 use crate::config::{Field, LdsLayout, LoadPath, PerfConfig};
-use crate::lowering::tma::{tma_tile, TmaTile};
+use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
 
@@ -455,7 +455,7 @@ impl<'l> GemmPlan<'l> {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
         let tma = if c.ld == LoadPath::Tma {
-            tma_plan(p, gemm, c, spec, [&a, &b], [&sa, &sb]).map_err(&fail)?
+            tma_plan(p, gemm, c, spec, [&a, &b]).map_err(&fail)?
         } else {
             [None, None]
         };
@@ -507,16 +507,13 @@ impl<'l> GemmPlan<'l> {
     }
 }
 
-/// The TMA loads of `ld=tma`: each operand that a tiled tensor map describes, the other kept
-/// on `cp.async`; at least one must be TMA, and the `wgmma` path and the target's TMA are
-/// required.
+/// The TMA loads of `ld=tma` ([`tma_operands`]), after the path and target checks.
 fn tma_plan(
     p: &ConvProblem,
     gemm: &Gemm,
     c: &PerfConfig,
     spec: &dyn TargetSpec,
     loads: [&TileLoad; 2],
-    tiles: [&SmemTile; 2],
 ) -> Result<[Option<TmaTile>; 2], String> {
     if !c.mma.is_wgmma() {
         return Err("ld=tma loads the wgmma path's swizzled stages: it needs mma=wg or wg1".into());
@@ -524,27 +521,7 @@ fn tma_plan(
     if spec.bulk_tensor_copy().is_none() {
         return Err(format!("ld=tma: {} has no TMA", spec.target()));
     }
-    let mut out = [None, None];
-    let mut why = Vec::new();
-    for (i, (op, name)) in [(&gemm.a, "A"), (&gemm.b, "B")].into_iter().enumerate() {
-        let (l, t) = (loads[i], tiles[i]);
-        match tma_tile(p, gemm, op, l.row_dim, l.rows, c.block_k) {
-            Ok(tt) if tt.kmajor == t.kmajor => out[i] = Some(tt),
-            Ok(_) => why.push(format!("{name}: its contiguous dimension differs from the tile's")),
-            Err(r) => why.push(format!("{name}: {r}")),
-        }
-        if out[i].is_none() && !l.async_copy {
-            return Err(format!(
-                "ld=tma: {} (and its vector width {} allows no cp.async)",
-                why.join("; "),
-                l.vec
-            ));
-        }
-    }
-    if out.iter().all(Option::is_none) {
-        return Err(format!("ld=tma: no operand is a TMA tile ({})", why.join("; ")));
-    }
-    Ok(out)
+    tma_operands(p, gemm, c, loads.map(|l| l.async_copy)).map_err(|r| format!("ld=tma: {r}"))
 }
 
 /// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken

@@ -16,6 +16,7 @@
 
 use super::{Dim, Gemm, Operand};
 use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
+use crate::config::PerfConfig;
 use crate::problem::ConvProblem;
 
 /// Most elements of a box along one dimension (`cuTensorMapEncodeTiled`).
@@ -197,6 +198,50 @@ pub fn tma_tile(
         copies,
         grouped,
     })
+}
+
+/// The TMA loads of `ld=tma` for one GEMM: each operand that a tiled tensor map describes
+/// (its tile K-major or MN-major as the code generator lays it out: K-major unless the
+/// operand is contiguous along its rows), the other left to `cp.async`, which `cp_ok[i]` says
+/// operand `i` can use. At least one operand must be TMA. The reason names the operands.
+pub fn tma_operands(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    cfg: &PerfConfig,
+    cp_ok: [bool; 2],
+) -> Result<[Option<TmaTile>; 2], String> {
+    let mut out = [None, None];
+    let mut why = Vec::new();
+    let ops = [(&gemm.a, Dim::M, cfg.block_m, "A"), (&gemm.b, Dim::N, cfg.block_n, "B")];
+    for (i, (op, row_dim, rows, name)) in ops.into_iter().enumerate() {
+        let kmajor = op
+            .contiguity(p, gemm, [row_dim, Dim::K])
+            .dim
+            .is_none_or(|d| d == Dim::K);
+        match tma_tile(p, gemm, op, row_dim, rows, cfg.block_k) {
+            Ok(t) if t.kmajor == kmajor => out[i] = Some(t),
+            Ok(_) => why.push(format!(
+                "{name}: the tensor map's contiguous dimension is not the tile's"
+            )),
+            Err(r) => why.push(format!("{name}: {r}")),
+        }
+        if out[i].is_none() && !cp_ok[i] {
+            return Err(format!(
+                "{}; operand {name} would stay on cp.async, which its vector width cannot use \
+                 (4, 8 or 16 bytes)",
+                why.join("; ")
+            ));
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err(format!("no operand is a TMA tile ({})", why.join("; ")));
+    }
+    Ok(out)
+}
+
+/// Whether a vector of `vec` elements of `elem_bytes` can be a `cp.async` (4, 8 or 16 bytes).
+pub fn cp_async_width(vec: u32, elem_bytes: u32) -> bool {
+    matches!(vec * elem_bytes, 4 | 8 | 16)
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@
 //! succeeds once the current phase's parity differs from `p` (the phase of parity `p` is done).
 //!
 //! A TMA copy reads its box when issued (the tensors are not written during a kernel) and is
-//! written to shared memory at the latest moment the ISA allows: when its `mbarrier` phase
-//! completes. A kernel that reads a stage before waiting for it therefore sees stale data, a
-//! wrong `expect_tx` count never completes (reported as a deadlock after [`WAIT_LIMIT`], and the
-//! run goes on), more bytes than announced are reported, and copies still in flight at exit
-//! are reported: a broken pipeline fails here before it hangs a GPU.
+//! written to shared memory at the latest moment the ISA allows: a phase whose arrivals and
+//! bytes are all in is only *due*, and completes (its copies land) when a thread first waits on
+//! it or the next operation on the barrier needs it done. A kernel that reads a stage without
+//! waiting for it therefore sees stale data, a wrong `expect_tx` count never completes
+//! (reported as a deadlock after the block's wait limit, and the run goes on), more bytes than
+//! announced are reported, and phases nobody waited for at exit are reported: a broken
+//! pipeline fails here before it hangs a GPU.
 //!
 //! The host tensor map (what the emulator passes for a `TensorMap` argument) is 16 u64:
 //! base address, rank, element bytes, swizzle-128 flag, 5 dims, 4 byte strides, 5 boxes (two
@@ -60,11 +62,29 @@ struct Mbar {
     copies: Vec<(usize, [u8; 16])>,
 }
 
+impl Mbar {
+    /// Whether the current phase has all its arrivals and bytes (it completes when observed).
+    fn due(&self) -> bool {
+        self.pending == 0 && self.landed == self.expected
+    }
+}
+
 /// The `mbarrier`s of one block, by shared-memory offset.
-#[derive(Default)]
 pub(crate) struct BlockTma {
     bars: Mutex<HashMap<usize, Mbar>>,
     cv: Condvar,
+    /// How long a wait may block before it is reported as a deadlock.
+    pub wait_limit: Duration,
+}
+
+impl Default for BlockTma {
+    fn default() -> Self {
+        BlockTma {
+            bars: Mutex::default(),
+            cv: Condvar::new(),
+            wait_limit: WAIT_LIMIT,
+        }
+    }
 }
 
 impl BlockTma {
@@ -74,26 +94,27 @@ impl BlockTma {
         for (at, m) in bars.iter() {
             if !m.copies.is_empty() || m.expected > 0 {
                 block.record(format!(
-                    "block {:?}: mbarrier at shared offset {at:#x} ended with a phase in flight \
-                     ({} of {} bytes landed, {} arrivals pending)",
+                    "block {:?}: mbarrier at shared offset {at:#x} ended with a TMA phase nobody \
+                     waited for ({} of {} bytes landed, {} arrivals pending)",
                     block.bid, m.landed, m.expected, m.pending
                 ));
             }
         }
     }
 
-    /// Completes the phase of `m` if it is due, writing its copies to shared memory.
-    fn try_complete(&self, t: &Thread, at: usize, m: &mut Mbar) {
-        if m.pending > 0 {
-            return;
-        }
-        if m.landed > m.expected {
+    /// Reports a phase whose arrivals are in with more bytes landed than announced.
+    fn check_bytes(t: &Thread, at: usize, m: &Mbar) {
+        if m.pending == 0 && m.landed > m.expected {
             t.record(&format!(
                 "mbarrier at {at:#x}: TMA landed {} bytes, expect_tx announced {}",
                 m.landed, m.expected
             ));
         }
-        if m.landed != m.expected {
+    }
+
+    /// Completes the phase of `m` if it is due, writing its copies to shared memory.
+    fn complete_if_due(&self, t: &Thread, m: &mut Mbar) {
+        if !m.due() {
             return;
         }
         for (off, chunk) in m.copies.drain(..) {
@@ -164,13 +185,16 @@ pub(crate) extern "C" fn emu_mbar_arrive_tx(ctx: *const u8, bar: *const u8, byte
     // SAFETY: as above.
     let t = unsafe { thread(ctx) };
     with_bar(t, bar, "mbarrier.arrive.expect_tx", |tma, at, m| {
+        // A due phase has completed by now: this arrival belongs to the next one.
+        tma.complete_if_due(t, m);
         if m.pending == 0 {
             t.record(&format!("mbarrier at {at:#x}: more arrivals than its count"));
             return;
         }
         m.pending -= 1;
         m.expected += bytes as u64;
-        tma.try_complete(t, at, m);
+        BlockTma::check_bytes(t, at, m);
+        tma.cv.notify_all();
     });
 }
 
@@ -188,10 +212,16 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
             t.record(&format!("mbarrier.try_wait on the uninitialised mbarrier at {at:#x}"));
             return;
         };
+        if m.due() {
+            if let Some(m) = bars.get_mut(&at) {
+                tma.complete_if_due(t, m);
+            }
+            continue;
+        }
         if m.phase % 2 != parity % 2 {
             return;
         }
-        if start.elapsed() > WAIT_LIMIT {
+        if start.elapsed() > tma.wait_limit {
             let msg = format!(
                 "mbarrier.try_wait.parity {parity} at {at:#x} never completed (deadlock: phase \
                  {}, {} arrivals pending, {} of {} bytes landed)",
@@ -203,7 +233,7 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
         }
         bars = tma
             .cv
-            .wait_timeout(bars, Duration::from_millis(200))
+            .wait_timeout(bars, Duration::from_millis(50))
             .unwrap_or_else(|e| e.into_inner())
             .0;
     }
@@ -306,9 +336,12 @@ pub(crate) extern "C" fn emu_tma_load(
         return;
     };
     with_bar(t, bar, "cp.async.bulk.tensor", |tma, at, mb| {
+        // Bytes of a due phase would start the next one (before its expect_tx): complete it.
+        tma.complete_if_due(t, mb);
         mb.landed += 16 * chunks.len() as u64;
         mb.copies.extend(chunks);
-        tma.try_complete(t, at, mb);
+        BlockTma::check_bytes(t, at, mb);
+        tma.cv.notify_all();
     });
 }
 
@@ -321,4 +354,105 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ("emu_mbar_wait", emu_mbar_wait as *const () as usize),
         ("emu_tma_load", emu_tma_load as *const () as usize),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::emu::runtime::Violations;
+    use crate::problem::DType;
+
+    /// A 6-row tensor of 64 bf16 per row (row r, element e holds r·64 + e) and its map with a
+    /// box of 64 × 4 and the 128-byte swizzle.
+    fn tensor() -> (Vec<u16>, TensorMapSpec) {
+        let data = (0..6 * 64).map(|i| i as u16).collect();
+        let spec = TensorMapSpec {
+            dtype: DType::BF16,
+            rank: 2,
+            dims: [64, 6, 1, 1, 1],
+            strides: [128, 0, 0, 0],
+            offset: 0,
+            boxes: [64, 4, 1, 1, 1],
+            swizzle128: true,
+        };
+        (data, spec)
+    }
+
+    /// Runs `f` as thread 0 of a one-thread block with 2 KiB of shared memory (poisoned) and
+    /// the tensor as buffer 0; returns the shared memory and the violations.
+    fn with_thread(f: impl FnOnce(*const u8, usize, &[u64; MAP_WORDS])) -> (Vec<u8>, Violations) {
+        let (mut data, spec) = tensor();
+        let mut smem = vec![u128::MAX; 128];
+        let violations = Mutex::new(Violations::default());
+        let buffers = [(data.as_mut_ptr() as usize, data.len() * 2), (0, 0), (0, 0), (0, 0)];
+        let map = host_map(&spec, buffers[0].0);
+        {
+            let mut block = Block::new(1, 32, [0; 3], &mut smem, buffers, &violations);
+            block.tma.wait_limit = Duration::from_millis(100);
+            let t = Thread::new(0, &block);
+            f(&t as *const Thread as *const u8, block.smem as usize, &map);
+        }
+        let bytes = smem.iter().flat_map(|w| w.to_le_bytes()).collect();
+        (bytes, violations.into_inner().unwrap())
+    }
+
+    fn element(smem: &[u8], off: usize) -> u16 {
+        u16::from_le_bytes([smem[off], smem[off + 1]])
+    }
+
+    #[test]
+    fn a_copy_lands_swizzled_when_its_phase_is_waited_for() {
+        let (smem, v) = with_thread(|ctx, base, map| {
+            let bar = (base + 1024) as *const u8;
+            emu_mbar_init(ctx, bar, 1);
+            emu_mbar_arrive_tx(ctx, bar, 64 * 4 * 2);
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 3, 0, 0, 0, bar);
+            // Not waited for yet: shared memory still holds the poison.
+            // SAFETY: base is the block's shared memory, 2 KiB.
+            assert_eq!(unsafe { *(base as *const u16) }, 0xFFFF);
+            emu_mbar_wait(ctx, bar, 0);
+            // The next phase (parity 1) has not completed: a deadlock, reported.
+            emu_mbar_wait(ctx, bar, 1);
+        });
+        // Box rows 0..4 are tensor rows 3..7: rows 3, 4, 5 real, the last zero-filled.
+        for r in 0..4usize {
+            for e in [0usize, 9, 63] {
+                let chunk = (e * 2 / 16) ^ (r % 8);
+                let off = r * 128 + chunk * 16 + (e * 2) % 16;
+                let want = if r + 3 < 6 { ((r + 3) * 64 + e) as u16 } else { 0 };
+                assert_eq!(element(&smem, off), want, "row {r} element {e}");
+            }
+        }
+        assert_eq!(v.count, 1, "{:?}", v.messages);
+        assert!(v.messages[0].contains("deadlock"), "{:?}", v.messages);
+    }
+
+    #[test]
+    fn a_wrong_transaction_count_is_a_reported_deadlock() {
+        let (_, v) = with_thread(|ctx, base, map| {
+            let bar = (base + 1024) as *const u8;
+            emu_mbar_init(ctx, bar, 1);
+            // Twice the box's bytes announced: the phase never completes.
+            emu_mbar_arrive_tx(ctx, bar, 2 * 64 * 4 * 2);
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
+            emu_mbar_wait(ctx, bar, 0);
+        });
+        assert!(v.messages.iter().any(|m| m.contains("deadlock")), "{:?}", v.messages);
+    }
+
+    #[test]
+    fn bad_copies_are_refused() {
+        let (_, v) = with_thread(|ctx, base, map| {
+            let bar = (base + 1024) as *const u8;
+            // Not initialised, then misaligned for the swizzle.
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
+            emu_mbar_init(ctx, bar, 1);
+            emu_tma_load(ctx, (base + 128) as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 3, 0, 0, 0, 0, 0, bar);
+        });
+        let all = v.messages.join("\n");
+        assert!(all.contains("uninitialised"), "{all}");
+        assert!(all.contains("1024-byte aligned"), "{all}");
+        assert!(all.contains("3 coordinates"), "{all}");
+    }
 }

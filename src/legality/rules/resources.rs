@@ -3,7 +3,7 @@
 
 use super::Checker;
 use crate::arch::{fit, MathInstr, MathKind};
-use crate::config::{LdsLayout, MmaPath, PerfConfig};
+use crate::config::{LdsLayout, LoadPath, MmaPath, PerfConfig};
 
 impl Checker {
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {
@@ -81,7 +81,12 @@ impl Checker {
             LdsLayout::Padded => rows * 16,
             LdsLayout::Swizzled => 0,
         };
-        (tiles + padding, padding)
+        // ld=tma: one 8-byte mbarrier per stage after the tiles (8-byte aligned).
+        let barriers = match cfg.ld {
+            LoadPath::Tma => (tiles + padding).next_multiple_of(8) - (tiles + padding) + 8 * cfg.stages as u64,
+            LoadPath::Cp => 0,
+        };
+        (tiles + padding + barriers, padding)
     }
 
     pub(in crate::legality) fn sat(x: u64) -> u32 {
