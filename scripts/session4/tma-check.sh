@@ -6,11 +6,12 @@
 #      shapes (partial tiles, groups) with ld=tma.
 #   2. Timing: ld=cp vs ld=tma on the same configs (A/B table), cuDNN and the bf16 matmul
 #      rate in the same run (scripts/compare-cudnn.py).
-#   3. A short guided search with ld in {cp, tma} on the fwd 3x3 layer and seed 003.
+#   3. A short guided search with ld in {cp, tma} on the fwd 3x3 layer (SEARCH="fwd3x3 seed003"
+#      for more).
 # Runs from the repo root with target/release/convtune (BIN=...); results under $OUT (one
 # summary, one tarball).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "${REPO:-$(dirname "$0")/../..}"
 OUT=${OUT:-out}
 BIN=${BIN:-target/release/convtune}
 R=$OUT/tma
@@ -26,7 +27,7 @@ cases=(
   "seed003|convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC|bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg"
   "fwd1x1|convbfp16 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC|bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1"
   "wgrad1x1|convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 4 --layout NHWC|bm=64,bn=64,bk=64,wm=64,wn=64,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg"
-  "dgrad3x3|convbfp16 -n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2 --layout NHWC|bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg"
+  "dgrad1x1|convbfp16 -n 64 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1 -F 2 --layout NHWC|bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg"
   "odd-fwd1x1|convfp16 -n 3 -c 64 -H 5 -W 3 -k 80 -y 1 -x 1 -F 1 --layout NHWC|bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg"
   "odd-fwd3x3g|convbfp16 -n 1 -c 128 -H 6 -W 7 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 -F 1 --layout NHWC|bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1"
   "odd-wgrad|convbfp16 -n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2 -F 4 --layout NHWC|bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg"
@@ -46,6 +47,21 @@ for k, v in fields.items():
 print("[constraints]\nmax_threads = 1024\nmin_warps = 1\nmax_warps = 32")
 PY
 }
+log "== 0. ptxas on the ld=tma kernels (wgmma serialisation warnings C7510/C7511/C7515 are failures)"
+PTXAS=$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)
+CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
+for c in "${cases[@]}"; do
+  IFS='|' read -r name prob cfg <<< "$c"
+  "$BIN" compile --arch sm_90 --problem "$prob" --config "v3:$cfg,ld=tma" -o "$R/$name.ptx" > /dev/null 2>&1 || { log "$name: compile refused"; continue; }
+  if [ -x "$PTXAS" ]; then
+    "$PTXAS" -arch=sm_90a -v -o "$R/$name.cubin" "$R/$name.ptx" > "$R/$name.ptxas.txt" 2>&1
+    w=$(grep -c -E "C751[015]|serializ" "$R/$name.ptxas.txt")
+    regs=$(grep -o "Used [0-9]* registers" "$R/$name.ptxas.txt" | head -1)
+    hg=$([ -x "$CUOBJDUMP" ] && "$CUOBJDUMP" --dump-sass "$R/$name.cubin" 2>/dev/null | grep -c -E "HGMMA|UTMALDG")
+    log "$name: ptxas exit $?, serialisation warnings $w, $regs, HGMMA+UTMALDG lines ${hg:-?}"
+  fi
+done
+[ -x "$PTXAS" ] || log "ptxas not found"
 log "== 1+2. verification and A/B (ld=cp vs ld=tma, same config)"
 for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
@@ -95,9 +111,9 @@ tail -n 14 "$R/compare.txt" | tee -a "$S"
 log "== 3. short guided search, ld in {cp, tma}"
 sed 's/^mma = .*/mma = ["wg", "wg1"]/' search-spaces/nvidia.toml > "$R/spaces/search.toml"
 grep -q '^ld' "$R/spaces/search.toml" || sed -i '/^\[params\]/a ld = ["cp", "tma"]' "$R/spaces/search.toml"
-for name in fwd3x3 seed003; do
-  timeout 70 "$BIN" --problems "$R/spaces/$name.txt" --space "$R/spaces/search.toml" --arch sm_90 \
-    --time 30 --quiet --db "$R/db-search.toml" --journal "$R/journal-search.jsonl" \
+for name in ${SEARCH:-fwd3x3}; do
+  timeout 50 "$BIN" --problems "$R/spaces/$name.txt" --space "$R/spaces/search.toml" --arch sm_90 \
+    --time 20 --quiet --db "$R/db-search.toml" --journal "$R/journal-search.jsonl" \
     --report "$R/report-search.json" >> "$R/log-search.txt" 2>&1
   log "search $name: exit $?"
 done

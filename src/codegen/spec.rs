@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(caps(Target::of(Arch::SM_80)), [AsyncCopy, WarpMma]);
         assert_eq!(
             caps(Target::of(Arch::SM_90)),
-            [AsyncCopy, WarpMma, WarpgroupMma, Barriers]
+            [AsyncCopy, WarpMma, WarpgroupMma, Barriers, BulkTensorCopy]
         );
         assert_eq!(caps(Target::of(Arch::GFX90A)), [Mfma]);
         // The emulator offers exactly what it imitates.
