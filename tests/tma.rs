@@ -26,12 +26,18 @@ fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
     let rep = match emulate_conv(&lower(p), c, H200, &mut t) {
         Ok(r) => r,
         Err(CodegenError::Config { reason, .. }) => {
-            assert!(legal.is_err(), "{p} {c}: legal, but codegen refused: {reason}");
+            assert!(
+                legal.is_err(),
+                "{p} {c}: legal, but codegen refused: {reason}"
+            );
             return false;
         }
         Err(e) => panic!("{p} {c}: {e}"),
     };
-    assert!(legal.is_ok(), "{p} {c}: codegen ran what legality refuses: {legal:?}");
+    assert!(
+        legal.is_ok(),
+        "{p} {c}: codegen ran what legality refuses: {legal:?}"
+    );
     assert_eq!(rep.violations, 0, "{p}\n{c}: {:#?}", rep.messages);
     let w = p.direction().written() as usize;
     let bad = mismatches(p, &t[w], &want);
@@ -103,7 +109,9 @@ fn what_tma_cannot_express_is_refused_with_a_reason() {
     let base = cfg(CONFIGS[0]);
     // Channels not 16-byte aligned, padded 3x3: neither operand is a dense box.
     let p = problem("convbfp16 -n 2 -c 12 -H 5 -W 5 -k 12 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
-    let e = legality::check(&lower(&p), &base, &Arch::SM_90).unwrap_err().to_string();
+    let e = legality::check(&lower(&p), &base, &Arch::SM_90)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("tma"), "{e}");
     // The sync path has no swizzled stages to load.
     let sync = PerfConfig {
@@ -113,7 +121,9 @@ fn what_tma_cannot_express_is_refused_with_a_reason() {
         ..base
     };
     let p = problem("convbfp16 -n 2 -c 64 -H 5 -W 5 -k 64 -y 1 -x 1 -F 1 --layout NHWC");
-    let e = legality::check(&lower(&p), &sync, &Arch::SM_90).unwrap_err().to_string();
+    let e = legality::check(&lower(&p), &sync, &Arch::SM_90)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("mma=wg"), "{e}");
     // Not on sm_80.
     let e = legality::check(&lower(&p), &base, &Arch::SM_80).unwrap_err();
@@ -129,9 +139,16 @@ fn tma_ptx_shape() {
     assert_eq!(c.ld, LoadPath::Tma);
     let compiled = compile_conv(&lower(&p), &c, H200).unwrap();
     let ptx = compiled.module.ptx().unwrap();
-    assert_eq!(ptx.matches(".param .align 64 .b8 convtune_gemm0_param_").count(), 2);
+    assert_eq!(
+        ptx.matches(".param .align 64 .b8 convtune_gemm0_param_")
+            .count(),
+        2
+    );
     assert!(ptx.contains("cvta.param.u64"), "grid_constant lost");
-    assert!(!ptx.contains(".local"), "the map was copied to local memory");
+    assert!(
+        !ptx.contains(".local"),
+        "the map was copied to local memory"
+    );
     assert!(ptx.contains(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     ));
@@ -145,6 +162,11 @@ fn tma_ptx_shape() {
         ld: LoadPath::Cp,
         ..c
     };
-    let ptx = compile_conv(&lower(&p), &cp, H200).unwrap().module.ptx().unwrap().to_string();
+    let ptx = compile_conv(&lower(&p), &cp, H200)
+        .unwrap()
+        .module
+        .ptx()
+        .unwrap()
+        .to_string();
     assert!(!ptx.contains("mbarrier") && !ptx.contains("cp.async.bulk"));
 }

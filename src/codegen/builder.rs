@@ -126,6 +126,10 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         self.arg(ArgRole::of(t))
     }
 
+    /// Keeps `v` computed here (see [`TargetSpec::pin`]).
+    pub fn pin(&self, v: IntValue<'ctx>) {
+        self.spec.pin(&self.ir, v)
+    }
     /// Records the block size so the backend can budget registers for it.
     pub fn set_block_size(&self, threads: u32) {
         self.spec.set_block_size(&self.ir, threads)
@@ -332,7 +336,8 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     }
     /// One arrival on `bar`, and `bytes` more its phase waits for.
     pub fn mbarrier_arrive_expect_tx(&self, bar: PointerValue<'ctx>, bytes: u32) {
-        self.barriers().mbarrier_arrive_expect_tx(&self.ir, bar, bytes)
+        self.barriers()
+            .mbarrier_arrive_expect_tx(&self.ir, bar, bytes)
     }
     /// Waits until `bar`'s phase of parity `parity` (i32 0/1) has completed.
     pub fn mbarrier_wait(&self, bar: PointerValue<'ctx>, parity: IntValue<'ctx>) {

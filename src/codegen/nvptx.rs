@@ -144,6 +144,9 @@ impl TargetSpec for Nvptx {
     fn shared_base<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> PointerValue<'ctx> {
         dynamic_shared(ir, self.shared_as())
     }
+    fn pin<'ctx>(&self, ir: &Ir<'_, 'ctx>, v: IntValue<'ctx>) {
+        Self::asm_in(ir, "// pin $0", &["r"], &[v]);
+    }
     fn prelude_ir(&self) -> String {
         // Relaxed system-scope fadd becomes `atom.global.add.f32`.
         r#"
@@ -335,7 +338,9 @@ impl Nvptx {
         let ty = ir.ctx.void_type().fn_type(&params, false);
         let mut c: Vec<String> = cons.iter().map(|c| c.to_string()).collect();
         c.push("~{memory}".into());
-        let f = ir.ctx.create_inline_asm(ty, text.to_string(), c.join(","), true, false, None, false);
+        let f =
+            ir.ctx
+                .create_inline_asm(ty, text.to_string(), c.join(","), true, false, None, false);
         let vals: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
         ok(ir.raw().build_indirect_call(ty, f, &vals, ""));
     }
@@ -362,7 +367,12 @@ impl Barriers for Nvptx {
     fn mbarrier_init_fence(&self, ir: &Ir) {
         Self::asm_stmt(ir, "fence.mbarrier_init.release.cluster;");
     }
-    fn mbarrier_arrive_expect_tx<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, bytes: u32) {
+    fn mbarrier_arrive_expect_tx<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        bytes: u32,
+    ) {
         let b = Self::shared32(ir, bar);
         Self::asm_in(
             ir,
@@ -371,7 +381,12 @@ impl Barriers for Nvptx {
             &[b, ir.c(bytes as i64)],
         );
     }
-    fn mbarrier_wait<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, parity: IntValue<'ctx>) {
+    fn mbarrier_wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        parity: IntValue<'ctx>,
+    ) {
         let b = Self::shared32(ir, bar);
         // Labels inside `{ }` are local to the block, so the loop may be emitted many times.
         Self::asm_in(
@@ -390,12 +405,15 @@ impl BulkTensorCopy for Nvptx {
         use inkwell::attributes::{Attribute, AttributeLoc};
         let ctx = ir.ctx;
         let loc = AttributeLoc::Param(index);
-        let map_ty = ctx.i8_type().array_type(crate::abi::TENSOR_MAP_BYTES as u32);
+        let map_ty = ctx
+            .i8_type()
+            .array_type(crate::abi::TENSOR_MAP_BYTES as u32);
         let byval = Attribute::get_named_enum_kind_id("byval");
         ir.func
             .add_attribute(loc, ctx.create_type_attribute(byval, map_ty.into()));
         let align = Attribute::get_named_enum_kind_id("align");
-        ir.func.add_attribute(loc, ctx.create_enum_attribute(align, 64));
+        ir.func
+            .add_attribute(loc, ctx.create_enum_attribute(align, 64));
         // "grid_constant" lists parameters counting from 1.
         let node = ctx.metadata_node(&[
             ir.func.as_global_value().as_pointer_value().into(),

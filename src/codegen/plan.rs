@@ -6,8 +6,8 @@
 use super::spec::{Capability, TargetSpec};
 use super::target::MatrixUnit;
 use super::CodegenError;
-use crate::arch::fit;
 use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
+use crate::arch::fit;
 use crate::config::{Field, LdsLayout, LoadPath, PerfConfig};
 use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};

@@ -114,6 +114,11 @@ pub(crate) trait TargetSpec: Sync {
     ) -> PointerValue<'ctx> {
         ptr
     }
+    /// An empty use of `v` that the compiler must keep where it is: a value read here is not
+    /// re-read (sunk) later. The TMA loop pins the block index it reads after the loop, whose
+    /// special-register read between the `mbarrier` spin loop and `wgmma.wait_group` makes
+    /// ptxas serialise `wgmma` (C7514). A no-op where that cannot happen.
+    fn pin<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _v: IntValue<'ctx>) {}
     /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
     /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`.
     fn prelude_ir(&self) -> String;
@@ -265,10 +270,20 @@ pub(crate) trait Barriers: Sync {
     fn mbarrier_init_fence(&self, ir: &Ir);
     /// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes`: one arrival, and `bytes`
     /// more the current phase waits for.
-    fn mbarrier_arrive_expect_tx<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, bytes: u32);
+    fn mbarrier_arrive_expect_tx<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        bytes: u32,
+    );
     /// Spins on `mbarrier.try_wait.parity.shared::cta.b64` until the phase of parity `parity`
     /// (i32, 0 or 1) has completed.
-    fn mbarrier_wait<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, parity: IntValue<'ctx>);
+    fn mbarrier_wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        parity: IntValue<'ctx>,
+    );
 }
 
 /// Hopper TMA (`cp.async.bulk.tensor`, tile mode) from a tensor map passed as a

@@ -107,6 +107,10 @@ impl MainLoop for TmaLoop {
         hi: IntValue<'ctx>,
     ) {
         let s = plan.smem.stages;
+        // Every block index is read before the loop, not sunk to the epilogue (see `pin`).
+        for dim in 0..3 {
+            kb.pin(kb.block_idx(dim));
+        }
         let bars_at = plan
             .smem
             .barriers

@@ -373,12 +373,18 @@ mod tests {
         let keys: Vec<_> = Field::ALL.iter().map(|f| f.key()).collect();
         assert_eq!(
             keys,
-            ["bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma", "ld"]
+            [
+                "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
+                "ld"
+            ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
-            ["bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "rs", "va", "vb", "vc"]
+            [
+                "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "rs", "va", "vb",
+                "vc"
+            ]
         );
         assert_eq!(Field::LEVELS, 8);
         assert_eq!(Field::BlockM.name(), "block_m");

@@ -165,9 +165,17 @@ mod tests {
             ..w
         };
         let ts = t.to_string();
-        assert!(ts.starts_with("v3:") && ts.ends_with(",mma=wg,ld=tma"), "{ts}");
+        assert!(
+            ts.starts_with("v3:") && ts.ends_with(",mma=wg,ld=tma"),
+            "{ts}"
+        );
         assert_eq!(ts.parse::<PerfConfig>().unwrap(), t);
-        assert_eq!(format!("v3:{},ld=cp", &ws[3..]).parse::<PerfConfig>().unwrap(), w);
+        assert_eq!(
+            format!("v3:{},ld=cp", &ws[3..])
+                .parse::<PerfConfig>()
+                .unwrap(),
+            w
+        );
         assert!(matches!(
             "v4:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))

@@ -481,13 +481,20 @@ impl Checker {
 
     /// The TMA loads of every sub-GEMM under `ld=tma` (none under `ld=cp`), operand `i` allowed
     /// to stay on `cp.async` where `cp_ok[i]`: the code generator's rule ([`tma_operands`]).
-    pub(super) fn tma(&self, cfg: &PerfConfig, cp_ok: [bool; 2]) -> Result<Vec<[Option<TmaTile>; 2]>, Rejection> {
+    pub(super) fn tma(
+        &self,
+        cfg: &PerfConfig,
+        cp_ok: [bool; 2],
+    ) -> Result<Vec<[Option<TmaTile>; 2]>, Rejection> {
         if cfg.ld == LoadPath::Cp {
             return Ok(Vec::new());
         }
         let reject = |why: String, gemm: Option<u32>| Rejection::Tma { why, gemm };
         if !cfg.mma.is_wgmma() {
-            return Err(reject("it loads the wgmma path's stages: needs mma=wg or wg1".into(), None));
+            return Err(reject(
+                "it loads the wgmma path's stages: needs mma=wg or wg1".into(),
+                None,
+            ));
         }
         if !self.arch.features.tma {
             return Err(reject(format!("{} has no TMA", self.arch.name), None));

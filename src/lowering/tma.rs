@@ -144,7 +144,10 @@ pub fn tma_tile(
     if grouped {
         byte_strides.push(sg as u64 * eb);
     }
-    if let Some(s) = byte_strides.iter().find(|s| !s.is_multiple_of(GLOBAL_ALIGN)) {
+    if let Some(s) = byte_strides
+        .iter()
+        .find(|s| !s.is_multiple_of(GLOBAL_ALIGN))
+    {
         return Err(format!(
             "a stride of {} is {s} bytes, not a multiple of {GLOBAL_ALIGN} (channels not \
              16-byte aligned)",
@@ -212,7 +215,10 @@ pub fn tma_operands(
 ) -> Result<[Option<TmaTile>; 2], String> {
     let mut out = [None, None];
     let mut why = Vec::new();
-    let ops = [(&gemm.a, Dim::M, cfg.block_m, "A"), (&gemm.b, Dim::N, cfg.block_n, "B")];
+    let ops = [
+        (&gemm.a, Dim::M, cfg.block_m, "A"),
+        (&gemm.b, Dim::N, cfg.block_n, "B"),
+    ];
     for (i, (op, row_dim, rows, name)) in ops.into_iter().enumerate() {
         let kmajor = op
             .contiguity(p, gemm, [row_dim, Dim::K])
@@ -263,7 +269,8 @@ mod tests {
     fn nhwc_filters_and_unpadded_pixels_are_tiled_views() {
         // fwd 3x3 padded: the filter (A) is a dense [k][y·x·c] matrix, the pixels (B) need
         // im2col (padding).
-        let t = tiles("convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+        let t =
+            tiles("convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
         let a = t[0].as_ref().unwrap();
         assert!(a.kmajor && a.copies == 1 && !a.grouped);
         assert_eq!(a.map.dims[..2], [9 * 64, 128]);

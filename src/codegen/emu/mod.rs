@@ -322,10 +322,21 @@ fn run_block(block: &Block, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WOR
                     match maps.len() {
                         0 => std::mem::transmute::<usize, KernelFn>(f)(p(0), p(1), p(2), p(3), ctx),
                         1 => std::mem::transmute::<usize, KernelFn1>(f)(
-                            p(0), p(1), p(2), p(3), m(0), ctx,
+                            p(0),
+                            p(1),
+                            p(2),
+                            p(3),
+                            m(0),
+                            ctx,
                         ),
                         _ => std::mem::transmute::<usize, KernelFn2>(f)(
-                            p(0), p(1), p(2), p(3), m(0), m(1), ctx,
+                            p(0),
+                            p(1),
+                            p(2),
+                            p(3),
+                            m(0),
+                            m(1),
+                            ctx,
                         ),
                     }
                 };

@@ -407,11 +407,21 @@ impl Barriers for HostEmu {
     fn mbarrier_init_fence(&self, ir: &Ir) {
         Self::rt(ir, "emu_mbar_fence", None, &[]);
     }
-    fn mbarrier_arrive_expect_tx<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, bytes: u32) {
+    fn mbarrier_arrive_expect_tx<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        bytes: u32,
+    ) {
         let args = [bar.into(), ir.c(bytes as i64).into()];
         Self::rt(ir, "emu_mbar_arrive_tx", None, &args);
     }
-    fn mbarrier_wait<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, parity: IntValue<'ctx>) {
+    fn mbarrier_wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        parity: IntValue<'ctx>,
+    ) {
         Self::rt(ir, "emu_mbar_wait", None, &[bar.into(), parity.into()]);
     }
 }

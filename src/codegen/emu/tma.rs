@@ -164,7 +164,9 @@ pub(crate) extern "C" fn emu_mbar_init(ctx: *const u8, bar: *const u8, count: u3
     };
     let mut bars = t.block.tma.bars.lock().unwrap_or_else(|e| e.into_inner());
     if bars.get(&at).is_some_and(|m| !m.copies.is_empty()) {
-        t.record(&format!("mbarrier.init at {at:#x} while TMA copies are in flight on it"));
+        t.record(&format!(
+            "mbarrier.init at {at:#x} while TMA copies are in flight on it"
+        ));
     }
     bars.insert(
         at,
@@ -188,7 +190,9 @@ pub(crate) extern "C" fn emu_mbar_arrive_tx(ctx: *const u8, bar: *const u8, byte
         // A due phase has completed by now: this arrival belongs to the next one.
         tma.complete_if_due(t, m);
         if m.pending == 0 {
-            t.record(&format!("mbarrier at {at:#x}: more arrivals than its count"));
+            t.record(&format!(
+                "mbarrier at {at:#x}: more arrivals than its count"
+            ));
             return;
         }
         m.pending -= 1;
@@ -209,7 +213,9 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
     let mut bars = tma.bars.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         let Some(m) = bars.get(&at) else {
-            t.record(&format!("mbarrier.try_wait on the uninitialised mbarrier at {at:#x}"));
+            t.record(&format!(
+                "mbarrier.try_wait on the uninitialised mbarrier at {at:#x}"
+            ));
             return;
         };
         if m.due() {
@@ -241,7 +247,12 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
 
 /// Reads the box at `coords` of the host map `m` as 16-byte chunks with their shared
 /// offsets (from `dst`, swizzled), or records why the copy is invalid.
-fn read_box(t: &Thread, m: &[u64; MAP_WORDS], coords: &[i32], dst: usize) -> Option<Vec<(usize, [u8; 16])>> {
+fn read_box(
+    t: &Thread,
+    m: &[u64; MAP_WORDS],
+    coords: &[i32],
+    dst: usize,
+) -> Option<Vec<(usize, [u8; 16])>> {
     let rank = m[1] as usize;
     let eb = m[2] as usize;
     let swizzle = m[3] != 0;
@@ -251,13 +262,19 @@ fn read_box(t: &Thread, m: &[u64; MAP_WORDS], coords: &[i32], dst: usize) -> Opt
         .map(|i| ((m[13 + i / 2] >> (32 * (i % 2))) & 0xFFFF_FFFF) as usize)
         .collect();
     if coords.len() != rank || rank == 0 || rank > TENSOR_MAP_RANK {
-        t.record(&format!("TMA copy with {} coordinates for a rank-{rank} map", coords.len()));
+        t.record(&format!(
+            "TMA copy with {} coordinates for a rank-{rank} map",
+            coords.len()
+        ));
         return None;
     }
     let inner = boxes[0] * eb;
     let total: usize = boxes[..rank].iter().product::<usize>() * eb;
     if boxes[..rank].iter().any(|&b| b == 0 || b > 256) || !inner.is_multiple_of(16) {
-        t.record(&format!("TMA box {:?} invalid (1..=256 elements, inner 16-byte multiple)", &boxes[..rank]));
+        t.record(&format!(
+            "TMA box {:?} invalid (1..=256 elements, inner 16-byte multiple)",
+            &boxes[..rank]
+        ));
         return None;
     }
     if swizzle && (inner > 128 || !dst.is_multiple_of(1024)) {
@@ -268,7 +285,9 @@ fn read_box(t: &Thread, m: &[u64; MAP_WORDS], coords: &[i32], dst: usize) -> Opt
         return None;
     }
     if !t.block.in_smem(t.block.smem as usize + dst, total) {
-        t.record(&format!("TMA destination {dst:#x} + {total} bytes outside shared memory"));
+        t.record(&format!(
+            "TMA destination {dst:#x} + {total} bytes outside shared memory"
+        ));
         return None;
     }
     let mut bytes = vec![0u8; total];
@@ -284,13 +303,19 @@ fn read_box(t: &Thread, m: &[u64; MAP_WORDS], coords: &[i32], dst: usize) -> Opt
         for d in 0..rank {
             let c = coords[d] as i64 + idx[d] as i64;
             inside &= c >= 0 && (c as u64) < dims[d];
-            src += c * if d == 0 { eb as i64 } else { strides[d - 1] as i64 };
+            src += c * if d == 0 {
+                eb as i64
+            } else {
+                strides[d - 1] as i64
+            };
         }
         if !inside {
             continue;
         }
         if !t.block.in_buffer(src as usize, eb) {
-            t.record(&format!("TMA read of {eb} bytes at {src:#x} outside every buffer"));
+            t.record(&format!(
+                "TMA read of {eb} bytes at {src:#x} outside every buffer"
+            ));
             return None;
         }
         // SAFETY: the source was checked to lie in a buffer of the run.
@@ -304,7 +329,11 @@ fn read_box(t: &Thread, m: &[u64; MAP_WORDS], coords: &[i32], dst: usize) -> Opt
             .enumerate()
             .map(|(i, c)| {
                 let off = dst + 16 * i;
-                let off = if swizzle { off ^ ((off >> 3) & 0x70) } else { off };
+                let off = if swizzle {
+                    off ^ ((off >> 3) & 0x70)
+                } else {
+                    off
+                };
                 let mut w = [0u8; 16];
                 w.copy_from_slice(c);
                 (off, w)
@@ -350,7 +379,10 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
     vec![
         ("emu_mbar_init", emu_mbar_init as *const () as usize),
         ("emu_mbar_fence", emu_mbar_fence as *const () as usize),
-        ("emu_mbar_arrive_tx", emu_mbar_arrive_tx as *const () as usize),
+        (
+            "emu_mbar_arrive_tx",
+            emu_mbar_arrive_tx as *const () as usize,
+        ),
         ("emu_mbar_wait", emu_mbar_wait as *const () as usize),
         ("emu_tma_load", emu_tma_load as *const () as usize),
     ]
@@ -384,7 +416,12 @@ mod tests {
         let (mut data, spec) = tensor();
         let mut smem = vec![u128::MAX; 128];
         let violations = Mutex::new(Violations::default());
-        let buffers = [(data.as_mut_ptr() as usize, data.len() * 2), (0, 0), (0, 0), (0, 0)];
+        let buffers = [
+            (data.as_mut_ptr() as usize, data.len() * 2),
+            (0, 0),
+            (0, 0),
+            (0, 0),
+        ];
         let map = host_map(&spec, buffers[0].0);
         {
             let mut block = Block::new(1, 32, [0; 3], &mut smem, buffers, &violations);
@@ -419,7 +456,11 @@ mod tests {
             for e in [0usize, 9, 63] {
                 let chunk = (e * 2 / 16) ^ (r % 8);
                 let off = r * 128 + chunk * 16 + (e * 2) % 16;
-                let want = if r + 3 < 6 { ((r + 3) * 64 + e) as u16 } else { 0 };
+                let want = if r + 3 < 6 {
+                    ((r + 3) * 64 + e) as u16
+                } else {
+                    0
+                };
                 assert_eq!(element(&smem, off), want, "row {r} element {e}");
             }
         }
@@ -437,7 +478,11 @@ mod tests {
             emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
             emu_mbar_wait(ctx, bar, 0);
         });
-        assert!(v.messages.iter().any(|m| m.contains("deadlock")), "{:?}", v.messages);
+        assert!(
+            v.messages.iter().any(|m| m.contains("deadlock")),
+            "{:?}",
+            v.messages
+        );
     }
 
     #[test]
@@ -447,7 +492,18 @@ mod tests {
             // Not initialised, then misaligned for the swizzle.
             emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
             emu_mbar_init(ctx, bar, 1);
-            emu_tma_load(ctx, (base + 128) as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
+            emu_tma_load(
+                ctx,
+                (base + 128) as *const u8,
+                map.as_ptr(),
+                2,
+                0,
+                0,
+                0,
+                0,
+                0,
+                bar,
+            );
             emu_tma_load(ctx, base as *const u8, map.as_ptr(), 3, 0, 0, 0, 0, 0, bar);
         });
         let all = v.messages.join("\n");

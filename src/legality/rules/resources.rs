@@ -83,7 +83,9 @@ impl Checker {
         };
         // ld=tma: one 8-byte mbarrier per stage after the tiles (8-byte aligned).
         let barriers = match cfg.ld {
-            LoadPath::Tma => (tiles + padding).next_multiple_of(8) - (tiles + padding) + 8 * cfg.stages as u64,
+            LoadPath::Tma => {
+                (tiles + padding).next_multiple_of(8) - (tiles + padding) + 8 * cfg.stages as u64
+            }
             LoadPath::Cp => 0,
         };
         (tiles + padding + barriers, padding)
