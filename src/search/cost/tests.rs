@@ -18,6 +18,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         split_k: sk,
         raster: 1,
         mma: crate::config::MmaPath::Sync,
+        ld: crate::config::LoadPath::Cp,
     }
 }
 
