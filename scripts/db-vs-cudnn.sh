@@ -16,25 +16,23 @@ mkdir -p "$R/spaces"
 for b in "${bins[@]}"; do
   [ -f "$(dirname "$b")/libffi.so.8" ] && export LD_LIBRARY_PATH="$(dirname "$b")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
-# One single-config search space and one problem file per entry.
+# One problem file and one single-config search space per entry: `convtune space --pin` writes
+# the space (so this script needs no list of config fields) and refuses a config that is not
+# legal for its problem. The first binary's reading of the config is used for both builds.
 n=$(python3 - "$db" "$R/spaces" <<'PY'
 import sys, tomllib
-names = {"bm": "block_m", "bn": "block_n", "bk": "block_k", "wm": "warp_m", "wn": "warp_n",
-         "st": "stages", "va": "vec_a", "vb": "vec_b", "vc": "vec_c", "lds": "lds",
-         "sk": "split_k", "rs": "raster", "mma": "mma", "ld": "ld"}
 entries = tomllib.load(open(sys.argv[1], "rb")).get("entry", [])
 for i, e in enumerate(entries):
-    fields = dict(f.split("=") for f in e["config"].split(":", 1)[1].split(","))
-    fields.setdefault("mma", "sync")
-    lines = ['name = "db-entry"', 'vendor = "nvidia"', "[params]"]
-    for k, v in fields.items():
-        lines.append(f'{names[k]} = ["{v}"]' if k in ("lds", "mma", "ld") else f"{names[k]} = [{v}]")
-    lines += ["[constraints]", "max_threads = 1024", "min_warps = 1", "max_warps = 32"]
-    open(f"{sys.argv[2]}/s{i}.toml", "w").write("\n".join(lines) + "\n")
     open(f"{sys.argv[2]}/p{i}.txt", "w").write(e["problem"] + "\n")
+    open(f"{sys.argv[2]}/c{i}.txt", "w").write(e["config"] + "\n")
 print(len(entries))
 PY
 )
+arch=$(python3 -c "import sys,tomllib; print(tomllib.load(open(sys.argv[1],'rb'))['header']['arch'])" "$db" 2>/dev/null || echo sm_90)
+for ((i = 0; i < n; i++)); do
+  "${bins[0]}" space --problem "$(cat "$R/spaces/p$i.txt")" --arch "$arch" --pin "$(cat "$R/spaces/c$i.txt")" \
+    > "$R/spaces/s$i.toml" 2>> "$R/errors.txt" || echo "entry $i: config not pinned" | tee -a "$R/errors.txt"
+done
 echo "db-vs-cudnn: $n entries of $db, ${#bins[@]} build(s)"
 for ((i = 0; i < n; i++)); do
   for j in "${!bins[@]}"; do

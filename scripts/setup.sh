@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the build needs (Debian 12): LLVM 19 for codegen (linked
 # statically, which also needs Polly and zstd), lld to link AMDGPU code objects, and the HIP
-# headers so the `hip` feature keeps compiling. Then a Python virtual environment (target/venv, or
+# headers (src/runtime/hip/ffi.rs was written from them; the build does not link the HIP
+# runtime, which is opened at run time). Then a Python virtual environment (target/venv, or
 # $CONVTUNE_VENV) with maturin and pytest, which scripts/test.sh uses to build and test the wheel.
 set -euo pipefail
 pkgs=(llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libxml2-dev lld-19 libamdhip64-dev)

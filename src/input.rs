@@ -64,6 +64,9 @@ pub const DB_FILE_LIMIT: u64 = 256 << 20;
 /// Search-space files are a screenful of lists.
 pub const SPACE_FILE_LIMIT: u64 = 1 << 20;
 
+/// Recordings (every candidate of an exhaustive run, ~40 KB each today) and JSON reports.
+pub const RECORDING_LIMIT: u64 = 64 << 20;
+
 /// Tuning journals: one JSON line (about 200 bytes) per measured candidate, so 512 MiB is over
 /// two million measurements.
 pub const JOURNAL_LIMIT: u64 = 512 << 20;

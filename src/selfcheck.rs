@@ -4,6 +4,7 @@
 
 use crate::arch::Arch;
 use crate::codegen;
+use crate::config::Reduction;
 use crate::lowering::lower;
 use crate::problem::{ConvProblem, DType, Direction, Layout};
 use crate::runtime::{Outcome, RuntimeError, Worker};
@@ -103,9 +104,31 @@ pub fn run(
     problems: &[ConvProblem],
     configs: usize,
     seed: u64,
-    mut log: impl FnMut(&str),
+    log: impl FnMut(&str),
 ) -> Result<Summary, RuntimeError> {
     let space = SearchSpace::default_for(arch);
+    run_in(worker, arch, problems, &space, configs, seed, log)
+}
+
+/// The arch's default space narrowed to split-K configs that add their slices up with `red`
+/// (what `selfcheck --red` samples from, so that every sampled kernel exercises it).
+pub fn split_k_space(arch: &Arch, red: Reduction) -> SearchSpace {
+    let mut space = SearchSpace::default_for(arch);
+    space.params.split_k.retain(|&s| s > 1);
+    space.params.red = vec![red];
+    space
+}
+
+/// [`run`] with configs sampled from `space`.
+pub fn run_in(
+    worker: &mut Worker,
+    arch: &Arch,
+    problems: &[ConvProblem],
+    space: &SearchSpace,
+    configs: usize,
+    seed: u64,
+    mut log: impl FnMut(&str),
+) -> Result<Summary, RuntimeError> {
     let mut s = Summary::default();
     for p in problems {
         s.problems += 1;
@@ -122,7 +145,7 @@ pub fn run(
             continue;
         }
         let l = lower(p);
-        for cfg in sample_legal(p, arch, &space, configs, seed) {
+        for cfg in sample_legal(p, arch, space, configs, seed) {
             s.kernels += 1;
             let outcome = match compile_plan(&l, &cfg, arch, false) {
                 Ok(plan) => worker.measure(&plan)?,

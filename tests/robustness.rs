@@ -425,3 +425,40 @@ fn a_waiting_writer_names_the_lock_holder() {
     let me = format!("held by pid {}", std::process::id());
     assert!(stderr(&o).contains(&me), "{}", stderr(&o));
 }
+
+#[test]
+fn output_files_that_cannot_be_written_are_bad_input_and_a_full_disk_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let compile = |extra: &[&str]| {
+        let problem = "conv -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1";
+        let mut args = vec!["compile", "--problem", problem, "--arch", "sm_90"];
+        args.extend_from_slice(extra);
+        convtune(&args)
+    };
+    let missing = dir.path().join("no/such/folder/k.ptx");
+    let ptx = dir.path().join("k.ptx");
+    let manifest = dir.path().join("missing/m.json");
+    for extra in [
+        vec!["-o", missing.to_str().unwrap()],
+        vec!["-o", dir.path().to_str().unwrap()],
+        vec![
+            "-o",
+            ptx.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    ] {
+        let o = compile(&extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("writing"), "{}", stderr(&o));
+    }
+    if std::path::Path::new("/dev/full").exists() {
+        // A device is written in place (never replaced by a renamed file, which root could
+        // do): the disk is full, a failure of the machine, exit 1.
+        let o = compile(&["-o", "/dev/full"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        let kind = std::fs::metadata("/dev/full").unwrap().file_type();
+        assert!(!kind.is_file(), "/dev/full was replaced by a regular file");
+    }
+}

@@ -54,11 +54,11 @@ fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
 }
 
 const CONFIGS: [&str; 5] = [
-    "v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg,ld=tma",
-    "v3:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,ld=tma",
-    "v3:bm=64,bn=128,bk=64,wm=64,wn=64,st=1,va=8,vb=8,vc=1,lds=swz,sk=1,rs=2,mma=wg,ld=tma",
-    "v3:bm=64,bn=32,bk=64,wm=64,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=wg1,ld=tma",
-    "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1,ld=tma",
+    "v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma",
+    "v3:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma",
+    "v3:bm=64,bn=128,bk=64,wm=64,wn=64,st=1,va=8,vb=8,vc=1,lds=swz,sk=1,rs=2,mma=wg,red=atomic,ld=tma",
+    "v3:bm=64,bn=32,bk=64,wm=64,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=wg1,red=atomic,ld=tma",
+    "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1,red=atomic,ld=tma",
 ];
 
 /// Forward NHWC: padded 3x3 (filter by TMA, pixels by cp.async), 1x1 and seed 003's dense

@@ -101,14 +101,12 @@ impl ProblemC {
         };
         let in_layout = act(input, "in_layout")?;
         let out_layout = act(output, "out_layout")?;
-        // `layout` names the activations' order; the filter's matching order is its 4-letter
-        // form (NHWGC -> NHWC -> KYXC), groups outside K as they are outside C.
-        let fil_text = filter
-            .map(str::to_string)
-            .or(all.map(|a| a.replace(['g', 'G'], "")));
+        // `layout` names the activations' order; the filter parser reads activation letters
+        // as the matching filter order (NHWGC = GKYXC).
+        let fil_text = filter.or(all);
         let fil_layout = match fil_text {
             Some(text) => {
-                Layout::parse_filter(&text).map_err(|e| bad(format!("fil_layout: {e}")))?
+                Layout::parse_filter(text).map_err(|e| bad(format!("fil_layout: {e}")))?
             }
             None => Layout::GKCYX,
         };

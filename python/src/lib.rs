@@ -5,6 +5,7 @@
 
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, Compiled};
+use convtune::config::{Domain, Field};
 use convtune::db::Source;
 use convtune::legality;
 use convtune::lookup::{find_config_with_user_db, Found, LookupError};
@@ -54,14 +55,18 @@ fn source_json(source: &Source) -> (&'static str, Value) {
     }
 }
 
+/// Every field of the config under its space-file name: numbers as numbers, named values as
+/// their names. Derived from the one field declaration, so a new field appears with no edit.
 fn config_json(c: &PerfConfig) -> Value {
-    json!({
-        "block_m": c.block_m, "block_n": c.block_n, "block_k": c.block_k,
-        "warp_m": c.warp_m, "warp_n": c.warp_n, "stages": c.stages,
-        "vec_a": c.vec_a, "vec_b": c.vec_b, "vec_c": c.vec_c,
-        "lds": match c.lds { convtune::space::LdsLayout::Padded => "pad", convtune::space::LdsLayout::Swizzled => "swz" },
-        "split_k": c.split_k, "raster": c.raster, "mma": c.mma.name(),
-    })
+    let fields = Field::ALL.into_iter().map(|f| {
+        let code = c.code(f);
+        let value = match f.domain() {
+            Domain::Named(names) => Value::from(names[code as usize]),
+            Domain::Number | Domain::PowerOfTwo => Value::from(code),
+        };
+        (f.name().to_string(), value)
+    });
+    Value::Object(fields.collect())
 }
 
 fn found_json(p: &ConvProblem, arch: &Arch, found: &Found) -> Value {

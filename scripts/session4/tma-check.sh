@@ -52,7 +52,7 @@ PTXAS=$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)
 CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
 for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
-  "$BIN" compile --arch sm_90 --problem "$prob" --config "v3:$cfg,ld=tma" -o "$R/$name.ptx" > /dev/null 2>&1 || { log "$name: compile refused"; continue; }
+  "$BIN" compile --arch sm_90 --problem "$prob" --config "v3:$cfg,red=atomic,ld=tma" -o "$R/$name.ptx" > /dev/null 2>&1 || { log "$name: compile refused"; continue; }
   if [ -x "$PTXAS" ]; then
     "$PTXAS" -arch=sm_90a -v -o "$R/$name.cubin" "$R/$name.ptx" > "$R/$name.ptxas.txt" 2>&1
     w=$(grep -c -E "C751[015]|serializ" "$R/$name.ptxas.txt")

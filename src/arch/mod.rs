@@ -83,6 +83,11 @@ pub struct MathTable {
     pub bf16: &'static [MathInstr],
 }
 
+/// Blocks a launch grid may have along x, y and z: 2^31 − 1, 65535, 65535 on every GPU this
+/// crate targets (CUDA Programming Guide, "Technical Specifications"; HIP's `hipModuleLaunchKernel`
+/// takes the same). Codegen rejects a plan past it; the runtimes check again before launching.
+pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
 /// One GPU target: its limits, features, instruction set and rates. Values are per block
 /// (workgroup) unless named per SM/CU. The fields are public so that an arch can be described
 /// outside the table too (a test's made-up arch); the tuner then treats it like any row.

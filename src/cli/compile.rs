@@ -2,7 +2,7 @@
 //! and the launch manifest that lets a program outside convtune run them (`docs/abi.md`).
 
 use super::{bad_input, ArchArg, DbArgs, ProblemArg};
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 use convtune::codegen::{compile_conv, resource_report, PtxCounts};
 use convtune::config::PerfConfig;
 use convtune::legality;
@@ -68,8 +68,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
         ))
     })?;
     let c = compile_conv(&l, &cfg, target_for(&arch))?;
-    std::fs::write(&args.output, c.module.bytes())
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    super::out::write_file(&args.output, c.module.bytes())?;
     let manifest = Manifest::new(
         &l,
         &arch,
@@ -81,7 +80,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
     );
     if let Some(path) = &args.manifest {
         let text = serde_json::to_string_pretty(&manifest)?;
-        super::db::write_file(path, &format!("{text}\n"))?;
+        super::out::write_file(path, format!("{text}\n").as_bytes())?;
     }
     if args.json {
         return super::out::json(&serde_json::json!({

@@ -1,7 +1,7 @@
 //! `convtune db …` and `convtune lookup`: read, merge, check and export tuned databases.
 
 use super::{bad_input, no_gpu, ArchArg, DbArgs, ProblemArg};
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 use clap::Subcommand;
 use convtune::db::{self, DiffLine, Entry, TunedDb};
 use convtune::lookup::LegalityCheck;
@@ -185,7 +185,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
                 f => return Err(bad_input(anyhow!("--format '{f}': expected json or c"))),
             };
             match output {
-                Some(path) => write_file(&path, &format!("{text}\n"))?,
+                Some(path) => super::out::write_file(&path, format!("{text}\n").as_bytes())?,
                 None => outln!("{text}"),
             }
         }
@@ -212,22 +212,6 @@ impl<'a> From<&'a DiffLine> for Change<'a> {
         };
         Change { change, old, new }
     }
-}
-
-/// Writes `text` to `path` through a temporary file in the same folder, so a reader never sees
-/// half a file.
-pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("writing {}", path.display()))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }
 
 /// Arguments of `convtune lookup`.

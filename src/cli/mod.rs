@@ -64,6 +64,9 @@ enum Command {
         /// Device ordinal.
         #[arg(long, default_value_t = 0)]
         device: usize,
+        /// GPU runtime: `cuda`, or `hip` for AMD GPUs.
+        #[arg(long, default_value = "cuda")]
+        runtime: String,
     },
 }
 
@@ -274,7 +277,12 @@ pub fn run() -> i32 {
         Some(Command::Retune(a)) => tune::retune(a),
         Some(Command::Compile(a)) => compile::run(a),
         Some(Command::Db(c)) => db::run(c),
-        Some(Command::Worker { device }) => return convtune::runtime::worker_main(device),
+        Some(Command::Worker { device, runtime }) => {
+            return match runtime.as_str() {
+                "hip" => convtune::runtime::hip_worker_main(device),
+                _ => convtune::runtime::worker_main(device),
+            }
+        }
         None if cli.tune.wants_tuning() => tune::run(cli.tune),
         None => {
             errln!("convtune: nothing to do: give --problem or --problems (see --help)");

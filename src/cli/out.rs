@@ -11,6 +11,7 @@
 use serde::Serialize;
 use std::fmt;
 use std::io::{self, Write};
+use std::path::Path;
 
 /// Writing to stdout failed.
 #[derive(Debug, thiserror::Error)]
@@ -72,4 +73,75 @@ macro_rules! errln {
     ($($arg:tt)*) => {
         $crate::cli::out::note(format_args!($($arg)*))
     };
+}
+
+/// Writes `bytes` to the output file `path` through a temporary file in the same folder, so a
+/// reader never sees half a file. A path that cannot be written (no such folder, no permission,
+/// a folder in the way) is the user's to fix: bad input, exit 2. A write that fails on the way
+/// (`ENOSPC`) is the machine's: exit 1.
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let context = || format!("writing {}", path.display());
+    let classify = |e: io::Error| -> anyhow::Error {
+        let users = matches!(
+            e.kind(),
+            io::ErrorKind::NotFound
+                | io::ErrorKind::PermissionDenied
+                | io::ErrorKind::IsADirectory
+                | io::ErrorKind::NotADirectory
+                | io::ErrorKind::ReadOnlyFilesystem
+        );
+        let e = anyhow::Error::new(e).context(context());
+        if users {
+            super::bad_input(e)
+        } else {
+            e
+        }
+    };
+    // Through a symlink to the file it names; a device or FIFO (`/dev/full`, `/dev/stdout`) is
+    // written in place, never replaced by a renamed regular file.
+    let resolved;
+    let path = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(classify(io::Error::from(io::ErrorKind::IsADirectory))),
+        Ok(m) if !m.is_file() => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(classify)?;
+            return f
+                .write_all(bytes)
+                .and_then(|()| f.flush())
+                .map_err(classify);
+        }
+        Ok(_) => {
+            resolved = std::fs::canonicalize(path).map_err(classify)?;
+            resolved.as_path()
+        }
+        Err(_) => path,
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(classify)?;
+    tmp.write_all(bytes).map_err(classify)?;
+    tmp.persist(path).map_err(|e| classify(e.error))?;
+    Ok(())
+}
+
+/// Creates the output folder `dir` (and its parents), with [`write_file`]'s exit codes.
+pub fn create_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let users = matches!(
+            e.kind(),
+            io::ErrorKind::PermissionDenied
+                | io::ErrorKind::NotADirectory
+                | io::ErrorKind::AlreadyExists
+        );
+        let e = anyhow::Error::new(e).context(format!("creating {}", dir.display()));
+        if users {
+            super::bad_input(e)
+        } else {
+            e
+        }
+    })
 }

@@ -1,7 +1,6 @@
 //! `convtune replay`: score every strategy against recorded exhaustive runs, with no GPU.
 
 use super::bad_input;
-use anyhow::Context as _;
 use convtune::lookup::QuickFile;
 use convtune::search::{
     efficiency_all, efficiency_table, plot_efficiencies, quick_list, quick_list::quick_list_table,
@@ -43,11 +42,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             if rec.synthetic { " (synthetic)" } else { "" }
         );
         if let Some(dir) = &args.svg {
-            std::fs::create_dir_all(dir)?;
+            super::out::create_dir(dir)?;
             let name = path.file_stem().unwrap_or_default().to_string_lossy();
             let out = dir.join(format!("{name}.svg"));
-            std::fs::write(&out, plot_efficiencies(&effs, &label))
-                .with_context(|| format!("writing {}", out.display()))?;
+            super::out::write_file(&out, plot_efficiencies(&effs, &label).as_bytes())?;
         }
         rows.push((label, effs));
     }
@@ -57,7 +55,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         let lists = quick_list(&only, n).map_err(bad_input)?;
         outln!("{}", quick_list_table(&lists));
         if let Some(dir) = &args.write_quick {
-            std::fs::create_dir_all(dir)?;
+            super::out::create_dir(dir)?;
             let mut archs: Vec<&str> = lists.iter().map(|l| l.arch.as_str()).collect();
             archs.dedup();
             for arch in archs {
@@ -68,7 +66,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
                     toml::to_string(&QuickFile::from_lists(&mine))?
                 );
                 let out = dir.join(format!("{arch}.toml"));
-                std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
+                super::out::write_file(&out, text.as_bytes())?;
                 errln!("wrote {}", out.display());
             }
         }

@@ -24,6 +24,10 @@ pub struct SpaceArgs {
     /// Say why one config (`v1:…`) is legal, or which rule rejects it.
     #[arg(long, value_name = "CONFIG")]
     explain: Option<String>,
+    /// Print a search-space file (TOML) whose only candidate is this config, after checking
+    /// that it is legal for the problem: `--space` then times exactly that config.
+    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["explain", "list", "json"])]
+    pin: Option<String>,
 }
 
 /// Runs the command.
@@ -32,6 +36,20 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     let arch = args.arch.arch(None)?;
     let (space, origin) = args.arch.space(&arch)?;
     let l = lower(&p);
+    if let Some(text) = &args.pin {
+        let cfg: PerfConfig = text.parse().map_err(bad_input)?;
+        legality::check(&l, &cfg, &arch).map_err(|e| {
+            bad_input(anyhow::anyhow!(
+                "{cfg} is illegal for this problem on {}: {e}",
+                arch.name
+            ))
+        })?;
+        outln!(
+            "{}",
+            convtune::space::pinned_space(&cfg, arch.vendor).trim_end()
+        );
+        return Ok(());
+    }
     if let Some(text) = &args.explain {
         let cfg: PerfConfig = text.parse().map_err(bad_input)?;
         let lines = legality::explain(&l, &cfg, &arch);

@@ -28,6 +28,80 @@ pub struct AmdKernelResources {
     pub wavefront_size: u32,
     /// Largest block the kernel was compiled for.
     pub max_flat_workgroup_size: u32,
+    /// Bytes of the kernel argument segment (explicit and hidden arguments).
+    pub kernarg_segment_size: u32,
+    /// The arguments the runtime packs, in the metadata's order (hidden ones included).
+    pub args: Vec<AmdKernelArg>,
+}
+
+/// One entry of a kernel's `.args` in the metadata: where the runtime puts a value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AmdKernelArg {
+    /// The parameter's name in the IR (the ABI role's name: `x`, `w`, `y`, `workspace`), or
+    /// empty when the code object does not record it.
+    pub name: String,
+    /// Byte offset in the kernarg segment.
+    pub offset: u32,
+    /// Bytes of the value.
+    pub size: u32,
+    /// `global_buffer`, `by_value`, or a `hidden_…` kind the runtime fills in itself.
+    pub value_kind: String,
+}
+
+impl AmdKernelArg {
+    /// Whether the runtime supplies it (block counts, queue pointers…), not the launcher.
+    pub fn hidden(&self) -> bool {
+        self.value_kind.starts_with("hidden_")
+    }
+}
+
+impl AmdKernelResources {
+    /// Checks the explicit arguments against the launch ABI: one 8-byte `global_buffer` per
+    /// device pointer, at consecutive naturally aligned offsets from 0. The runtime packs
+    /// arguments by this metadata, so a mismatch would pass pointers into the wrong slots.
+    pub fn check_args(&self, abi: &[crate::abi::KernelArg]) -> Result<(), String> {
+        let explicit: Vec<&AmdKernelArg> = self.args.iter().filter(|a| !a.hidden()).collect();
+        if explicit.len() != abi.len() {
+            return Err(format!(
+                "kernel {} declares {} explicit argument(s), the launch ABI has {}",
+                self.name,
+                explicit.len(),
+                abi.len()
+            ));
+        }
+        let mut offset = 0u32;
+        for (i, (meta, arg)) in explicit.iter().zip(abi).enumerate() {
+            let size = arg.kind.bytes() as u32;
+            offset = offset.div_ceil(size.min(8)) * size.min(8);
+            let kind_ok = match arg.kind {
+                crate::abi::ArgKind::DevicePtr => meta.value_kind == "global_buffer",
+                crate::abi::ArgKind::TensorMap(_) => meta.value_kind == "by_value",
+            };
+            let name_ok = meta.name.is_empty() || meta.name == arg.role.name();
+            if !kind_ok || !name_ok || meta.size != size || meta.offset != offset {
+                return Err(format!(
+                    "kernel {} argument {i}: metadata says `{}`, {} of {} bytes at offset {}; \
+                     the ABI needs `{}`, a {} of {size} bytes at offset {offset}",
+                    self.name,
+                    meta.name,
+                    meta.value_kind,
+                    meta.size,
+                    meta.offset,
+                    arg.role,
+                    arg.kind
+                ));
+            }
+            offset += size;
+        }
+        if self.kernarg_segment_size < offset {
+            return Err(format!(
+                "kernel {}: kernarg segment of {} bytes is smaller than its {offset} bytes of \
+                 explicit arguments",
+                self.name, self.kernarg_segment_size
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Resource use of every kernel of a code object.
@@ -42,6 +116,30 @@ impl AmdResources {
     pub fn kernel(&self, name: &str) -> Option<&AmdKernelResources> {
         self.kernels.iter().find(|k| k.name == name)
     }
+    /// Why this code object is not worth timing, if it spills: the first kernel that spills
+    /// registers or uses scratch, with the linker's counts. Scratch on AMD is per-lane private
+    /// memory in DRAM, an order of magnitude slower than registers, and legality's estimate
+    /// was meant to keep every config within the register file.
+    pub fn spill_report(&self) -> Option<String> {
+        self.kernels
+            .iter()
+            .find(|k| {
+                k.vgpr_spill_count > 0 || k.sgpr_spill_count > 0 || k.private_segment_fixed_size > 0
+            })
+            .map(|k| {
+                format!(
+                    "kernel {} spills: {} VGPRs + {} AGPRs used, {} VGPR and {} SGPR spills, \
+                     {} bytes of scratch per lane",
+                    k.name,
+                    k.vgpr_count,
+                    k.agpr_count,
+                    k.vgpr_spill_count,
+                    k.sgpr_spill_count,
+                    k.private_segment_fixed_size
+                )
+            })
+    }
+
     /// Whether any kernel spills registers or uses scratch.
     pub fn spills(&self) -> bool {
         self.kernels.iter().any(|k| {
@@ -50,8 +148,9 @@ impl AmdResources {
     }
 }
 
-/// Reads the metadata note of a linked code object.
-pub(crate) fn read(elf: &[u8]) -> Result<AmdResources, CodegenError> {
+/// Reads the metadata note of a linked code object: what a runtime (or a test standing in for
+/// one) needs to know about its kernels without loading it.
+pub fn read(elf: &[u8]) -> Result<AmdResources, CodegenError> {
     let desc = find_note(elf)
         .ok_or_else(|| CodegenError::Metadata("no NT_AMDGPU_METADATA note".into()))?;
     let (doc, _) = decode(desc, 0).map_err(CodegenError::Metadata)?;
@@ -78,6 +177,27 @@ pub(crate) fn read(elf: &[u8]) -> Result<AmdResources, CodegenError> {
                 sgpr_spill_count: num(k, ".sgpr_spill_count"),
                 wavefront_size: num(k, ".wavefront_size"),
                 max_flat_workgroup_size: num(k, ".max_flat_workgroup_size"),
+                kernarg_segment_size: num(k, ".kernarg_segment_size"),
+                args: k
+                    .get(".args")
+                    .and_then(Msg::as_array)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|a| AmdKernelArg {
+                        name: a
+                            .get(".name")
+                            .and_then(Msg::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        offset: num(a, ".offset"),
+                        size: num(a, ".size"),
+                        value_kind: a
+                            .get(".value_kind")
+                            .and_then(Msg::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    })
+                    .collect(),
             })
             .collect(),
     })

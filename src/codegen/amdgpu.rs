@@ -70,6 +70,7 @@ impl TargetSpec for Amdgpu {
         // Workgroup-scope fences around s_barrier make LDS writes before the barrier visible
         // after it (what HIP's __syncthreads does). The fadd is agent-scope on memory that is
         // never fine-grained (hipMalloc), so it becomes a hardware float atomic, not a CAS loop.
+        // The split-K fix-up's arrival and fence are agent-scope acquire-release.
         r#"
 declare void @llvm.amdgcn.s.barrier() convergent nounwind willreturn
 define internal void @convtune_barrier() alwaysinline convergent nounwind {
@@ -80,6 +81,14 @@ define internal void @convtune_barrier() alwaysinline convergent nounwind {
 }
 define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) alwaysinline nounwind {
   %old = atomicrmw fadd ptr addrspace(1) %p, float %v syncscope("agent") monotonic, align 4, !amdgpu.no.fine.grained.memory !0, !amdgpu.ignore.denormal.mode !0
+  ret void
+}
+define internal i32 @convtune_arrive(ptr addrspace(1) %p) alwaysinline nounwind {
+  %old = atomicrmw add ptr addrspace(1) %p, i32 1 syncscope("agent") acq_rel, align 4
+  ret i32 %old
+}
+define internal void @convtune_fence_device(ptr addrspace(1) %p) alwaysinline nounwind {
+  fence syncscope("agent") acq_rel
   ret void
 }
 !0 = !{}

@@ -199,6 +199,21 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         );
     }
 
+    /// Adds 1 to the u32 counter at `ptr` (acquire-release, device scope) and returns the value
+    /// before: the split-K fix-up's arrival ([`super::fixup`]), through the prelude's
+    /// `convtune_arrive`.
+    pub fn arrive(&self, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
+        let ptr = self.guard(Mem::Global, ptr, 4, 4, true);
+        self.call(self.prelude_fn("convtune_arrive"), &[ptr.into()])
+            .unwrap_or_else(|| panic!("convtune_arrive returns no value"))
+            .into_int_value()
+    }
+    /// Device-scope acquire-release fence, through the prelude's `convtune_fence_device`; it
+    /// takes the memory it orders (`ptr`), so the optimizer keeps accesses to it on their side.
+    pub fn fence_device(&self, ptr: PointerValue<'ctx>) {
+        self.call(self.prelude_fn("convtune_fence_device"), &[ptr.into()]);
+    }
+
     // ---- GPU ----
 
     /// Thread index within the block (blocks are one-dimensional).

@@ -11,7 +11,7 @@ use super::target::Target;
 use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
-use crate::arch::Vendor;
+use crate::arch::{Vendor, MAX_GRID};
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
@@ -70,8 +70,7 @@ fn kernel(
     threads: u32,
     shared_bytes: u32,
 ) -> Result<Kernel, CodegenError> {
-    // CUDA and HIP both take 2^31 − 1 blocks along x and 65535 along y and z.
-    if grid[0] == 0 || grid[0] > i32::MAX as u64 || grid[1] > 65535 || grid[2] > 65535 {
+    if grid[0] == 0 || grid.iter().zip(MAX_GRID).any(|(&g, m)| g > m as u64) {
         return Err(CodegenError::Launch { kernel: name, grid });
     }
     Ok(Kernel {
@@ -126,15 +125,43 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             let written = p.direction().written();
             let elems = p.tensor_elems(written);
             let dt = p.dtype();
-            let plans = lowering
+            let mut plans = lowering
                 .gemms
                 .iter()
                 .map(|g| GemmPlan::new(p, g, cfg, spec))
                 .collect::<Result<Vec<_>, _>>()?;
             let split = cfg.split_k > 1 && !plans.is_empty();
-            let to_workspace = split && dt != DType::F32;
-            let workspace_bytes = if to_workspace { elems * 4 } else { 0 };
-            if lowering.zero_init || split {
+            // Split-K through atomics: a zeroed f32 sum (the output itself for f32), and for
+            // f16/bf16 a finishing launch. Through the fix-up: only its counters are zeroed.
+            let atomics = split && plans.iter().all(|pl| pl.fixup.is_none());
+            let to_workspace = atomics && dt != DType::F32;
+            let mut workspace_bytes = if to_workspace { elems * 4 } else { 0 };
+            let counter_bytes = plans
+                .iter()
+                .filter_map(|pl| pl.fixup.map(|f| f.counter_bytes()))
+                .max();
+            if let Some(counters) = counter_bytes {
+                for fx in plans.iter_mut().filter_map(|pl| pl.fixup.as_mut()) {
+                    fx.partials_at = counters;
+                    workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
+                }
+                let words = counters / 4;
+                let k = kernel(
+                    "convtune_zero_counters".into(),
+                    [blocks(words, fill_width(words, 4)), 1, 1],
+                    THREADS,
+                    0,
+                )?;
+                kernels.push((
+                    k,
+                    Body::Zero {
+                        role: ArgRole::Workspace,
+                        dt: DType::F32,
+                        elems: words,
+                    },
+                ));
+            }
+            if lowering.zero_init || atomics {
                 let (role, zdt) = if to_workspace {
                     (ArgRole::Workspace, DType::F32)
                 } else {
@@ -194,7 +221,7 @@ pub(crate) fn emit<'ctx>(
             Body::Zero { role, .. } => vec![*role],
             Body::Gemm(plan) => {
                 let mut w = vec![ArgRole::of(plan.gemm.c.tensor)];
-                if plan.atomic == Some(true) {
+                if plan.atomic == Some(true) || plan.fixup.is_some() {
                     w.push(ArgRole::Workspace);
                 }
                 w

@@ -1,9 +1,10 @@
 //! The GEMM kernel: one block computes a `block_m × block_n` tile of C for one group and one
 //! split-K slice. Which tile is the plan's tile scheduler's ([`super::schedule`]); how K is
 //! walked is the plan's main loop's ([`super::mainloop`]); this file puts them together and
-//! writes C (the epilogues).
+//! writes C (the epilogues), directly or through the split-K fix-up ([`super::fixup`]).
 
 use super::builder::Kb;
+use super::fixup::emit_fixup;
 use super::index::Addressing;
 use super::loader::Loader;
 use super::mainloop::{MainLoop, MultistageLoop};
@@ -13,7 +14,7 @@ use super::schedule::{RasterScheduler, TileScheduler};
 use super::tma::TmaLoop;
 use crate::abi::ArgRole;
 use crate::lowering::Dim;
-use inkwell::values::IntValue;
+use inkwell::values::{FloatValue, IntValue};
 
 /// Emits the body of the GEMM kernel of `plan` into `kb`'s function. `fault` adds a store far
 /// outside every buffer (the fault-isolation test).
@@ -28,9 +29,16 @@ pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     let math = WarpMath::new(kb, plan, tid);
     let (lo, hi) = scheduler.k_range(kb, plan, &tile);
     main_loop(plan).emit(kb, plan, &a, &b, &math, lo, hi);
-    match plan.c_stage {
-        Some(st) => epilogue_staged(kb, plan, &math, &st, tid, g, m0, n0),
-        None => epilogue(kb, plan, &math, g, m0, n0),
+    // `None`: the accumulators themselves, read where the epilogue always read them.
+    let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match plan.c_stage {
+        Some(st) => epilogue_staged(kb, plan, &math, vals, &st, tid, g, m0, n0),
+        None => epilogue(kb, plan, &math, vals, g, m0, n0),
+    };
+    match &plan.fixup {
+        Some(fx) => emit_fixup(kb, plan, fx, &tile, tid, math.values(kb), |kb, sums| {
+            write_c(kb, Some(sums))
+        }),
+        None => write_c(kb, None),
     }
     if fault {
         let first = kb.all(&[
@@ -61,12 +69,14 @@ fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
     }
 }
 
-/// Writes the accumulators to C: converted and stored, or atomically added for split-K;
+/// Writes the accumulators (or `vals`, in [`WarpMath::layout`]'s order) to C: converted and
+/// stored, or atomically added for split-K with `red=atomic`;
 /// elements in C's padding or past the GEMM edge are skipped.
 fn epilogue<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     math: &WarpMath<'_, 'ctx>,
+    vals: Option<Vec<FloatValue<'ctx>>>,
     g: IntValue<'ctx>,
     m0: IntValue<'ctx>,
     n0: IntValue<'ctx>,
@@ -74,7 +84,7 @@ fn epilogue<'ctx>(
     let gemm = plan.gemm;
     let addr = Addressing::new(plan.problem, gemm, &gemm.c);
     let lay = math.layout(kb);
-    let vals = math.values(kb);
+    let vals = vals.unwrap_or_else(|| math.values(kb));
     let gpart = addr.part(kb, Dim::G, g, false);
     let rows: Vec<_> = lay
         .rows
@@ -119,6 +129,7 @@ fn epilogue_staged<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     math: &WarpMath<'_, 'ctx>,
+    vals: Option<Vec<FloatValue<'ctx>>>,
     st: &CStage,
     tid: IntValue<'ctx>,
     g: IntValue<'ctx>,
@@ -136,7 +147,7 @@ fn epilogue_staged<'ctx>(
     let align = st.vec * dt.bytes();
     let per_line = st.line / st.vec;
     let lay = math.layout(kb);
-    let vals = math.values(kb);
+    let vals = vals.unwrap_or_else(|| math.values(kb));
     let passes = st.passes();
     // The A/B tiles are dead once every warp is past its last multiply.
     kb.barrier();

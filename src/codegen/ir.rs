@@ -315,6 +315,10 @@ impl<'a, 'ctx> Ir<'a, 'ctx> {
         )
         .into_float_value()
     }
+    /// a + b (f32, IEEE: never contracted with a neighbouring multiply).
+    pub fn fadd(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        ok(self.b.build_float_add(a, b, ""))
+    }
     // ---- memory ----
 
     /// `ptr + idx` elements of type `elem`.

@@ -33,6 +33,7 @@ mod builder;
 mod compile;
 pub mod emu;
 mod error;
+mod fixup;
 mod gemm;
 mod index;
 mod ir;
@@ -49,7 +50,7 @@ mod spec;
 mod target;
 mod tma;
 
-pub use amd_meta::{AmdKernelResources, AmdResources};
+pub use amd_meta::{read as read_code_object, AmdKernelArg, AmdKernelResources, AmdResources};
 pub use error::CodegenError;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;

@@ -148,10 +148,23 @@ impl TargetSpec for Nvptx {
         Self::asm_in(ir, "// pin $0", &["r"], &[v]);
     }
     fn prelude_ir(&self) -> String {
-        // Relaxed system-scope fadd becomes `atom.global.add.f32`.
+        // Relaxed system-scope fadd becomes `atom.global.add.f32`. LLVM 19 lowers neither the
+        // ordering nor the scope of an atomic or fence to PTX's `.acq_rel.gpu` qualifiers, so
+        // the split-K fix-up's arrival and fence are inline PTX (sm_70+, PTX ISA 6.0+); the
+        // fence's unused pointer operand ties it to the memory it orders.
         r#"
 define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) alwaysinline nounwind {
   %old = atomicrmw fadd ptr addrspace(1) %p, float %v monotonic, align 4
+  ret void
+}
+define internal i32 @convtune_arrive(ptr addrspace(1) %p) alwaysinline nounwind {
+  %a = ptrtoint ptr addrspace(1) %p to i64
+  %old = call i32 asm sideeffect "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}"(i64 %a)
+  ret i32 %old
+}
+define internal void @convtune_fence_device(ptr addrspace(1) %p) alwaysinline nounwind {
+  %a = ptrtoint ptr addrspace(1) %p to i64
+  call void asm sideeffect "fence.acq_rel.gpu;", "l,~{memory}"(i64 %a)
   ret void
 }
 "#

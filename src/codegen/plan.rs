@@ -3,12 +3,13 @@
 //! reason that names the field) keeps the emitters free of error paths, and lets callers ask
 //! for launch shapes and shared-memory sizes without compiling.
 
+use super::fixup::Fixup;
 use super::spec::{Capability, TargetSpec};
 use super::target::MatrixUnit;
 use super::CodegenError;
 use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
 use crate::arch::fit;
-use crate::config::{Field, LdsLayout, LoadPath, PerfConfig};
+use crate::config::{Field, LdsLayout, LoadPath, PerfConfig, Reduction};
 use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
@@ -215,6 +216,9 @@ pub(crate) struct GemmPlan<'l> {
     pub c_stage: Option<CStage>,
     /// The TMA loads of A and B (`ld=tma`); `None`: that operand uses `cp.async`.
     pub tma: [Option<TmaTile>; 2],
+    /// The in-kernel split-K reduction (`red=fixup`); its workspace offset is set when the
+    /// launch's plans are known ([`super::compile`]).
+    pub fixup: Option<Fixup>,
 }
 
 impl GemmPlan<'_> {
@@ -444,7 +448,8 @@ impl<'l> GemmPlan<'l> {
         }
         sb.region = c.stages * sa.stage;
         sa.region = 0;
-        let atomic = (c.split_k > 1).then_some(dt != DType::F32);
+        let split = c.split_k > 1;
+        let atomic = (split && c.red == Reduction::Atomic).then_some(dt != DType::F32);
         let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
         let c_stage = if c.vec_c > 1 && atomic.is_none() {
             Some(c_stage(p, gemm, c, smem_bytes).map_err(|r| fail(format!("vec_c: {r}")))?)
@@ -474,6 +479,30 @@ impl<'l> GemmPlan<'l> {
         };
         let k_tiles = gemm.k_len().div_ceil(c.block_k);
         let k_tiles_per_split = k_tiles.div_ceil(c.split_k);
+        let (tiles_m, tiles_n) = (
+            gemm.m_len().div_ceil(c.block_m),
+            gemm.n_len().div_ceil(c.block_n),
+        );
+        let fixup = match c.red {
+            Reduction::Fixup if split => {
+                let partials = c.fixup_partials(gemm.g_len(), gemm.m_len(), gemm.n_len());
+                if partials > i32::MAX as u64 {
+                    return Err(fail(format!(
+                        "red=fixup: {partials} f32 partials exceed the kernels' i32 indices"
+                    )));
+                }
+                Some(Fixup::new(
+                    gemm.g_len() * tiles_m * tiles_n,
+                    c.split_k,
+                    c.block_m,
+                    c.block_n,
+                ))
+            }
+            Reduction::Fixup => {
+                return Err(fail("red=fixup needs split_k > 1".into()));
+            }
+            Reduction::Atomic => None,
+        };
         Ok(GemmPlan {
             gemm,
             problem: p,
@@ -491,8 +520,8 @@ impl<'l> GemmPlan<'l> {
             a,
             b,
             smem,
-            tiles_m: gemm.m_len().div_ceil(c.block_m),
-            tiles_n: gemm.n_len().div_ceil(c.block_n),
+            tiles_m,
+            tiles_n,
             k_tiles,
             k_tiles_per_split,
             edge: [
@@ -502,6 +531,7 @@ impl<'l> GemmPlan<'l> {
             ],
             atomic,
             c_stage,
+            fixup,
             tma,
         })
     }

@@ -19,6 +19,9 @@ pub(crate) struct Tile<'ctx> {
     pub g: IntValue<'ctx>,
     /// Split-K slice (`None` without split-K).
     pub slice: Option<IntValue<'ctx>>,
+    /// The output tile's index over groups and tiles, `0 .. G · tiles_m · tiles_n` (what the
+    /// split-K fix-up keys its counter and partials by).
+    pub index: IntValue<'ctx>,
     /// The block's z index (the faulting test kernel faults in block (0, 0, 0) only).
     pub z: IntValue<'ctx>,
 }
@@ -63,11 +66,14 @@ impl TileScheduler for RasterScheduler {
         };
         let m0 = kb.mulc(tile_m, c.block_m as i64);
         let n0 = kb.mulc(tile_n, c.block_n as i64);
+        let per_group = plan.tiles_m as i64 * plan.tiles_n as i64;
+        let index = kb.add(kb.mulc(g, per_group), kb.block_idx(0));
         Tile {
             m0,
             n0,
             g,
             slice,
+            index,
             z,
         }
     }

@@ -120,7 +120,9 @@ pub(crate) trait TargetSpec: Sync {
     /// ptxas serialise `wgmma` (C7514). A no-op where that cannot happen.
     fn pin<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _v: IntValue<'ctx>) {}
     /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
-    /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`.
+    /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`,
+    /// `i32 convtune_arrive(ptr global)` (device-scope acquire-release increment, returning the
+    /// old value) and `convtune_fence_device(ptr global)` (device-scope acquire-release fence).
     fn prelude_ir(&self) -> String;
     /// f16/bf16 bits (i16) to f32; exact, so every real target shares one implementation (the
     /// emulator overrides it to call its own checked conversion).

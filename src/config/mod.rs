@@ -10,6 +10,7 @@ mod fields;
 mod text;
 
 pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
+
 pub use text::ConfigParseError;
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,32 @@ impl LoadPath {
     }
 }
 
+/// How the split-K slices of one output tile are added up: the question for bwd-weight, whose
+/// few output tiles and long K want many slices, and where the f32 atomics plus a finishing
+/// launch cost as much as the GEMM on small images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Reduction {
+    /// Each slice adds its tile into f32 with atomics (the output itself for f32, else a
+    /// workspace that a finishing launch converts); zeroed first by a launch of its own.
+    Atomic,
+    /// Each slice writes its f32 partial tile to a workspace and counts itself in; the last
+    /// slice to arrive adds the partials in slice order (deterministic) and runs the epilogue,
+    /// so no finishing launch and no atomics on data ([`crate::codegen`]'s `fixup`).
+    Fixup,
+}
+
+impl Reduction {
+    /// Every mode, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [Reduction; 2] = [Reduction::Atomic, Reduction::Fixup];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 2] = ["atomic", "fixup"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 impl PerfConfig {
     /// Warps (waves) per block: one per warp tile, four per warpgroup tile with `wgmma`.
     pub fn warps(&self) -> u32 {
@@ -115,6 +142,16 @@ impl PerfConfig {
             MmaPath::WgmmaInFlight => self.stages.saturating_sub(2),
             _ => self.stages.saturating_sub(1),
         }
+    }
+
+    /// f32 partial values a split-K fix-up (`red=fixup`) keeps for a GEMM of `g` groups of
+    /// `m × n`: one whole block tile per output tile and slice. The workspace layout is the
+    /// code generator's; this count is the one fact legality and it share.
+    pub fn fixup_partials(&self, g: u32, m: u32, n: u32) -> u64 {
+        let tiles = u64::from(g)
+            * u64::from(m.div_ceil(self.block_m.max(1)))
+            * u64::from(n.div_ceil(self.block_n.max(1)));
+        tiles * u64::from(self.split_k) * u64::from(self.block_m) * u64::from(self.block_n)
     }
 
     /// The first numeric field that is zero, in declaration order: a hand-built config that no

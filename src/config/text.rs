@@ -9,7 +9,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected the version prefix 'v1:', 'v2:' or 'v3:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v3:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -120,7 +120,7 @@ impl std::str::FromStr for PerfConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LdsLayout, LoadPath, MmaPath};
+    use crate::config::{LdsLayout, LoadPath, MmaPath, Reduction};
 
     #[test]
     fn round_trip_and_errors() {
@@ -138,6 +138,7 @@ mod tests {
             split_k: 1,
             raster: 8,
             mma: MmaPath::Sync,
+            red: Reduction::Atomic,
             ld: LoadPath::Cp,
         };
         let s = c.to_string();
@@ -166,12 +167,12 @@ mod tests {
         };
         let ts = t.to_string();
         assert!(
-            ts.starts_with("v3:") && ts.ends_with(",mma=wg,ld=tma"),
+            ts.starts_with("v3:") && ts.ends_with(",mma=wg,red=atomic,ld=tma"),
             "{ts}"
         );
         assert_eq!(ts.parse::<PerfConfig>().unwrap(), t);
         assert_eq!(
-            format!("v3:{},ld=cp", &ws[3..])
+            format!("v3:{},red=atomic,ld=cp", &ws[3..])
                 .parse::<PerfConfig>()
                 .unwrap(),
             w
@@ -202,5 +203,31 @@ mod tests {
             }
         ));
         assert!(format!("{s},zz=1").parse::<PerfConfig>().is_err());
+    }
+
+    #[test]
+    fn reduction_prints_as_v3_only_when_not_atomic() {
+        let c: PerfConfig =
+            "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=8,vb=8,vc=1,lds=pad,sk=4,rs=1"
+                .parse()
+                .unwrap();
+        assert_eq!(c.red, Reduction::Atomic);
+        assert!(c.to_string().starts_with("v1:"));
+        let f = PerfConfig {
+            red: Reduction::Fixup,
+            ..c
+        };
+        let s = f.to_string();
+        assert!(
+            s.starts_with("v3:") && s.ends_with(",mma=sync,red=fixup,ld=cp"),
+            "{s}"
+        );
+        assert_eq!(s.parse::<PerfConfig>().unwrap(), f);
+        let v3atomic = s.replace("red=fixup", "red=atomic");
+        assert_eq!(v3atomic.parse::<PerfConfig>().unwrap(), c);
+        assert!(s
+            .replace("red=fixup", "red=x")
+            .parse::<PerfConfig>()
+            .is_err());
     }
 }

@@ -121,6 +121,7 @@ impl Checker {
                     )
                 }
             }
+            Rule::Reduction => format!("red = {} with split_k = {}", cfg.red.name(), cfg.split_k),
             Rule::Raster => format!(
                 "raster {} for {} block rows",
                 cfg.raster,

@@ -206,6 +206,22 @@ pub enum Rejection {
         /// Sub-GEMM id.
         gemm: u32,
     },
+    /// A split-K reduction mode without split-K.
+    #[error("red = {red} adds up split-K slices, but split_k = 1 (use red = atomic)")]
+    ReductionWithoutSplit {
+        /// The mode's name.
+        red: &'static str,
+    },
+    /// More split-K partials than the fix-up's i32 indices reach.
+    #[error("red = fixup keeps {partials} f32 partials, more than {max} (sub-GEMM {gemm}): fewer slices or smaller tiles")]
+    FixupWorkspace {
+        /// Partials (output tiles × slices × tile elements).
+        partials: u64,
+        /// The limit.
+        max: u64,
+        /// Sub-GEMM id.
+        gemm: u32,
+    },
     /// A raster group no different from a smaller one.
     #[error("raster {raster} is no different from a smaller group: the grid has only {grid_m} block rows")]
     Raster {
@@ -289,7 +305,10 @@ impl Rejection {
             Rejection::MmaShape { .. } | Rejection::Wgmma { .. } => K::MmaShape,
             Rejection::Registers { .. } => K::Registers,
             Rejection::SharedMemory { .. } | Rejection::SwizzleRow { .. } => K::SharedMemory,
-            Rejection::SplitKDirection { .. } | Rejection::SplitKTooShort { .. } => K::SplitK,
+            Rejection::SplitKDirection { .. }
+            | Rejection::SplitKTooShort { .. }
+            | Rejection::ReductionWithoutSplit { .. }
+            | Rejection::FixupWorkspace { .. } => K::SplitK,
             Rejection::Raster { .. } => K::Raster,
             Rejection::Tma { .. } => K::Tma,
             Rejection::VectorBytes { operand, .. }

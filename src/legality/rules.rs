@@ -10,6 +10,7 @@ use crate::lowering::tma::{cp_async_width, tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
+mod reduction;
 mod resources;
 
 /// Widest vector the width analysis considers, elements; the byte limit of the arch caps it
@@ -42,6 +43,8 @@ pub enum Rule {
     SharedMemory,
     /// Split-K.
     SplitK,
+    /// How split-K slices are added up (`red`).
+    Reduction,
     /// Rasterisation group useful (enumeration only).
     Raster,
     /// Vector width of A.
@@ -56,7 +59,7 @@ pub enum Rule {
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -68,6 +71,7 @@ impl Rule {
         Rule::SharedMemory,
         Rule::Tma,
         Rule::SplitK,
+        Rule::Reduction,
         Rule::Raster,
         Rule::VectorA,
         Rule::VectorB,
@@ -84,6 +88,7 @@ impl Rule {
             Rule::SharedMemory => Field::Lds,
             Rule::Tma => Field::Ld,
             Rule::SplitK => Field::SplitK,
+            Rule::Reduction => Field::Red,
             Rule::Raster => Field::Raster,
             Rule::VectorA => Field::VecA,
             Rule::VectorB => Field::VecB,
@@ -111,6 +116,7 @@ impl Rule {
             Rule::Registers => "register estimate",
             Rule::SharedMemory => "shared memory",
             Rule::SplitK => "split-k",
+            Rule::Reduction => "split-k reduction",
             Rule::Raster => "raster group",
             Rule::VectorA => "vector width A",
             Rule::VectorB => "vector width B",
@@ -177,6 +183,9 @@ pub struct Checker {
     /// Longest M, N, K over the sub-GEMMs, indexed by [`Dim`].
     pub(super) max_len: [u32; 4],
     pub(super) k_lens: Vec<u32>,
+    /// Per sub-GEMM, its G, M and N lengths (the output tiles a split-K fix-up keeps partials
+    /// of).
+    pub(super) gmn: Vec<[u32; 3]>,
     /// Per sub-GEMM, per operand (A, B, C).
     pub(super) vectors: Vec<[OperandVector; 3]>,
     pub(super) pruning: Option<Pruning>,
@@ -188,6 +197,9 @@ pub struct Checker {
     /// tile's size).
     pub(super) gemms: Vec<Gemm>,
 }
+
+/// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
+pub(crate) const MAX_FIXUP_PARTIALS: u64 = i32::MAX as u64;
 
 fn round_up_pow2(x: u32) -> u64 {
     (x.max(1) as u64).next_power_of_two()
@@ -228,6 +240,11 @@ impl Checker {
             elem_bytes: p.dtype().bytes(),
             max_len,
             k_lens: lowering.gemms.iter().map(|g| g.k_len()).collect(),
+            gmn: lowering
+                .gemms
+                .iter()
+                .map(|g| [g.g_len(), g.m_len(), g.n_len()])
+                .collect(),
             vectors,
             pruning: None,
         }
@@ -452,6 +469,7 @@ impl Checker {
                 }
                 Ok(())
             }
+            Rule::Reduction => self.reduction(cfg),
             Rule::Raster => {
                 let Some(pr) = &self.pruning else {
                     return Ok(());

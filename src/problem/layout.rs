@@ -159,12 +159,16 @@ impl Layout {
     pub fn parse_filter(text: &str) -> Result<Layout, LayoutError> {
         let up = text.to_ascii_uppercase();
         let translated: String = if up.contains('N') || up.contains('H') || up.contains('W') {
+            // In activation letters G sits beside C (the channels it splits); a filter's groups
+            // split K, the translated N, so G moves to just outside it: NHWGC = GKYXC.
             up.chars()
-                .map(|c| match c {
-                    'N' => 'K',
-                    'H' => 'Y',
-                    'W' => 'X',
-                    other => other,
+                .filter(|&c| c != 'G')
+                .flat_map(|c| match c {
+                    'N' if up.contains('G') => vec!['G', 'K'],
+                    'N' => vec!['K'],
+                    'H' => vec!['Y'],
+                    'W' => vec!['X'],
+                    other => vec![other],
                 })
                 .collect()
         } else {
@@ -245,6 +249,9 @@ mod tests {
         assert_eq!(Layout::parse_activation("ngchw").unwrap(), Layout::NGCHW);
         assert_eq!(Layout::parse_filter("KYXC").unwrap(), Layout::GKYXC);
         assert_eq!(Layout::parse_filter("NHWC").unwrap(), Layout::GKYXC);
+        // Grouped activation letters name the grouped filter layout, groups outermost.
+        assert_eq!(Layout::parse_filter("NHWGC").unwrap(), Layout::GKYXC);
+        assert_eq!(Layout::parse_filter("ngchw").unwrap(), Layout::GKCYX);
         assert_eq!(Layout::parse_filter("gkcyx").unwrap(), Layout::GKCYX);
         assert!(Layout::parse_activation("NCHH").is_err());
         assert!(Layout::parse_filter("KCY").is_err());

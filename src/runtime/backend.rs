@@ -6,17 +6,19 @@
 //! and [`DeviceBackend::open`] starts a [`MeasureDevice`] on one of them: the thing that checks a
 //! candidate against the reference and times it. CUDA's opens a fault-isolating [`Worker`]
 //! process; a HIP backend plugs in the same way (its own driver library opened at run time, its
-//! own worker that loads AMD code objects), and tests plug in a fake device that drives the whole
-//! campaign without a GPU.
+//! own worker that loads AMD code objects: [`HipBackend`]), and tests plug in a fake device that
+//! drives the whole campaign without a GPU. [`AnyBackend`] is the choice when no arch is given.
 
 use super::device::cuda_devices;
 use super::error::RuntimeError;
 use super::fingerprint::Fingerprint;
+use super::hip::hip_devices;
 use super::outcome::Outcome;
 use super::plan::LaunchPlan;
 use super::worker::Worker;
 use crate::arch::Vendor;
 use crate::problem::ConvProblem;
+use std::sync::OnceLock;
 
 /// One kind of GPU runtime the tuner can measure on.
 pub trait DeviceBackend: Sync {
@@ -88,18 +90,101 @@ impl DeviceBackend for CudaBackend {
     }
 }
 
-/// The backend that measures on `vendor`'s GPUs in this build, if there is one. AMD has none
-/// yet: the HIP runtime can list devices (feature `hip`) but not run kernels.
+/// AMD GPUs through the HIP runtime (`libamdhip64`, opened at run time); every device is
+/// measured in a `convtune worker --runtime hip` child process, as on CUDA.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HipBackend;
+
+impl DeviceBackend for HipBackend {
+    fn name(&self) -> &'static str {
+        "HIP"
+    }
+    fn vendor(&self) -> Vendor {
+        Vendor::Amd
+    }
+    fn looked_for(&self) -> &'static str {
+        "AMD GPUs through the HIP runtime (libamdhip64.so)"
+    }
+    fn discover(&self) -> Result<Vec<Fingerprint>, RuntimeError> {
+        Ok(hip_devices()?.iter().map(|d| d.fingerprint()).collect())
+    }
+    fn open(&self, ordinal: usize) -> Result<Box<dyn MeasureDevice>, RuntimeError> {
+        Ok(Box::new(Worker::spawn_hip(ordinal)?))
+    }
+}
+
+/// The backends in the order a machine's GPUs are looked for when no arch is given.
+pub const BACKENDS: [&dyn DeviceBackend; 2] = [&CudaBackend, &HipBackend];
+
+/// Whichever backend finds devices first ([`BACKENDS`] order): a host with AMD GPUs tunes for
+/// its gfx target, one with NVIDIA GPUs for its sm target, without being told which. With no
+/// GPU of either kind, discovery fails naming both places it looked.
+#[derive(Debug, Default)]
+pub struct AnyBackend {
+    chosen: OnceLock<&'static dyn DeviceBackend>,
+}
+
+impl std::fmt::Debug for dyn DeviceBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl AnyBackend {
+    /// The backend discovery settled on, if it has run.
+    pub fn chosen(&self) -> Option<&'static dyn DeviceBackend> {
+        self.chosen.get().copied()
+    }
+}
+
+impl DeviceBackend for AnyBackend {
+    fn name(&self) -> &'static str {
+        self.chosen().map_or("GPU", |b| b.name())
+    }
+    fn vendor(&self) -> Vendor {
+        self.chosen().map_or(Vendor::Nvidia, |b| b.vendor())
+    }
+    fn looked_for(&self) -> &'static str {
+        "NVIDIA GPUs through the CUDA driver (libcuda.so.1) and AMD GPUs through the HIP \
+         runtime (libamdhip64.so)"
+    }
+    fn discover(&self) -> Result<Vec<Fingerprint>, RuntimeError> {
+        let mut causes = Vec::new();
+        for b in BACKENDS {
+            match b.discover() {
+                Ok(found) if !found.is_empty() => {
+                    let _ = self.chosen.set(b);
+                    return Ok(found);
+                }
+                Ok(_) => causes.push(format!("{}: no devices", b.name())),
+                Err(e) => causes.push(e.to_string()),
+            }
+        }
+        Err(RuntimeError::NoGpu(causes.join("; ")))
+    }
+    fn open(&self, ordinal: usize) -> Result<Box<dyn MeasureDevice>, RuntimeError> {
+        match self.chosen() {
+            Some(b) => b.open(ordinal),
+            None => {
+                self.discover()?;
+                self.open(ordinal)
+            }
+        }
+    }
+}
+
+/// The backend that measures on `vendor`'s GPUs.
 pub fn backend_for(vendor: Vendor) -> Option<&'static dyn DeviceBackend> {
     match vendor {
         Vendor::Nvidia => Some(&CudaBackend),
-        Vendor::Amd => None,
+        Vendor::Amd => Some(&HipBackend),
     }
 }
 
 /// The backend asked when no arch is given and the GPU decides it.
 pub fn default_backend() -> &'static dyn DeviceBackend {
-    &CudaBackend
+    static ANY: OnceLock<AnyBackend> = OnceLock::new();
+    ANY.get_or_init(AnyBackend::default)
 }
 
 #[cfg(test)]
@@ -111,8 +196,14 @@ mod tests {
         let cuda = backend_for(Vendor::Nvidia).expect("CUDA is built in");
         assert_eq!((cuda.name(), cuda.vendor()), ("CUDA", Vendor::Nvidia));
         assert!(cuda.looked_for().contains("CUDA driver"));
-        assert_eq!(default_backend().vendor(), Vendor::Nvidia);
-        assert!(backend_for(Vendor::Amd).is_none());
+        let hip = backend_for(Vendor::Amd).expect("HIP is built in");
+        assert_eq!((hip.name(), hip.vendor()), ("HIP", Vendor::Amd));
+        assert!(hip.looked_for().contains("HIP runtime"));
+        let any = default_backend().looked_for();
+        assert!(
+            any.contains("CUDA driver") && any.contains("HIP runtime"),
+            "{any}"
+        );
     }
 
     /// Discovery through the trait: a list on a GPU machine, the driver's absence elsewhere.
@@ -121,6 +212,22 @@ mod tests {
         match CudaBackend.discover() {
             Ok(devices) => assert!(devices.iter().all(|d| d.arch.starts_with("sm_"))),
             Err(e) => assert!(e.to_string().contains("CUDA") || e.to_string().contains("cu")),
+        }
+    }
+
+    /// Without any GPU runtime, the combined discovery names both it looked for.
+    #[test]
+    fn no_gpu_of_either_kind_names_both() {
+        let any = AnyBackend::default();
+        match any.discover() {
+            Ok(devices) => assert!(any.chosen().is_some(), "{devices:?}"),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("CUDA driver") && e.contains("HIP runtime"),
+                    "{e}"
+                );
+            }
         }
     }
 }

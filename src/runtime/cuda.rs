@@ -11,6 +11,7 @@ use super::error::describe;
 use super::plan::{KernelResources, Launch, LaunchPlan};
 use super::tensor_map;
 use crate::abi::{ArgKind, ArgRole};
+use crate::arch::MAX_GRID;
 use cudarc::driver::{
     result::{self, DriverError},
     sys::{self, CUfunction_attribute as FnAttr, CUjit_option as Jit},
@@ -265,7 +266,6 @@ pub(crate) fn check_launch(
     r: &KernelResources,
     max_shared_optin: u32,
 ) -> Result<(), String> {
-    const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
     if l.grid.contains(&0) || l.block.contains(&0) {
         return Err(format!(
             "kernel `{}`: empty grid {:?} or block {:?}",

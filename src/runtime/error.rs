@@ -50,6 +50,12 @@ pub enum RuntimeError {
     /// Starting or talking to the worker process failed.
     #[error("worker process: {0}")]
     Worker(String),
+    /// `libamdhip64` could not be opened: the AMD counterpart of [`RuntimeError::NoDriver`].
+    #[error("{0}")]
+    NoHipRuntime(String),
+    /// No backend found a GPU; the text lists what each looked for and found.
+    #[error("{0}")]
+    NoGpu(String),
     /// The HIP runtime failed.
     #[error("{call} failed: {error}")]
     Hip {

@@ -7,8 +7,9 @@
 //! - [`Measurer`]: in-process checking and timing against a reference plan.
 //! - [`Worker`]: the same in a child process, restarted when a kernel crashes or hangs it, so a
 //!   bad candidate costs one [`Outcome`] and never the run.
-//! - [`DeviceBackend`] / [`MeasureDevice`]: what the tuning campaign sees of all this, so that
-//!   another runtime (HIP) or a test's fake device plugs in beside [`CudaBackend`].
+//! - [`hip`]: the same for AMD GPUs, with `libamdhip64` opened at run time.
+//! - [`DeviceBackend`] / [`MeasureDevice`]: what the tuning campaign sees of all this:
+//!   [`CudaBackend`], [`HipBackend`], [`AnyBackend`] (whichever is present) or a test's fake.
 //!
 //! ```no_run
 //! use convtune::runtime::{Outcome, Worker};
@@ -33,7 +34,6 @@ mod error;
 mod fingerprint;
 #[cfg(test)]
 mod gpu_tests;
-#[cfg(feature = "hip")]
 pub mod hip;
 mod host;
 mod measure;
@@ -44,12 +44,14 @@ mod serve;
 mod tensor_map;
 mod worker;
 
-pub use backend::{backend_for, default_backend, CudaBackend, DeviceBackend, MeasureDevice};
+pub use backend::{
+    backend_for, default_backend, AnyBackend, CudaBackend, DeviceBackend, HipBackend, MeasureDevice,
+};
 pub use device::{cuda_device, cuda_devices, driver_version, sm_arch, DeviceInfo};
 pub use error::RuntimeError;
 pub use fingerprint::Fingerprint;
 pub use measure::Measurer;
 pub use outcome::{Outcome, Timing};
 pub use plan::{KernelResources, Launch, LaunchPlan, SHARED_OPT_IN_ABOVE};
-pub use serve::worker_main;
+pub use serve::{hip_worker_main, worker_main};
 pub use worker::{Worker, WorkerOptions};

@@ -6,6 +6,7 @@
 
 use super::device::DeviceInfo;
 use super::error::RuntimeError;
+use super::hip::{open_runtime, HipLib, HipMeasurer};
 use super::measure::Measurer;
 use super::outcome::Outcome;
 use super::plan::{KernelResources, LaunchPlan};
@@ -58,6 +59,35 @@ impl Backend for Measurer {
 /// stdin/stdout for device `device` and returns the process exit status.
 pub fn worker_main(device: usize) -> i32 {
     let backend = Measurer::new(device).map(|m| (m.device().clone(), m));
+    serve(backend, std::io::stdin().lock(), std::io::stdout().lock())
+}
+
+impl Backend for HipMeasurer<HipLib> {
+    fn set_problem(
+        &mut self,
+        problem: &ConvProblem,
+        reference: &LaunchPlan,
+        seed: u64,
+    ) -> Result<f64, RuntimeError> {
+        HipMeasurer::set_problem(self, problem, reference, seed)
+    }
+    fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
+        HipMeasurer::measure(self, plan)
+    }
+    fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError> {
+        HipMeasurer::resources(self, plan)
+    }
+    fn lost(&self) -> bool {
+        HipMeasurer::lost(self).is_some()
+    }
+}
+
+/// Entry point of `convtune worker --device N --runtime hip`: the same protocol on an AMD
+/// device through the HIP runtime.
+pub fn hip_worker_main(device: usize) -> i32 {
+    let backend = open_runtime()
+        .and_then(|api| HipMeasurer::new(api, device))
+        .map(|m| (m.device().info(), m));
     serve(backend, std::io::stdin().lock(), std::io::stdout().lock())
 }
 

@@ -218,6 +218,23 @@ impl Worker {
         Worker::spawn_with(exe, args, WorkerOptions::default())
     }
 
+    /// Starts `convtune worker --device N --runtime hip`: the same isolation on an AMD GPU,
+    /// where a memory fault usually ends the process (the next request starts a fresh one).
+    pub fn spawn_hip(device: usize) -> Result<Worker, RuntimeError> {
+        let exe = std::env::current_exe()
+            .map_err(|e| RuntimeError::Worker(format!("cannot find this executable: {e}")))?;
+        let args = [
+            "worker",
+            "--device",
+            &device.to_string(),
+            "--runtime",
+            "hip",
+        ]
+        .map(String::from)
+        .to_vec();
+        Worker::spawn_with(exe, args, WorkerOptions::default())
+    }
+
     /// Starts any executable that speaks the worker protocol (tests use stand-ins).
     pub fn spawn_with(
         exe: impl Into<PathBuf>,
@@ -422,6 +439,10 @@ fn start(
             // Keep "no driver" recognisable: the CLI maps it to "no usable GPU".
             Err(if message == RuntimeError::NoDriver.to_string() {
                 RuntimeError::NoDriver
+            } else if message.starts_with("HIP runtime not found") {
+                RuntimeError::NoHipRuntime(message)
+            } else if message.starts_with("the HIP runtime (") {
+                RuntimeError::NoGpu(message)
             } else {
                 RuntimeError::Worker(message)
             })

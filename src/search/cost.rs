@@ -16,8 +16,9 @@
 //!   latency, together with the pipeline depth.
 //! - **MMA efficiency** of the warp tile (operand loads per matrix instruction) and the
 //!   main-loop overhead per `block_k` step.
-//! - Split-K adds f32 partial traffic and a reduction launch; vector widths below 16 bytes waste
-//!   memory transactions.
+//! - Split-K adds f32 partial traffic and, by its reduction (`red`), a zeroing and finishing
+//!   launch (atomics) or a serial tail in the last block of each tile (in-kernel fix-up);
+//!   vector widths below 16 bytes waste memory transactions.
 //! - **Copy issue**: every global→shared vector costs issue slots on the SM that loads it;
 //!   narrow vectors multiply them, and on NVIDIA a vector under 4 bytes cannot use `cp.async` at
 //!   all, so it is staged through registers (more slots, and registers that hold the next tile).
@@ -27,7 +28,7 @@
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{fit, Arch, MathKind};
-use crate::config::{LdsLayout, PerfConfig};
+use crate::config::{LdsLayout, PerfConfig, Reduction};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
 use crate::problem::DType;
@@ -363,11 +364,10 @@ fn estimate_with(
         let b_unique = b_gathered.min(tensor_bytes(g.b.tensor));
         let a_reads = a_gathered * tiles_n as f64;
         let b_reads = b_gathered * tiles_m as f64;
-        let c_bytes = if sk > 1 {
-            (gl * m * n) as f64 * (8.0 * sk as f64 + e)
-        } else {
-            (gl * m * n) as f64 * e
-        };
+        // One SM's port to L2: 64 bytes per clock.
+        let sm_l2_bytes_per_us = 64.0 * machine.clock_ghz * 1e3;
+        let (c_bytes, launches, tail) =
+            split_reduction(c, (gl * m * n) as f64, e, sm_l2_bytes_per_us);
         let miss = if resident >= blocks {
             0.1
         } else if c.raster > 1 && tiles_m > 1 {
@@ -388,8 +388,8 @@ fn estimate_with(
         let bw_frac = (in_flight / (sms as f64 * 32768.0)).clamp(0.05, 1.0);
         let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
 
-        let launches = if sk > 1 { 2.0 } else { 1.0 };
-        let t = compute.max(memory) + 0.2 * compute.min(memory) + launches * machine.launch_us;
+        let t =
+            compute.max(memory) + 0.2 * compute.min(memory) + tail + launches * machine.launch_us;
         total.time_us += t;
         total.compute_us += compute;
         total.memory_us += memory;
@@ -401,6 +401,30 @@ fn estimate_with(
         }
     }
     total
+}
+
+/// C's traffic (bytes), the launches, and the serial tail (µs) of writing an output of `mn`
+/// elements of `e` bytes, by `c`'s split-K reduction. `red=atomic`: every slice adds f32 into a
+/// zeroed sum (8 bytes per element and slice at L2), zeroed by a launch of its own, and for
+/// 16-bit types converted by a finishing launch (a read of the f32 sum and a write). `red=fixup`:
+/// the same partial traffic (each slice writes its tile, the last reads them all back), no
+/// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the last
+/// block of each tile reads `split_k` partial tiles alone, through its SM's port to L2
+/// (`sm_bytes_per_us`) while the tiles of the last wave finish.
+fn split_reduction(c: &PerfConfig, mn: f64, e: f64, sm_bytes_per_us: f64) -> (f64, f64, f64) {
+    if c.split_k <= 1 {
+        return (mn * e, 1.0, 0.0);
+    }
+    let sk = f64::from(c.split_k);
+    let partials = mn * (8.0 * sk + e);
+    match c.red {
+        Reduction::Atomic if e < 4.0 => (partials + mn * (4.0 + 4.0 + e), 3.0, 0.0),
+        Reduction::Atomic => (partials + mn * 4.0, 2.0, 0.0),
+        Reduction::Fixup => {
+            let tile = f64::from(c.block_m) * f64::from(c.block_n) * 4.0 * sk;
+            (partials, 2.0, tile / sm_bytes_per_us.max(1.0))
+        }
+    }
 }
 
 #[cfg(test)]

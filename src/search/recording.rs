@@ -55,6 +55,9 @@ pub enum RecordingError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file cannot be read as text (absent, not a regular file, too large, not UTF-8).
+    #[error(transparent)]
+    Read(#[from] crate::input::ReadError),
     /// The file is not a recording.
     #[error("recording {path}: invalid JSON: {source}")]
     Json {
@@ -132,10 +135,7 @@ pub struct Prepared {
 impl Recording {
     /// Reads one recording file.
     pub fn load(path: &Path) -> Result<Recording, RecordingError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecordingError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::input::read_text(path, crate::input::RECORDING_LIMIT, "a recording")?;
         serde_json::from_str(&text).map_err(|source| RecordingError::Json {
             path: path.to_path_buf(),
             source,

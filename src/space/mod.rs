@@ -2,10 +2,12 @@
 //! (`search-spaces/*.toml`), and enumeration of the legal candidates of a problem.
 
 mod enumerate;
+mod pinned;
 mod space_file;
 
 /// Re-exported from [`crate::config`], where they now live, so that code written against the
 /// old paths still builds while parallel branches merge; new code imports `crate::config`.
 pub use crate::config::{ConfigParseError, LdsLayout, MmaPath, PerfConfig};
 pub use enumerate::{enumerate_legal, enumerate_lowered, sample_legal, Enumeration};
+pub use pinned::pinned_space;
 pub use space_file::{Constraints, RawIter, SearchSpace, SpaceError, MAX_RAW_POINTS};

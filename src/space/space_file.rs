@@ -486,10 +486,11 @@ mod tests {
             let nv = arch.vendor == Vendor::Nvidia;
             let paths = s.params.mma.len() as u64;
             assert_eq!(paths, if nv { 3 } else { 1 });
-            let (blocks, warp_n, split_k) = if nv { (5, 5, 7) } else { (4, 4, 4) };
+            // NVIDIA also lists both split-K reductions (red = ["atomic", "fixup"]).
+            let (blocks, warp_n, split_k, red) = if nv { (5, 5, 7, 2) } else { (4, 4, 4, 1) };
             assert_eq!(
                 s.raw_size(),
-                blocks * blocks * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths
+                blocks * blocks * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths * red
             );
             assert_eq!(s.iter_raw().take(3).count(), 3);
         }

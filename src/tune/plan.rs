@@ -22,15 +22,22 @@ pub enum PlanError {
     /// Code generation failed.
     #[error(transparent)]
     Codegen(#[from] CodegenError),
-    /// The module is not PTX; only the CUDA runtime launches plans today.
-    #[error("{0} modules cannot be launched here: the GPU runtime runs PTX (NVIDIA) only")]
-    NotPtx(&'static str),
+    /// The code object spills registers to scratch (AMD): rejected, not timed.
+    #[error("{0}")]
+    Spills(String),
 }
 
-fn to_plan(c: Compiled, arch: &Arch) -> Result<LaunchPlan, PlanError> {
-    if c.module.ptx().is_none() {
-        return Err(PlanError::NotPtx(arch.name));
+/// A compiled candidate that spills is rejected with the linker's counts (AMD reports them in
+/// the code object; NVIDIA's PTX has none until the driver JITs it).
+fn reject_spills(c: Compiled) -> Result<Compiled, PlanError> {
+    match c.resources.as_ref().and_then(|r| r.spill_report()) {
+        Some(why) => Err(PlanError::Spills(why)),
+        None => Ok(c),
     }
+}
+
+/// PTX for the CUDA worker, a code object for the HIP one: each runtime refuses the other's.
+fn to_plan(c: Compiled) -> Result<LaunchPlan, PlanError> {
     Ok(LaunchPlan {
         module: c.module,
         launches: c
@@ -59,14 +66,14 @@ pub fn compile_plan(
     let c = if faulty {
         codegen::compile_faulting(l, cfg, target)?
     } else {
-        codegen::compile_conv(l, cfg, target)?
+        reject_spills(codegen::compile_conv(l, cfg, target)?)?
     };
-    to_plan(c, arch)
+    to_plan(c)
 }
 
 /// The direct-convolution reference kernel's plan.
 pub fn reference_plan(p: &ConvProblem, arch: &Arch) -> Result<LaunchPlan, PlanError> {
-    to_plan(codegen::compile_reference(p, target_for(arch))?, arch)
+    to_plan(codegen::compile_reference(p, target_for(arch))?)
 }
 
 /// Compiles the candidates a strategy picks (up to the budget) without running anything: the
@@ -95,7 +102,10 @@ pub fn compile_only(
         .par_iter()
         .map(|&i| {
             let cfg = ctx.candidates[i];
-            let r = codegen::compile_conv(ctx.lowering, &cfg, target).map_err(|e| e.to_string());
+            let r = codegen::compile_conv(ctx.lowering, &cfg, target)
+                .map_err(PlanError::from)
+                .and_then(reject_spills)
+                .map_err(|e| e.to_string());
             bar.inc(1);
             (cfg, r)
         })

@@ -38,6 +38,9 @@ pub enum ReportFileError {
         /// The parser's complaint.
         source: serde_json::Error,
     },
+    /// The existing report cannot be read (not a regular file, too large, not UTF-8, …).
+    #[error(transparent)]
+    Read(crate::input::ReadError),
     /// Reading or writing failed.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -60,13 +63,18 @@ pub fn write_report_file(path: &Path, rows: &[ReportRow]) -> Result<(), ReportFi
         path: path.to_path_buf(),
         source,
     };
-    let mut all: Vec<serde_json::Value> = match std::fs::read_to_string(path) {
+    let read = crate::input::read_text(path, crate::input::RECORDING_LIMIT, "a JSON report");
+    let mut all: Vec<serde_json::Value> = match read {
         Ok(text) => serde_json::from_str(&text).map_err(|source| ReportFileError::NotAnArray {
             path: path.to_path_buf(),
             source,
         })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(io("reading", e)),
+        Err(crate::input::ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Vec::new()
+        }
+        Err(e) => return Err(ReportFileError::Read(e)),
     };
     all.retain(|v| {
         v.get("problem")

@@ -24,6 +24,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             split_k: 1,
             raster: 1,
             mma: crate::config::MmaPath::Sync,
+            red: crate::config::Reduction::Atomic,
             ld: crate::config::LoadPath::Cp,
         })
         .collect()

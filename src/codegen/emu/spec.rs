@@ -182,6 +182,14 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
   %old = atomicrmw fadd ptr %p, float %v monotonic, align 4
   ret void
 }
+define internal i32 @convtune_arrive(ptr %p) alwaysinline nounwind {
+  %old = atomicrmw add ptr %p, i32 1 seq_cst, align 4
+  ret i32 %old
+}
+define internal void @convtune_fence_device(ptr %p) alwaysinline nounwind {
+  fence seq_cst
+  ret void
+}
 "#
         .into()
     }

@@ -18,6 +18,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         split_k: sk,
         raster: 1,
         mma: crate::config::MmaPath::Sync,
+        red: crate::config::Reduction::Atomic,
         ld: crate::config::LoadPath::Cp,
     }
 }
@@ -199,4 +200,31 @@ fn a_group_in_flight_costs_one_tile_of_copy_lookahead() {
     // Same shared memory and occupancy, one tile less lookahead.
     assert!(at(WgmmaInFlight, 3) > at(Wgmma, 3));
     assert!(at(WgmmaInFlight, 4) > at(Wgmma, 4));
+}
+
+#[test]
+fn the_in_kernel_fixup_saves_the_zeroing_and_finishing_passes_of_16_bit_split_k() {
+    // bwd-weight 3x3 on a 14x14 image: dw is 256 x 2304, K = 32·196.
+    let l =
+        lowered("convbfp16 -n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC");
+    let a = h200();
+    let atomic = cfg(64, 64, 64, 32, 32, 4);
+    let fixup = PerfConfig {
+        red: crate::config::Reduction::Fixup,
+        ..atomic
+    };
+    let (ea, ef) = (estimate(&l, &atomic, &a), estimate(&l, &fixup, &a));
+    assert!(ef.time_us < ea.time_us, "{ef:?} vs {ea:?}");
+    // The fix-up's serial tail grows with the slices and the tile: with 128x128 tiles split 64
+    // ways it costs more than the passes it saves.
+    let deep = |red| PerfConfig {
+        split_k: 64,
+        red,
+        ..cfg(128, 128, 64, 64, 64, 1)
+    };
+    let (da, df) = (
+        estimate(&l, &deep(crate::config::Reduction::Atomic), &a),
+        estimate(&l, &deep(crate::config::Reduction::Fixup), &a),
+    );
+    assert!(df.time_us > da.time_us, "{df:?} vs {da:?}");
 }
