@@ -12,10 +12,11 @@
 //! let names: Vec<&str> = CONV_ARGS.iter().map(|a| a.role.name()).collect();
 //! assert_eq!(names, ["x", "w", "y", "workspace"]);
 //! assert!(CONV_ARGS.iter().all(|a| a.kind == ArgKind::DevicePtr));
+//! // TMA kernels append one tensor map per operand they load with TMA, after `CONV_ARGS`.
 //! assert_eq!(ArgRole::Workspace.position(CONV_ARGS), Some(3));
 //! ```
 
-use crate::problem::Tensor;
+use crate::problem::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -124,8 +125,9 @@ pub enum ArgKind {
     /// A device pointer, passed as a 64-bit value.
     DevicePtr,
     /// A 128-byte CUDA tensor map (`CUtensorMap`) passed by value as a `__grid_constant__`
-    /// parameter, for TMA loads. Not generated yet: no kernel takes one today.
-    TensorMap,
+    /// parameter, for TMA loads: the runtime encodes it from the argument role's device
+    /// pointer and this description at launch.
+    TensorMap(TensorMapSpec),
 }
 
 impl ArgKind {
@@ -133,7 +135,7 @@ impl ArgKind {
     pub fn bytes(self) -> usize {
         match self {
             ArgKind::DevicePtr => 8,
-            ArgKind::TensorMap => 128,
+            ArgKind::TensorMap(_) => TENSOR_MAP_BYTES,
         }
     }
 }
@@ -142,8 +144,44 @@ impl fmt::Display for ArgKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ArgKind::DevicePtr => "device pointer",
-            ArgKind::TensorMap => "tensor map",
+            ArgKind::TensorMap(_) => "tensor map",
         })
+    }
+}
+
+/// Bytes of a `CUtensorMap` (and of the parameter that carries it).
+pub const TENSOR_MAP_BYTES: usize = 128;
+
+/// Most dimensions of a tiled tensor map.
+pub const TENSOR_MAP_RANK: usize = 5;
+
+/// A tiled tensor map (`cuTensorMapEncodeTiled`) over the memory of one tensor argument: the
+/// view a TMA copy reads a box of, zero-filling what lies outside `dims`. Dimension 0 is the
+/// contiguous one; dimensions at and past `rank` are unused (1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TensorMapSpec {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimensions used.
+    pub rank: u32,
+    /// Elements along each dimension, innermost first.
+    pub dims: [u64; TENSOR_MAP_RANK],
+    /// Bytes from one index to the next along dimensions 1.. (`globalStrides`).
+    pub strides: [u64; TENSOR_MAP_RANK - 1],
+    /// Bytes from the tensor's base address to element 0 (16-byte aligned).
+    pub offset: u64,
+    /// Elements one copy moves along each dimension (`boxDim`).
+    pub boxes: [u32; TENSOR_MAP_RANK],
+    /// Whether the box lands in shared memory with the 128-byte swizzle (16-byte chunk c of
+    /// 128-byte line r at c ^ r%8), else row by row.
+    pub swizzle128: bool,
+}
+
+impl TensorMapSpec {
+    /// Bytes one copy writes to shared memory (the whole box, zero-filled parts included):
+    /// what the `mbarrier` transaction count expects.
+    pub fn box_bytes(&self) -> u32 {
+        self.boxes[..self.rank as usize].iter().product::<u32>() * self.dtype.bytes()
     }
 }
 
@@ -226,9 +264,19 @@ mod tests {
         })
         .unwrap();
         assert_eq!(v, [10, 20, 30, 0]);
+        let spec = TensorMapSpec {
+            dtype: DType::BF16,
+            rank: 2,
+            dims: [64, 32, 1, 1, 1],
+            strides: [128, 0, 0, 0],
+            offset: 0,
+            boxes: [64, 16, 1, 1, 1],
+            swizzle128: true,
+        };
+        assert_eq!(spec.box_bytes(), 64 * 16 * 2);
         let tma = [KernelArg {
             role: ArgRole::Filter,
-            kind: ArgKind::TensorMap,
+            kind: ArgKind::TensorMap(spec),
         }];
         let e = device_pointers(&tma, |_| 0).unwrap_err();
         assert_eq!(e.role, ArgRole::Filter);

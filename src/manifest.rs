@@ -226,6 +226,24 @@ pub struct KernelLaunch {
     /// (CUDA: `cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)`;
     /// AMD needs no opt-in).
     pub needs_shared_opt_in: bool,
+    /// Parameters after `arguments` that are TMA tensor maps (`ld=tma` kernels only): each a
+    /// 128-byte `CUtensorMap` passed by value, encoded with `cuTensorMapEncodeTiled` over the
+    /// named tensor's pointer plus `map.offset` (dims innermost first, strides in bytes,
+    /// element strides 1, no interleave, L2 promotion 256 B, OOB fill none, 128-byte swizzle
+    /// when `map.swizzle128`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMapArg>,
+}
+
+/// One tensor-map parameter of a kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorMapArg {
+    /// Parameter index (after the pointer arguments).
+    pub index: u32,
+    /// The tensor whose memory it describes (`x`, `w`, `y`).
+    pub tensor: String,
+    /// What to encode.
+    pub map: crate::abi::TensorMapSpec,
 }
 
 /// What a kernel parameter is.
@@ -314,6 +332,19 @@ impl Manifest {
                     block: k.block,
                     dynamic_shared_bytes: k.shared_bytes,
                     needs_shared_opt_in: opt_in(k.shared_bytes),
+                    tensor_maps: k
+                        .args
+                        .iter()
+                        .zip(0..)
+                        .filter_map(|(a, index)| match a.kind {
+                            crate::abi::ArgKind::TensorMap(map) => Some(TensorMapArg {
+                                index,
+                                tensor: a.role.name().to_string(),
+                                map,
+                            }),
+                            crate::abi::ArgKind::DevicePtr => None,
+                        })
+                        .collect(),
                 })
                 .collect(),
         }

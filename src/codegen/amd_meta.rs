@@ -94,7 +94,7 @@ impl AmdKernelResources {
             offset = offset.div_ceil(size.min(8)) * size.min(8);
             let kind_ok = match arg.kind {
                 crate::abi::ArgKind::DevicePtr => meta.value_kind == "global_buffer",
-                crate::abi::ArgKind::TensorMap => meta.value_kind == "by_value",
+                crate::abi::ArgKind::TensorMap(_) => meta.value_kind == "by_value",
             };
             let name_ok = meta.name.is_empty() || meta.name == arg.role.name();
             if !kind_ok || !name_ok || meta.size != size || meta.offset != offset {

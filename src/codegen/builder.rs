@@ -16,7 +16,7 @@
 
 pub(crate) use super::ir::Mem;
 use super::ir::{ok, type_bytes, Ir};
-use super::spec::{AsyncCopy, Barriers, Mfma, TargetSpec, WarpMma, WarpgroupMma};
+use super::spec::{AsyncCopy, Barriers, BulkTensorCopy, Mfma, TargetSpec, WarpMma, WarpgroupMma};
 use crate::abi::{ArgKind, ArgRole, KernelArg};
 use crate::problem::{DType, Tensor};
 use inkwell::{
@@ -65,8 +65,8 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
             .iter()
             .map(|a| match a.kind {
                 ArgKind::DevicePtr => gptr.into(),
-                // The planner never asks for one yet (no kernel uses TMA).
-                ArgKind::TensorMap => panic!("tensor-map parameters are not generated yet"),
+                // A pointer to the 128 bytes; the target makes it a by-value grid constant.
+                ArgKind::TensorMap(_) => ctx.ptr_type(AddressSpace::default()).into(),
             })
             .collect();
         for _ in 0..spec.extra_params() {
@@ -74,7 +74,13 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         }
         let func = module.add_function(name, ctx.void_type().fn_type(&params, false), None);
         spec.declare_kernel(ctx, func);
+        let ir = Ir::new(ctx, module, func);
         for (i, arg) in args.iter().enumerate() {
+            if let ArgKind::TensorMap(_) = arg.kind {
+                planned(spec.bulk_tensor_copy(), "a tensor-map parameter")
+                    .declare_map_param(&ir, i as u32);
+                continue;
+            }
             // Named after the role: AMD code objects carry the name in their argument
             // metadata (NVPTX names `.param`s after the function whatever the IR says).
             if let Some(p) = func.get_nth_param(i as u32) {
@@ -89,11 +95,7 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
                 }
             }
         }
-        Kb {
-            ir: Ir::new(ctx, module, func),
-            spec,
-            args,
-        }
+        Kb { ir, spec, args }
     }
 
     /// Ends the kernel (`ret void`).
@@ -108,11 +110,26 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
             .unwrap_or_else(|| panic!("kernel has no `{role}` argument"))
             .into_pointer_value()
     }
+    /// The `n`-th tensor-map argument (in parameter order).
+    pub fn map_arg(&self, n: usize) -> PointerValue<'ctx> {
+        self.args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a.kind, ArgKind::TensorMap(_)))
+            .nth(n)
+            .and_then(|(i, _)| self.func.get_nth_param(i as u32))
+            .unwrap_or_else(|| panic!("kernel has no tensor map {n}"))
+            .into_pointer_value()
+    }
     /// The argument of tensor `t`.
     pub fn tensor(&self, t: Tensor) -> PointerValue<'ctx> {
         self.arg(ArgRole::of(t))
     }
 
+    /// Keeps `v` computed here (see [`TargetSpec::pin`]).
+    pub fn pin(&self, v: IntValue<'ctx>) {
+        self.spec.pin(&self.ir, v)
+    }
     /// Records the block size so the backend can budget registers for it.
     pub fn set_block_size(&self, threads: u32) {
         self.spec.set_block_size(&self.ir, threads)
@@ -317,6 +334,40 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     pub fn fence_proxy_async(&self) {
         let b: &dyn Barriers = planned(self.spec.barriers(), "fence.proxy.async");
         b.fence_proxy_async(&self.ir)
+    }
+
+    // ---- mbarriers and TMA ----
+
+    fn barriers(&self) -> &'a dyn Barriers {
+        planned(self.spec.barriers(), "mbarrier")
+    }
+    /// `mbarrier.init` of `bar` with `count` arrivals per phase.
+    pub fn mbarrier_init(&self, bar: PointerValue<'ctx>, count: u32) {
+        self.barriers().mbarrier_init(&self.ir, bar, count)
+    }
+    /// Makes the initialised `mbarrier`s visible to the async proxy.
+    pub fn mbarrier_init_fence(&self) {
+        self.barriers().mbarrier_init_fence(&self.ir)
+    }
+    /// One arrival on `bar`, and `bytes` more its phase waits for.
+    pub fn mbarrier_arrive_expect_tx(&self, bar: PointerValue<'ctx>, bytes: u32) {
+        self.barriers()
+            .mbarrier_arrive_expect_tx(&self.ir, bar, bytes)
+    }
+    /// Waits until `bar`'s phase of parity `parity` (i32 0/1) has completed.
+    pub fn mbarrier_wait(&self, bar: PointerValue<'ctx>, parity: IntValue<'ctx>) {
+        self.barriers().mbarrier_wait(&self.ir, bar, parity)
+    }
+    /// TMA copy of the box at `coords` of tensor map `map` into `dst`, completing on `bar`.
+    pub fn tma_load(
+        &self,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    ) {
+        let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
+        unit.load_tile(&self.ir, dst, map, coords, bar)
     }
 
     // ---- control flow ----

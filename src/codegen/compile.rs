@@ -204,7 +204,8 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             for plan in plans {
                 let name = format!("convtune_gemm{}", plan.gemm.id);
                 let grid = grid(&plan);
-                let k = kernel(name, grid, plan.threads, plan.smem.bytes)?;
+                let mut k = kernel(name, grid, plan.threads, plan.smem.bytes)?;
+                k.args = plan.args();
                 kernels.push((k, Body::Gemm(Box::new(plan))));
             }
             if to_workspace {

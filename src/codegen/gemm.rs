@@ -12,6 +12,7 @@ use super::math::WarpMath;
 use super::plan::{CStage, GemmPlan, MainLoopKind, SchedulerKind};
 use super::schedule::{RasterScheduler, TileScheduler};
 use super::schedule_phase::PhaseScheduler;
+use super::tma::TmaLoop;
 use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::{FloatValue, IntValue};
@@ -98,6 +99,7 @@ fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
 pub(crate) fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
     match plan.main_loop {
         MainLoopKind::Multistage => &MultistageLoop,
+        MainLoopKind::Tma => &TmaLoop,
     }
 }
 

@@ -79,6 +79,8 @@ pub(crate) struct Loader<'a, 'ctx> {
     block_k: u32,
     edge_k: bool,
     slots: Vec<Slot<'ctx>>,
+    /// The tile's first row (its block's M or N origin) and group: a TMA copy's coordinates.
+    pub origin: (IntValue<'ctx>, IntValue<'ctx>),
 }
 
 impl<'a, 'ctx> Loader<'a, 'ctx> {
@@ -135,6 +137,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
             block_k: bk,
             edge_k: plan.edge[2],
             slots,
+            origin: (row0, g),
         }
     }
 

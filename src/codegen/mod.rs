@@ -25,7 +25,7 @@
 //! instruction families a target has or lacks; NVPTX, AMDGPU and the host emulator implement
 //! them), `builder` (the kernel builder: `ir` plus the target verbs), `target` (the public
 //! [`Target`]), `plan` (every compile-time decision, including which families a config needs),
-//! `index`, `loader`, `math`, `schedule` (tile schedulers), `mainloop` (K loops), `gemm`,
+//! `index`, `loader`, `math`, `schedule` (tile schedulers), `mainloop` (K loops), `tma` (the TMA + mbarrier K loop), `gemm`,
 //! `simple` (the kernel logic, written once), `machine` (LLVM passes and emission), [`emu`]
 //! (running the same kernels on the CPU).
 
@@ -53,6 +53,7 @@ mod simple;
 mod spec;
 mod streamk;
 mod target;
+mod tma;
 
 pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,

@@ -144,6 +144,9 @@ impl TargetSpec for Nvptx {
     fn shared_base<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> PointerValue<'ctx> {
         dynamic_shared(ir, self.shared_as())
     }
+    fn pin<'ctx>(&self, ir: &Ir<'_, 'ctx>, v: IntValue<'ctx>) {
+        Self::asm_in(ir, "// pin $0", &["r"], &[v]);
+    }
     fn prelude_ir(&self) -> String {
         // Relaxed system-scope fadd becomes `atom.global.add.f32`. LLVM 19 lowers neither the
         // ordering nor the scope of an atomic or fence to PTX's `.acq_rel.gpu` qualifiers, so
@@ -201,7 +204,8 @@ define internal void @convtune_fence_device(ptr addrspace(1) %p) alwaysinline no
         (f.wgmma.is_some() || f.tma).then_some(self)
     }
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
-        None
+        // `cp.async.bulk.tensor` is plain sm_90, but the only consumer is the `wgmma` path.
+        self.target.arch().features.tma.then_some(self)
     }
 }
 
@@ -338,8 +342,125 @@ impl WarpgroupMma for Nvptx {
     }
 }
 
+impl Nvptx {
+    /// Inline PTX with only inputs (`r`: 32-bit, `l`: 64-bit) and a memory clobber.
+    fn asm_in<'ctx>(ir: &Ir<'_, 'ctx>, text: &str, cons: &[&str], args: &[IntValue<'ctx>]) {
+        use inkwell::types::BasicMetadataTypeEnum;
+        use inkwell::values::BasicMetadataValueEnum;
+        let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
+        let ty = ir.ctx.void_type().fn_type(&params, false);
+        let mut c: Vec<String> = cons.iter().map(|c| c.to_string()).collect();
+        c.push("~{memory}".into());
+        let f =
+            ir.ctx
+                .create_inline_asm(ty, text.to_string(), c.join(","), true, false, None, false);
+        let vals: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        ok(ir.raw().build_indirect_call(ty, f, &vals, ""));
+    }
+
+    /// The 32-bit shared-window address of a shared pointer.
+    fn shared32<'ctx>(ir: &Ir<'_, 'ctx>, p: PointerValue<'ctx>) -> IntValue<'ctx> {
+        ok(ir.raw().build_ptr_to_int(p, ir.i32t(), ""))
+    }
+}
+
 impl Barriers for Nvptx {
     fn fence_proxy_async(&self, ir: &Ir) {
         Self::asm_stmt(ir, "fence.proxy.async.shared::cta;");
+    }
+    fn mbarrier_init<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, count: u32) {
+        let b = Self::shared32(ir, bar);
+        Self::asm_in(
+            ir,
+            "mbarrier.init.shared::cta.b64 [$0], $1;",
+            &["r", "r"],
+            &[b, ir.c(count as i64)],
+        );
+    }
+    fn mbarrier_init_fence(&self, ir: &Ir) {
+        Self::asm_stmt(ir, "fence.mbarrier_init.release.cluster;");
+    }
+    fn mbarrier_arrive_expect_tx<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        bytes: u32,
+    ) {
+        let b = Self::shared32(ir, bar);
+        Self::asm_in(
+            ir,
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+            &["r", "r"],
+            &[b, ir.c(bytes as i64)],
+        );
+    }
+    fn mbarrier_wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        parity: IntValue<'ctx>,
+    ) {
+        let b = Self::shared32(ir, bar);
+        // Labels inside `{ }` are local to the block, so the loop may be emitted many times.
+        Self::asm_in(
+            ir,
+            "{\n.reg .pred P1;\nLAB_WAIT:\n\
+             mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n\
+             @P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}",
+            &["r", "r"],
+            &[b, parity],
+        );
+    }
+}
+
+impl BulkTensorCopy for Nvptx {
+    fn declare_map_param<'ctx>(&self, ir: &Ir<'_, 'ctx>, index: u32) {
+        use inkwell::attributes::{Attribute, AttributeLoc};
+        let ctx = ir.ctx;
+        let loc = AttributeLoc::Param(index);
+        let map_ty = ctx
+            .i8_type()
+            .array_type(crate::abi::TENSOR_MAP_BYTES as u32);
+        let byval = Attribute::get_named_enum_kind_id("byval");
+        ir.func
+            .add_attribute(loc, ctx.create_type_attribute(byval, map_ty.into()));
+        let align = Attribute::get_named_enum_kind_id("align");
+        ir.func
+            .add_attribute(loc, ctx.create_enum_attribute(align, 64));
+        // "grid_constant" lists parameters counting from 1.
+        let node = ctx.metadata_node(&[
+            ir.func.as_global_value().as_pointer_value().into(),
+            ctx.metadata_string("grid_constant").into(),
+            ctx.metadata_node(&[ctx.i32_type().const_int(index as u64 + 1, false).into()])
+                .into(),
+        ]);
+        ir.module
+            .add_global_metadata("nvvm.annotations", &node)
+            .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
+    }
+    fn load_tile<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    ) {
+        let n = coords.len();
+        let list: Vec<String> = (0..n).map(|i| format!("${}", i + 2)).collect();
+        let text = format!(
+            "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             [$0], [$1, {{{}}}], [${}];",
+            list.join(", "),
+            n + 2
+        );
+        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
+        let mut args = vec![Self::shared32(ir, dst), m];
+        args.extend_from_slice(coords);
+        args.push(Self::shared32(ir, bar));
+        let mut cons = vec!["r", "l"];
+        cons.extend(std::iter::repeat_n("r", n));
+        cons.push("r");
+        Self::asm_in(ir, &text, &cons, &args);
     }
 }

@@ -20,7 +20,7 @@ use super::plan::{GemmPlan, SchedulerKind};
 use super::schedule::RasterScheduler;
 use super::schedule::TileScheduler;
 use super::simple::fill_width;
-use crate::config::{PerfConfig, Reduction};
+use crate::config::{LoadPath, PerfConfig, Reduction};
 use crate::lowering::{coverage, CoverDim, Lowering};
 use crate::problem::{DType, Direction, Tensor};
 use inkwell::values::IntValue;
@@ -44,6 +44,8 @@ pub(crate) fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
         && cfg.split_k == 1
         // A stream-K grid is one block per SM walking its own GEMM: it keeps a launch a phase.
         && cfg.red != Reduction::Stream
+        // Each phase's TMA maps would be kernel parameters of their own: not joined yet.
+        && cfg.ld == LoadPath::Cp
         && !lowering.gemms.is_empty()
         && (lowering.gemms.len() > 1 || lowering.zero_init)
         && lowering.gemms.len() <= MAX_PHASES

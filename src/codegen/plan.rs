@@ -7,8 +7,10 @@ use super::fixup::Fixup;
 use super::spec::{Capability, TargetSpec};
 use super::target::MatrixUnit;
 use super::CodegenError;
+use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
 use crate::arch::fit;
-use crate::config::{Field, LdsLayout, PerfConfig, Reduction};
+use crate::config::{Field, LdsLayout, LoadPath, PerfConfig, Reduction};
+use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
 
@@ -47,6 +49,9 @@ pub(crate) enum Math {
 pub(crate) enum MainLoopKind {
     /// [`super::mainloop::MultistageLoop`]: a ring of `stages` buffers, `cp.async` or registers.
     Multistage,
+    /// [`super::tma::TmaLoop`]: the same ring, TMA operands issued by one thread and completed
+    /// through one `mbarrier` per stage (`ld=tma`).
+    Tma,
 }
 
 /// Which [`super::schedule::TileScheduler`] maps blocks to tiles.
@@ -171,6 +176,8 @@ pub(crate) struct Smem {
     pub stages: u32,
     /// Total bytes (what the launcher passes as dynamic shared memory).
     pub bytes: u32,
+    /// Byte offset of the `stages` 8-byte `mbarrier`s after the tiles (`ld=tma` only).
+    pub barriers: Option<u32>,
 }
 
 /// Every constant of one GEMM kernel.
@@ -215,9 +222,28 @@ pub(crate) struct GemmPlan<'l> {
     pub atomic: Option<bool>,
     /// The staged epilogue, when C is stored in vectors (`vec_c` > 1, no atomics).
     pub c_stage: Option<CStage>,
+    /// The TMA loads of A and B (`ld=tma`); `None`: that operand uses `cp.async`.
+    pub tma: [Option<TmaTile>; 2],
     /// The in-kernel split-K reduction (`red=fixup`); its workspace offset is set when the
     /// launch's plans are known ([`super::compile`]).
     pub fixup: Option<Fixup>,
+}
+
+impl GemmPlan<'_> {
+    /// The kernel's parameters: the convolution's, then one tensor map per TMA operand (A's
+    /// first).
+    pub fn args(&self) -> Vec<KernelArg> {
+        let mut args = CONV_ARGS.to_vec();
+        for (t, op) in self.tma.iter().zip([&self.gemm.a, &self.gemm.b]) {
+            if let Some(t) = t {
+                args.push(KernelArg {
+                    role: ArgRole::of(op.tensor),
+                    kind: ArgKind::TensorMap(t.map),
+                });
+            }
+        }
+        args
+    }
 }
 
 /// The C tile staged in shared memory (output type) so that threads store whole vectors along
@@ -441,11 +467,23 @@ impl<'l> GemmPlan<'l> {
         if smem_bytes > u32::MAX as u64 / 2 {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
+        let tma = if c.ld == LoadPath::Tma {
+            tma_plan(p, gemm, c, spec, [&a, &b]).map_err(&fail)?
+        } else {
+            [None, None]
+        };
+        let tma_used = tma.iter().any(Option::is_some);
+        // The mbarriers go after everything the staged epilogue may reuse.
+        let barriers = tma_used.then(|| smem_bytes.next_multiple_of(8) as u32);
         let smem = Smem {
             a: sa,
             b: sb,
             stages: c.stages,
-            bytes: smem_bytes as u32,
+            bytes: match barriers {
+                Some(at) => at + 8 * c.stages,
+                None => smem_bytes as u32,
+            },
+            barriers,
         };
         let k_tiles = gemm.k_len().div_ceil(c.block_k);
         let k_tiles_per_split = k_tiles.div_ceil(c.split_k);
@@ -507,8 +545,11 @@ impl<'l> GemmPlan<'l> {
             threads,
             warp,
             math,
-            // The only ones today; a TMA / warp-specialised kernel chooses its own here.
-            main_loop: MainLoopKind::Multistage,
+            main_loop: if tma_used {
+                MainLoopKind::Tma
+            } else {
+                MainLoopKind::Multistage
+            },
             scheduler: match stream {
                 Some(sk) => SchedulerKind::StreamK(sk),
                 None => SchedulerKind::Raster,
@@ -528,8 +569,26 @@ impl<'l> GemmPlan<'l> {
             atomic,
             c_stage,
             fixup,
+            tma,
         })
     }
+}
+
+/// The TMA loads of `ld=tma` ([`tma_operands`]), after the path and target checks.
+fn tma_plan(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    c: &PerfConfig,
+    spec: &dyn TargetSpec,
+    loads: [&TileLoad; 2],
+) -> Result<[Option<TmaTile>; 2], String> {
+    if !c.mma.is_wgmma() {
+        return Err("ld=tma loads the wgmma path's swizzled stages: it needs mma=wg or wg1".into());
+    }
+    if spec.bulk_tensor_copy().is_none() {
+        return Err(format!("ld=tma: {} has no TMA", spec.target()));
+    }
+    tma_operands(p, gemm, c, loads.map(|l| l.async_copy)).map_err(|r| format!("ld=tma: {r}"))
 }
 
 /// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken

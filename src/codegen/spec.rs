@@ -36,7 +36,8 @@ pub enum Capability {
     /// Ordering between the generic and the async proxy, and (with TMA) transaction barriers
     /// (Hopper `fence.proxy.async`, `mbarrier`).
     Barriers,
-    /// Bulk tensor copies described by a tensor map (Hopper TMA). No target implements it yet.
+    /// Bulk tensor copies described by a tensor map (Hopper TMA), completing on `mbarrier`
+    /// transaction counts.
     BulkTensorCopy,
 }
 
@@ -113,6 +114,11 @@ pub(crate) trait TargetSpec: Sync {
     ) -> PointerValue<'ctx> {
         ptr
     }
+    /// An empty use of `v` that the compiler must keep where it is: a value read here is not
+    /// re-read (sunk) later. The TMA loop pins the block index it reads after the loop, whose
+    /// special-register read between the `mbarrier` spin loop and `wgmma.wait_group` makes
+    /// ptxas serialise `wgmma` (C7514). A no-op where that cannot happen.
+    fn pin<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _v: IntValue<'ctx>) {}
     /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
     /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`,
     /// `i32 convtune_arrive(ptr global)` (device-scope acquire-release increment, returning the
@@ -146,7 +152,7 @@ pub(crate) trait TargetSpec: Sync {
     fn warpgroup_mma(&self) -> Option<&dyn WarpgroupMma>;
     /// Async-proxy fences and barriers, or `None`.
     fn barriers(&self) -> Option<&dyn Barriers>;
-    /// TMA, or `None` (every target today).
+    /// TMA, or `None`.
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy>;
 
     /// Whether the target has `cap`.
@@ -250,19 +256,58 @@ pub(crate) trait WarpgroupMma: Sync {
     ) -> Vec<FloatValue<'ctx>>;
 }
 
-/// Ordering for readers and writers in the async proxy (Hopper). Today the proxy fence that
-/// `wgmma` needs after generic-proxy stores; the `mbarrier` transaction barriers that TMA
-/// loads complete on belong here too.
+/// Ordering for readers and writers in the async proxy (Hopper): the proxy fence that `wgmma`
+/// needs after generic-proxy stores, and the `mbarrier` transaction barriers that TMA loads
+/// complete on. An `mbarrier` is 8 bytes of shared memory; each phase completes when its
+/// pending arrivals reach zero and its transaction count (bytes expected minus bytes landed)
+/// is zero, and a waiter names the phase by its parity.
 pub(crate) trait Barriers: Sync {
     /// `fence.proxy.async.shared::cta`: this thread's earlier shared-memory writes become
     /// visible to async-proxy readers (`wgmma`) once a barrier follows.
     fn fence_proxy_async(&self, ir: &Ir);
+    /// `mbarrier.init.shared::cta.b64 [bar], count`: phase 0, `count` arrivals pending.
+    fn mbarrier_init<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, count: u32);
+    /// `fence.mbarrier_init.release.cluster`: the initialisations become visible to the async
+    /// proxy (TMA completes on them) once a block barrier follows.
+    fn mbarrier_init_fence(&self, ir: &Ir);
+    /// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes`: one arrival, and `bytes`
+    /// more the current phase waits for.
+    fn mbarrier_arrive_expect_tx<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        bytes: u32,
+    );
+    /// Spins on `mbarrier.try_wait.parity.shared::cta.b64` until the phase of parity `parity`
+    /// (i32, 0 or 1) has completed.
+    fn mbarrier_wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        parity: IntValue<'ctx>,
+    );
 }
 
-/// Hopper TMA (`cp.async.bulk.tensor`) from a tensor map passed as a `__grid_constant__`
-/// kernel argument ([`crate::abi::ArgKind::TensorMap`]). Declared so the planner can ask for
-/// it; no target implements it yet, so a config that needs it is a planning error.
-pub(crate) trait BulkTensorCopy: Sync {}
+/// Hopper TMA (`cp.async.bulk.tensor`, tile mode) from a tensor map passed as a
+/// `__grid_constant__` kernel argument ([`crate::abi::ArgKind::TensorMap`]), completing on an
+/// `mbarrier` of [`Barriers`].
+pub(crate) trait BulkTensorCopy: Sync {
+    /// Marks parameter `index` of `f` (a pointer) as a by-value tensor map: on NVPTX
+    /// `byval([128 x i8]) align 64` plus the `grid_constant` annotation, without which the
+    /// backend copies the map to local memory and TMA reads a bad address.
+    fn declare_map_param<'ctx>(&self, ir: &Ir<'_, 'ctx>, index: u32);
+    /// Copies the box at `coords` (elements, innermost first; one per map dimension) of the
+    /// tensor map `map` (the parameter) to shared memory at `dst`, completing `box bytes` of
+    /// `bar`'s transaction count when it lands.
+    fn load_tile<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    );
+}
 
 /// Declares (once per module) the dynamic shared-memory array `[0 x i8]` in `space`.
 pub(crate) fn dynamic_shared<'ctx>(ir: &Ir<'_, 'ctx>, space: AddressSpace) -> PointerValue<'ctx> {
@@ -326,7 +371,7 @@ mod tests {
         assert_eq!(caps(Target::of(Arch::SM_80)), [AsyncCopy, WarpMma]);
         assert_eq!(
             caps(Target::of(Arch::SM_90)),
-            [AsyncCopy, WarpMma, WarpgroupMma, Barriers]
+            [AsyncCopy, WarpMma, WarpgroupMma, Barriers, BulkTensorCopy]
         );
         assert_eq!(caps(Target::of(Arch::GFX90A)), [Mfma]);
         // The emulator offers exactly what it imitates.

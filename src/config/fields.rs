@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{LdsLayout, MmaPath, Reduction};
+use super::{LdsLayout, LoadPath, MmaPath, Reduction};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -64,6 +64,7 @@ macro_rules! named_field_value {
 named_field_value!(LdsLayout);
 named_field_value!(MmaPath);
 named_field_value!(Reduction);
+named_field_value!(LoadPath);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -261,9 +262,9 @@ perf_config_fields! {
     ///
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
-    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red`. A config prints in the lowest
-    /// version that can say it (`mma=sync` prints as `v1:`, so that old databases and new
-    /// ones agree), and a `v1:` string parses as `mma=sync`.
+    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`. A config
+    /// prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
+    /// databases and new ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub struct PerfConfig {
         /// Block tile rows (M).
@@ -311,6 +312,9 @@ perf_config_fields! {
         /// a tile adds the others' partials inside the kernel).
         #[field(key = "red", variant = Red, level = 3, since = 3, default = Reduction::Atomic)]
         pub red: Reduction,
+        /// How tiles reach shared memory on the `wgmma` path (`cp` or `tma`).
+        #[field(key = "ld", variant = Ld, level = 2, since = 3, default = LoadPath::Cp)]
+        pub ld: LoadPath,
     }
 }
 
@@ -329,7 +333,8 @@ impl Field {
     };
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
-    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, sk, red, rs, va, vb, vc).
+    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, ld, sk, red, rs, va,
+    /// vb, vc).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -374,15 +379,15 @@ mod tests {
             keys,
             [
                 "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
-                "red"
+                "red", "ld"
             ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
             [
-                "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "sk", "red", "rs", "va", "vb",
-                "vc"
+                "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "red", "rs", "va",
+                "vb", "vc"
             ]
         );
         assert_eq!(Field::LEVELS, 8);

@@ -75,6 +75,30 @@ impl MmaPath {
     }
 }
 
+/// How A and B tiles move from global to shared memory on the `wgmma` path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LoadPath {
+    /// `cp.async` (or registers) from every thread, with im2col address math per vector.
+    Cp,
+    /// Hopper TMA (`cp.async.bulk.tensor`) from a tensor map built on the host, one thread
+    /// issuing whole tiles into 128-byte-swizzled stages that complete on `mbarrier`
+    /// transaction counts; an operand TMA cannot describe (legality says which and why) keeps
+    /// `cp.async`. Needs `mma=wg|wg1`.
+    Tma,
+}
+
+impl LoadPath {
+    /// Every path, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [LoadPath; 2] = [LoadPath::Cp, LoadPath::Tma];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 2] = ["cp", "tma"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// How the split-K slices of one output tile are added up: the question for bwd-weight, whose
 /// few output tiles and long K want many slices, and where the f32 atomics plus a finishing
 /// launch cost as much as the GEMM on small images.

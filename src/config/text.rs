@@ -120,7 +120,7 @@ impl std::str::FromStr for PerfConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LdsLayout, MmaPath, Reduction};
+    use crate::config::{LdsLayout, LoadPath, MmaPath, Reduction};
 
     #[test]
     fn round_trip_and_errors() {
@@ -139,6 +139,7 @@ mod tests {
             raster: 8,
             mma: MmaPath::Sync,
             red: Reduction::Atomic,
+            ld: LoadPath::Cp,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -160,6 +161,22 @@ mod tests {
         assert_eq!(v2sync.parse::<PerfConfig>().unwrap(), c);
         assert!(ws.replace("mma=wg", "mma=x").parse::<PerfConfig>().is_err());
         assert!(format!("{s},mma=wg").parse::<PerfConfig>().is_err());
+        let t = PerfConfig {
+            ld: LoadPath::Tma,
+            ..w
+        };
+        let ts = t.to_string();
+        assert!(
+            ts.starts_with("v3:") && ts.ends_with(",mma=wg,red=atomic,ld=tma"),
+            "{ts}"
+        );
+        assert_eq!(ts.parse::<PerfConfig>().unwrap(), t);
+        assert_eq!(
+            format!("v3:{},red=atomic,ld=cp", &ws[3..])
+                .parse::<PerfConfig>()
+                .unwrap(),
+            w
+        );
         assert!(matches!(
             "v4:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
@@ -202,7 +219,7 @@ mod tests {
         };
         let s = f.to_string();
         assert!(
-            s.starts_with("v3:") && s.ends_with(",mma=sync,red=fixup"),
+            s.starts_with("v3:") && s.ends_with(",mma=sync,red=fixup,ld=cp"),
             "{s}"
         );
         assert_eq!(s.parse::<PerfConfig>().unwrap(), f);

@@ -127,6 +127,26 @@ impl Checker {
                 cfg.raster,
                 self.max_len[Dim::M as usize].div_ceil(cfg.block_m)
             ),
+            Rule::Tma => match self.tma(cfg, [true, true]) {
+                Ok(per_gemm) if !per_gemm.is_empty() => per_gemm
+                    .iter()
+                    .enumerate()
+                    .map(|(g, ops)| {
+                        let how = |t: &Option<crate::lowering::tma::TmaTile>| match t {
+                            Some(t) => format!(
+                                "TMA ({}, {} box(es) of {:?})",
+                                if t.kmajor { "K-major" } else { "MN-major" },
+                                t.copies,
+                                &t.map.boxes[..t.map.rank as usize]
+                            ),
+                            None => "cp.async".into(),
+                        };
+                        format!("sub-GEMM {g}: A {}, B {}", how(&ops[0]), how(&ops[1]))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                _ => "ld=cp: cp.async loads".into(),
+            },
             Rule::VectorA | Rule::VectorB | Rule::VectorC => {
                 let i = match rule {
                     Rule::VectorA => 0,

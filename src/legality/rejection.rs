@@ -33,6 +33,8 @@ pub enum RejectReasonKind {
     VectorB,
     /// Vector width of C.
     VectorC,
+    /// TMA loads (`ld=tma`) where a tensor map cannot describe the tiles.
+    Tma,
 }
 
 impl fmt::Display for RejectReasonKind {
@@ -51,6 +53,7 @@ impl fmt::Display for RejectReasonKind {
             RejectReasonKind::VectorA => "vector A",
             RejectReasonKind::VectorB => "vector B",
             RejectReasonKind::VectorC => "vector C",
+            RejectReasonKind::Tma => "tma",
         })
     }
 }
@@ -165,6 +168,15 @@ pub enum Rejection {
     Wgmma {
         /// What does not fit, in words.
         why: String,
+    },
+    /// TMA loads (`ld=tma`) do not apply: path, arch, or tiles a tiled tensor map cannot
+    /// describe (padding, NCHW, unaligned channels, boxes).
+    #[error("ld=tma cannot load this config's tiles{}: {why}", gemm.map(|g| format!(" (sub-GEMM {g})")).unwrap_or_default())]
+    Tma {
+        /// Why, in words.
+        why: String,
+        /// The sub-GEMM, when one is at fault.
+        gemm: Option<u32>,
     },
     /// A swizzled layout needs whole, power-of-two counts of 16-byte chunks per row.
     #[error("lds=swz needs shared-memory rows (bk × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
@@ -305,6 +317,7 @@ impl Rejection {
             | Rejection::FixupWorkspace { .. }
             | Rejection::StreamK { .. } => K::SplitK,
             Rejection::Raster { .. } => K::Raster,
+            Rejection::Tma { .. } => K::Tma,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }
             | Rejection::VectorTile { operand, .. }

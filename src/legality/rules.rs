@@ -5,8 +5,9 @@
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{fit, Arch, MathInstr};
-use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig};
-use crate::lowering::{Dim, Lowering};
+use crate::config::{Field, LdsLayout, LoadPath, MmaPath, PerField, PerfConfig};
+use crate::lowering::tma::{cp_async_width, tma_operands, TmaTile};
+use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
 mod reduction;
@@ -54,11 +55,13 @@ pub enum Rule {
     VectorB,
     /// Vector width of C.
     VectorC,
+    /// TMA loads: a tensor map describes the tiles (`ld=tma`).
+    Tma,
 }
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -68,6 +71,7 @@ impl Rule {
         Rule::MmaShape,
         Rule::Registers,
         Rule::SharedMemory,
+        Rule::Tma,
         Rule::SplitK,
         Rule::Reduction,
         Rule::Raster,
@@ -84,6 +88,7 @@ impl Rule {
             Rule::Threads | Rule::Space => Field::Mma,
             Rule::OversizedK | Rule::MmaShape | Rule::Registers => Field::BlockK,
             Rule::SharedMemory => Field::Lds,
+            Rule::Tma => Field::Ld,
             Rule::SplitK => Field::SplitK,
             Rule::Reduction => Field::Red,
             Rule::Raster => Field::Raster,
@@ -118,6 +123,7 @@ impl Rule {
             Rule::VectorA => "vector width A",
             Rule::VectorB => "vector width B",
             Rule::VectorC => "vector width C",
+            Rule::Tma => "tma loads",
         }
     }
 }
@@ -189,6 +195,9 @@ pub struct Checker {
     /// stores a tile `[k][row]` when its operand is contiguous along the rows, and `wgmma`
     /// reads such a tile (transposed mode) in blocks of 64 rows.
     pub(super) mn_major: [bool; 2],
+    /// The sub-GEMMs, for the TMA rule (whether a tensor map describes a tile depends on the
+    /// tile's size).
+    pub(super) gemms: Vec<Gemm>,
 }
 
 /// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
@@ -227,6 +236,7 @@ impl Checker {
         }
         Checker {
             mn_major,
+            gemms: lowering.gemms.clone(),
             problem: p,
             arch: *arch,
             elem_bytes: p.dtype().bytes(),
@@ -477,10 +487,55 @@ impl Checker {
                 }
                 Ok(())
             }
-            Rule::VectorA => self.vector(cfg, 0),
-            Rule::VectorB => self.vector(cfg, 1),
+            Rule::Tma => self.tma(cfg, [true, true]).map(|_| ()),
+            Rule::VectorA => {
+                self.vector(cfg, 0)?;
+                self.tma_cp_width(cfg, 0)
+            }
+            Rule::VectorB => {
+                self.vector(cfg, 1)?;
+                self.tma_cp_width(cfg, 1)
+            }
             Rule::VectorC => self.vector(cfg, 2),
         }
+    }
+
+    /// The TMA loads of every sub-GEMM under `ld=tma` (none under `ld=cp`), operand `i` allowed
+    /// to stay on `cp.async` where `cp_ok[i]`: the code generator's rule ([`tma_operands`]).
+    pub(super) fn tma(
+        &self,
+        cfg: &PerfConfig,
+        cp_ok: [bool; 2],
+    ) -> Result<Vec<[Option<TmaTile>; 2]>, Rejection> {
+        if cfg.ld == LoadPath::Cp {
+            return Ok(Vec::new());
+        }
+        let reject = |why: String, gemm: Option<u32>| Rejection::Tma { why, gemm };
+        if !cfg.mma.is_wgmma() {
+            return Err(reject(
+                "it loads the wgmma path's stages: needs mma=wg or wg1".into(),
+                None,
+            ));
+        }
+        if !self.arch.features.tma {
+            return Err(reject(format!("{} has no TMA", self.arch.name), None));
+        }
+        self.gemms
+            .iter()
+            .map(|g| tma_operands(&self.problem, g, cfg, cp_ok).map_err(|r| reject(r, Some(g.id))))
+            .collect()
+    }
+
+    /// Under `ld=tma`, operand `i` that stays on `cp.async` must have a `cp.async` width (read
+    /// at the vector rules' level: the widths are fixed last).
+    fn tma_cp_width(&self, cfg: &PerfConfig, i: usize) -> Result<(), Rejection> {
+        let vec = [cfg.vec_a, cfg.vec_b][i];
+        if cfg.ld == LoadPath::Cp || cp_async_width(vec, self.elem_bytes) {
+            return Ok(());
+        }
+        let mut cp_ok = [true, true];
+        cp_ok[i] = false;
+        self.tma(cfg, cp_ok).map(|_| ())
     }
 
     fn shapes_text(&self) -> String {

@@ -24,6 +24,7 @@
 mod bwd_data;
 mod execute;
 pub mod groups;
+pub mod tma;
 
 pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;

@@ -9,7 +9,8 @@
 
 use super::error::describe;
 use super::plan::{KernelResources, Launch, LaunchPlan};
-use crate::abi::{device_pointers, ArgRole};
+use super::tensor_map;
+use crate::abi::{ArgKind, ArgRole};
 use crate::arch::MAX_GRID;
 use cudarc::driver::{
     result::{self, DriverError},
@@ -127,10 +128,14 @@ impl LoadedPlan {
                 plan.module.kind()
             ))
         })?;
-        // Every argument must be one this runtime can pack (see `launch`).
+        // Every tensor map must be one the driver encodes (see `launch`).
         for l in &plan.launches {
-            device_pointers(&l.args, |_| 0)
-                .map_err(|e| PlanError::Load(format!("kernel `{}`: {e}", l.name)))?;
+            for a in &l.args {
+                if let ArgKind::TensorMap(m) = &a.kind {
+                    tensor_map::check(m)
+                        .map_err(|e| PlanError::Load(format!("kernel `{}`: {e}", l.name)))?;
+                }
+            }
         }
         let module = Module::load(ctx, ptx).map_err(PlanError::Load)?;
         let mut functions = Vec::with_capacity(plan.launches.len());
@@ -203,15 +208,31 @@ impl LoadedPlan {
         pointer: &dyn Fn(ArgRole) -> u64,
     ) -> Result<(), (usize, DriverError)> {
         for (i, (l, &(f, _))) in self.launches.iter().zip(&self.functions).enumerate() {
-            // `load` refused every argument kind other than device pointers.
-            let mut args: Vec<u64> = l.args.iter().map(|a| pointer(a.role)).collect();
-            let mut params: Vec<*mut c_void> = args
-                .iter_mut()
-                .map(|p| p as *mut u64 as *mut c_void)
-                .collect();
-            // SAFETY: the kernel takes the plan's declared arguments, all u64 device pointers
-            // (checked in `load`), each pointing to a live allocation of the sizes the problem
-            // and plan ask for; the driver copies the parameter values before returning.
+            // Device pointers by value; tensor maps encoded over their tensor's pointer (host
+            // work of a microsecond or two, hidden behind the launches in flight).
+            let mut ptrs: Vec<u64> = Vec::with_capacity(l.args.len());
+            let mut maps: Vec<sys::CUtensorMap> = Vec::new();
+            for a in &l.args {
+                ptrs.push(pointer(a.role));
+                if let ArgKind::TensorMap(m) = &a.kind {
+                    maps.push(tensor_map::encode(m, pointer(a.role)).map_err(|e| (i, e))?);
+                }
+            }
+            let mut next_map = maps.iter_mut();
+            let mut params: Vec<*mut c_void> = Vec::with_capacity(l.args.len());
+            for (a, p) in l.args.iter().zip(ptrs.iter_mut()) {
+                params.push(match a.kind {
+                    ArgKind::DevicePtr => p as *mut u64 as *mut c_void,
+                    ArgKind::TensorMap(_) => match next_map.next() {
+                        Some(m) => m as *mut sys::CUtensorMap as *mut c_void,
+                        None => unreachable!("one map was encoded per tensor-map argument"),
+                    },
+                });
+            }
+            // SAFETY: the kernel takes the plan's declared arguments: u64 device pointers, each
+            // pointing to a live allocation of the sizes the problem and plan ask for, and
+            // 128-byte tensor maps (64-byte aligned values) encoded over those allocations;
+            // the driver copies the parameter values before returning.
             unsafe {
                 result::launch_kernel(
                     f,

@@ -41,6 +41,7 @@ mod outcome;
 mod plan;
 mod protocol;
 mod serve;
+mod tensor_map;
 mod worker;
 
 pub use backend::{

@@ -25,6 +25,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             raster: 1,
             mma: crate::config::MmaPath::Sync,
             red: crate::config::Reduction::Atomic,
+            ld: crate::config::LoadPath::Cp,
         })
         .collect()
 }

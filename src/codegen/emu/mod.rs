@@ -23,11 +23,12 @@
 
 mod runtime;
 pub(crate) mod spec;
+mod tma;
 mod wgmma;
 
 use super::compile::{self, guarded, Job, Launches};
 use super::{machine, CodegenError, Kernel, Target};
-use crate::abi::CONV_ARGS;
+use crate::abi::{ArgKind, CONV_ARGS};
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::{ConvProblem, DType, Tensor};
@@ -147,6 +148,17 @@ fn splat(pattern: &[u8]) -> u128 {
 }
 
 type KernelFn = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
+/// A kernel with one tensor map (`CONV_ARGS`, the map, the thread context).
+type KernelFn1 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8, *const u8);
+/// A kernel with two tensor maps.
+type KernelFn2 =
+    unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8, *const u8, *const u8);
+
+/// A JIT-compiled kernel and its tensor maps' descriptions (after `CONV_ARGS`).
+struct HostKernel {
+    addr: usize,
+    maps: Vec<(usize, crate::abi::TensorMapSpec)>,
+}
 
 fn run(
     job: Job,
@@ -156,12 +168,30 @@ fn run(
 ) -> Result<EmuReport, CodegenError> {
     let spec = spec::HostEmu::new(like);
     let launches = compile::plan(job, &spec)?;
-    // The host calls kernels through one Rust signature: the buffers in `CONV_ARGS` order.
-    if let Some((k, _)) = launches.kernels.iter().find(|(k, _)| k.args != CONV_ARGS) {
-        return Err(CodegenError::Internal(format!(
-            "emulator: kernel {} takes {:?}, the emulator passes {CONV_ARGS:?}",
-            k.name, k.args
-        )));
+    // The host calls kernels through a few Rust signatures: the buffers in `CONV_ARGS`
+    // order, then up to two tensor maps.
+    let mut maps = Vec::new();
+    for (k, _) in &launches.kernels {
+        let n = CONV_ARGS.len();
+        let tail: Option<Vec<_>> = k.args[n.min(k.args.len())..]
+            .iter()
+            .map(|a| match a.kind {
+                ArgKind::TensorMap(m) => Some((a.role as usize, m)),
+                ArgKind::DevicePtr => None,
+            })
+            .collect();
+        match tail {
+            Some(t) if k.args.len() >= n && k.args[..n] == *CONV_ARGS && t.len() <= 2 => {
+                maps.push(t)
+            }
+            _ => {
+                return Err(CodegenError::Internal(format!(
+                    "emulator: kernel {} takes {:?}, the emulator passes {CONV_ARGS:?} and up \
+                     to two tensor maps",
+                    k.name, k.args
+                )))
+            }
+        }
     }
     for t in Tensor::ALL {
         let need = p.tensor_elems(t) as usize;
@@ -187,19 +217,21 @@ fn run(
         let ee = module
             .create_jit_execution_engine(OptimizationLevel::Default)
             .map_err(|e| llvm_err("creating the JIT", e.to_string()))?;
-        for (name, addr) in runtime::symbols().into_iter().chain(wgmma::symbols()) {
+        for (name, addr) in runtime::symbols()
+            .into_iter()
+            .chain(wgmma::symbols())
+            .chain(tma::symbols())
+        {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);
             }
         }
         let mut fns = Vec::new();
-        for (k, _) in &launches.kernels {
+        for ((k, _), maps) in launches.kernels.iter().zip(maps) {
             let addr = ee
                 .get_function_address(&k.name)
                 .map_err(|e| llvm_err("JIT lookup", format!("{}: {e}", k.name)))?;
-            // SAFETY: the address is a function the host spec emitted with exactly this
-            // signature (four tensor pointers and the thread context).
-            fns.push(unsafe { std::mem::transmute::<usize, KernelFn>(addr) });
+            fns.push(HostKernel { addr, maps });
         }
         Ok(execute(p, &launches, &fns, like, tensors))
     })
@@ -208,7 +240,7 @@ fn run(
 fn execute(
     p: &ConvProblem,
     launches: &Launches,
-    fns: &[KernelFn],
+    fns: &[HostKernel],
     like: Target,
     tensors: &mut [Vec<f64>; 3],
 ) -> EmuReport {
@@ -230,13 +262,18 @@ fn execute(
         .chain([launches.workspace_bytes as usize])
         .collect();
     let violations = Mutex::new(Violations::default());
-    for ((k, _), &f) in launches.kernels.iter().zip(fns) {
+    for ((k, _), f) in launches.kernels.iter().zip(fns) {
         let ptrs: Vec<usize> = bufs
             .iter_mut()
             .zip(&lens)
             .map(|(b, &len)| if len == 0 { 0 } else { b.as_mut_ptr() as usize })
             .collect();
         let buffers = [0, 1, 2, 3].map(|i| (ptrs[i], lens[i]));
+        let maps: Vec<[u64; tma::MAP_WORDS]> = f
+            .maps
+            .iter()
+            .map(|(role, m)| tma::host_map(m, ptrs[*role]))
+            .collect();
         for z in 0..k.grid[2] {
             for y in 0..k.grid[1] {
                 for x in 0..k.grid[0] {
@@ -249,7 +286,7 @@ fn execute(
                         buffers,
                         &violations,
                     );
-                    run_block(&block, f, &ptrs);
+                    run_block(&block, f.addr, &ptrs, &maps);
                 }
             }
         }
@@ -268,18 +305,44 @@ fn execute(
     }
 }
 
-fn run_block(block: &Block, f: KernelFn, ptrs: &[usize]) {
+fn run_block(block: &Block, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
     std::thread::scope(|s| {
         for tid in 0..block.threads {
             s.spawn(move || {
                 let t = Thread::new(tid, block);
                 let p = |i: usize| ptrs[i] as *mut u8;
-                // SAFETY: `f` is an emulated kernel; the pointers are the run's buffers (or
-                // null for an empty workspace), alive until the scope ends, and every access
-                // the kernel makes through them is checked by `emu_guard`.
-                unsafe { f(p(0), p(1), p(2), p(3), &t as *const Thread as *const u8) };
+                let ctx = &t as *const Thread as *const u8;
+                let m = |i: usize| maps[i].as_ptr() as *const u8;
+                // SAFETY: `f` is an emulated kernel taking `CONV_ARGS`, `maps.len()` tensor
+                // maps (checked when planned) and the thread context; the pointers are the
+                // run's buffers (or null for an empty workspace) and host maps, alive until
+                // the scope ends, and every access through them is checked (`emu_guard`,
+                // `emu_tma_load`).
+                unsafe {
+                    match maps.len() {
+                        0 => std::mem::transmute::<usize, KernelFn>(f)(p(0), p(1), p(2), p(3), ctx),
+                        1 => std::mem::transmute::<usize, KernelFn1>(f)(
+                            p(0),
+                            p(1),
+                            p(2),
+                            p(3),
+                            m(0),
+                            ctx,
+                        ),
+                        _ => std::mem::transmute::<usize, KernelFn2>(f)(
+                            p(0),
+                            p(1),
+                            p(2),
+                            p(3),
+                            m(0),
+                            m(1),
+                            ctx,
+                        ),
+                    }
+                };
                 t.finish();
             });
         }
     });
+    block.tma.finish(block);
 }

@@ -90,6 +90,8 @@ pub(crate) struct Block<'r> {
     pub barrier: Barrier,
     pub warps: Vec<Warp>,
     pub violations: &'r Mutex<Violations>,
+    /// The block's `mbarrier`s and the TMA copies in flight on them.
+    pub tma: super::tma::BlockTma,
 }
 
 // SAFETY: the raw pointers are the block's shared memory and the run's buffers, which outlive
@@ -122,6 +124,7 @@ impl<'r> Block<'r> {
                 })
                 .collect(),
             violations,
+            tma: Default::default(),
         }
     }
 
@@ -138,7 +141,7 @@ impl<'r> Block<'r> {
         p >= s && p + bytes <= s + self.smem_len
     }
 
-    fn in_buffer(&self, p: usize, bytes: usize) -> bool {
+    pub(super) fn in_buffer(&self, p: usize, bytes: usize) -> bool {
         self.buffers
             .iter()
             .any(|&(b, len)| len > 0 && p >= b && p + bytes <= b + len)

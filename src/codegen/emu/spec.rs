@@ -243,7 +243,7 @@ define internal void @convtune_fence_device(ptr %p) alwaysinline nounwind {
         self.offers(Capability::Barriers).then_some(self)
     }
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
-        None
+        self.offers(Capability::BulkTensorCopy).then_some(self)
     }
 }
 
@@ -407,5 +407,50 @@ impl WarpgroupMma for HostEmu {
 impl Barriers for HostEmu {
     fn fence_proxy_async(&self, ir: &Ir) {
         Self::rt(ir, "emu_fence_proxy", None, &[]);
+    }
+    fn mbarrier_init<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, count: u32) {
+        let args = [bar.into(), ir.c(count as i64).into()];
+        Self::rt(ir, "emu_mbar_init", None, &args);
+    }
+    fn mbarrier_init_fence(&self, ir: &Ir) {
+        Self::rt(ir, "emu_mbar_fence", None, &[]);
+    }
+    fn mbarrier_arrive_expect_tx<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        bytes: u32,
+    ) {
+        let args = [bar.into(), ir.c(bytes as i64).into()];
+        Self::rt(ir, "emu_mbar_arrive_tx", None, &args);
+    }
+    fn mbarrier_wait<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        parity: IntValue<'ctx>,
+    ) {
+        Self::rt(ir, "emu_mbar_wait", None, &[bar.into(), parity.into()]);
+    }
+}
+
+impl BulkTensorCopy for HostEmu {
+    /// The host passes a pointer to its own 128-byte map (see `emu/tma.rs`); no attributes.
+    fn declare_map_param<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _index: u32) {}
+    fn load_tile<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    ) {
+        let mut args: Vec<BasicValueEnum> =
+            vec![dst.into(), map.into(), ir.c(coords.len() as i64).into()];
+        for i in 0..crate::abi::TENSOR_MAP_RANK {
+            args.push(coords.get(i).copied().unwrap_or_else(|| ir.c(0)).into());
+        }
+        args.push(bar.into());
+        Self::rt(ir, "emu_tma_load", None, &args);
     }
 }

@@ -19,6 +19,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         raster: 1,
         mma: crate::config::MmaPath::Sync,
         red: crate::config::Reduction::Atomic,
+        ld: crate::config::LoadPath::Cp,
     }
 }
 

@@ -1,0 +1,514 @@
+//! Hopper TMA and `mbarrier`s in the emulator, written from the PTX ISA ("mbarrier",
+//! "cp.async.bulk.tensor", "Tensor Map") independently of the kernel side (`codegen/tma.rs`).
+//!
+//! An `mbarrier` is kept per shared-memory address: arrivals pending in the current phase
+//! (reset to the init count when a phase completes), the transaction bytes expected
+//! (`expect_tx`) and landed, and the number of completed phases. A phase completes when no
+//! arrival is pending and the landed bytes equal the expected ones; `try_wait.parity p`
+//! succeeds once the current phase's parity differs from `p` (the phase of parity `p` is done).
+//!
+//! A TMA copy reads its box when issued (the tensors are not written during a kernel) and is
+//! written to shared memory at the latest moment the ISA allows: a phase whose arrivals and
+//! bytes are all in is only *due*, and completes (its copies land) when a thread first waits on
+//! it or the next operation on the barrier needs it done. A kernel that reads a stage without
+//! waiting for it therefore sees stale data, a wrong `expect_tx` count never completes
+//! (reported as a deadlock after the block's wait limit, and the run goes on), more bytes than
+//! announced are reported, and phases nobody waited for at exit are reported: a broken
+//! pipeline fails here before it hangs a GPU.
+//!
+//! The host tensor map (what the emulator passes for a `TensorMap` argument) is 16 u64:
+//! base address, rank, element bytes, swizzle-128 flag, 5 dims, 4 byte strides, 5 boxes (two
+//! per word). Boxes land as in the PTX ISA's tile mode: elements in box order, dimension 0
+//! fastest, and with the 128-byte swizzle 16-byte chunk c of 128-byte line r (of the shared
+//! address, 1024-byte aligned) at chunk c ^ r%8.
+
+use super::runtime::{thread, Block, Thread};
+use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long an `mbarrier` wait may block before it is reported as a deadlock.
+pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(20);
+
+/// Words of the host tensor map.
+pub(crate) const MAP_WORDS: usize = 16;
+
+/// The host tensor map of `spec` over the buffer at `base`.
+pub(crate) fn host_map(spec: &TensorMapSpec, base: usize) -> [u64; MAP_WORDS] {
+    let mut m = [0u64; MAP_WORDS];
+    m[0] = base as u64 + spec.offset;
+    m[1] = spec.rank as u64;
+    m[2] = spec.dtype.bytes() as u64;
+    m[3] = u64::from(spec.swizzle128);
+    m[4..9].copy_from_slice(&spec.dims);
+    m[9..13].copy_from_slice(&spec.strides);
+    for i in 0..TENSOR_MAP_RANK {
+        m[13 + i / 2] |= (spec.boxes[i] as u64) << (32 * (i % 2));
+    }
+    m
+}
+
+/// One `mbarrier`.
+#[derive(Debug)]
+struct Mbar {
+    count: u32,
+    pending: u32,
+    expected: u64,
+    landed: u64,
+    phase: u32,
+    /// Copies whose bytes count as landed, written when the phase completes: (shared offset
+    /// of each 16-byte chunk, chunk).
+    copies: Vec<(usize, [u8; 16])>,
+}
+
+impl Mbar {
+    /// Whether the current phase has all its arrivals and bytes (it completes when observed).
+    fn due(&self) -> bool {
+        self.pending == 0 && self.landed == self.expected
+    }
+}
+
+/// The `mbarrier`s of one block, by shared-memory offset.
+pub(crate) struct BlockTma {
+    bars: Mutex<HashMap<usize, Mbar>>,
+    cv: Condvar,
+    /// How long a wait may block before it is reported as a deadlock.
+    pub wait_limit: Duration,
+}
+
+impl Default for BlockTma {
+    fn default() -> Self {
+        BlockTma {
+            bars: Mutex::default(),
+            cv: Condvar::new(),
+            wait_limit: WAIT_LIMIT,
+        }
+    }
+}
+
+impl BlockTma {
+    /// Reports copies or arrivals still outstanding after every thread of the block ended.
+    pub fn finish(&self, block: &Block) {
+        let bars = self.bars.lock().unwrap_or_else(|e| e.into_inner());
+        for (at, m) in bars.iter() {
+            if !m.copies.is_empty() || m.expected > 0 {
+                block.record(format!(
+                    "block {:?}: mbarrier at shared offset {at:#x} ended with a TMA phase nobody \
+                     waited for ({} of {} bytes landed, {} arrivals pending)",
+                    block.bid, m.landed, m.expected, m.pending
+                ));
+            }
+        }
+    }
+
+    /// Reports a phase whose arrivals are in with more bytes landed than announced.
+    fn check_bytes(t: &Thread, at: usize, m: &Mbar) {
+        if m.pending == 0 && m.landed > m.expected {
+            t.record(&format!(
+                "mbarrier at {at:#x}: TMA landed {} bytes, expect_tx announced {}",
+                m.landed, m.expected
+            ));
+        }
+    }
+
+    /// Completes the phase of `m` if it is due, writing its copies to shared memory.
+    fn complete_if_due(&self, t: &Thread, m: &mut Mbar) {
+        if !m.due() {
+            return;
+        }
+        for (off, chunk) in m.copies.drain(..) {
+            // SAFETY: every chunk's offset was checked to lie in shared memory at issue.
+            unsafe {
+                std::ptr::copy_nonoverlapping(chunk.as_ptr(), t.block.smem.add(off), 16);
+            }
+        }
+        m.phase += 1;
+        m.pending = m.count;
+        m.expected = 0;
+        m.landed = 0;
+        self.cv.notify_all();
+    }
+}
+
+/// The shared offset of an `mbarrier` pointer, if valid (in shared memory, 8-byte aligned).
+fn bar_offset(t: &Thread, bar: *const u8, what: &str) -> Option<usize> {
+    let p = bar as usize;
+    if !t.block.in_smem(p, 8) || !p.is_multiple_of(8) {
+        t.record(&format!(
+            "{what}: mbarrier address {p:#x} outside shared memory or not 8-byte aligned"
+        ));
+        return None;
+    }
+    Some(p - t.block.smem as usize)
+}
+
+/// Runs `f` on the `mbarrier` at `bar`, or records that it was never initialised.
+fn with_bar(t: &Thread, bar: *const u8, what: &str, f: impl FnOnce(&BlockTma, usize, &mut Mbar)) {
+    let Some(at) = bar_offset(t, bar, what) else {
+        return;
+    };
+    let tma = &t.block.tma;
+    let mut bars = tma.bars.lock().unwrap_or_else(|e| e.into_inner());
+    match bars.get_mut(&at) {
+        Some(m) => f(tma, at, m),
+        None => t.record(&format!("{what} on the uninitialised mbarrier at {at:#x}")),
+    }
+}
+
+pub(crate) extern "C" fn emu_mbar_init(ctx: *const u8, bar: *const u8, count: u32) {
+    // SAFETY: called by emulated kernels with their context.
+    let t = unsafe { thread(ctx) };
+    let Some(at) = bar_offset(t, bar, "mbarrier.init") else {
+        return;
+    };
+    let mut bars = t.block.tma.bars.lock().unwrap_or_else(|e| e.into_inner());
+    if bars.get(&at).is_some_and(|m| !m.copies.is_empty()) {
+        t.record(&format!(
+            "mbarrier.init at {at:#x} while TMA copies are in flight on it"
+        ));
+    }
+    bars.insert(
+        at,
+        Mbar {
+            count,
+            pending: count,
+            expected: 0,
+            landed: 0,
+            phase: 0,
+            copies: Vec::new(),
+        },
+    );
+}
+
+pub(crate) extern "C" fn emu_mbar_fence(_ctx: *const u8) {}
+
+pub(crate) extern "C" fn emu_mbar_arrive_tx(ctx: *const u8, bar: *const u8, bytes: u32) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    with_bar(t, bar, "mbarrier.arrive.expect_tx", |tma, at, m| {
+        // A due phase has completed by now: this arrival belongs to the next one.
+        tma.complete_if_due(t, m);
+        if m.pending == 0 {
+            t.record(&format!(
+                "mbarrier at {at:#x}: more arrivals than its count"
+            ));
+            return;
+        }
+        m.pending -= 1;
+        m.expected += bytes as u64;
+        BlockTma::check_bytes(t, at, m);
+        tma.cv.notify_all();
+    });
+}
+
+pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u32) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    let Some(at) = bar_offset(t, bar, "mbarrier.try_wait") else {
+        return;
+    };
+    let tma = &t.block.tma;
+    let start = Instant::now();
+    let mut bars = tma.bars.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let Some(m) = bars.get(&at) else {
+            t.record(&format!(
+                "mbarrier.try_wait on the uninitialised mbarrier at {at:#x}"
+            ));
+            return;
+        };
+        if m.due() {
+            if let Some(m) = bars.get_mut(&at) {
+                tma.complete_if_due(t, m);
+            }
+            continue;
+        }
+        if m.phase % 2 != parity % 2 {
+            return;
+        }
+        if start.elapsed() > tma.wait_limit {
+            let msg = format!(
+                "mbarrier.try_wait.parity {parity} at {at:#x} never completed (deadlock: phase \
+                 {}, {} arrivals pending, {} of {} bytes landed)",
+                m.phase, m.pending, m.landed, m.expected
+            );
+            drop(bars);
+            t.record(&msg);
+            return;
+        }
+        bars = tma
+            .cv
+            .wait_timeout(bars, Duration::from_millis(50))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// Reads the box at `coords` of the host map `m` as 16-byte chunks with their shared
+/// offsets (from `dst`, swizzled), or records why the copy is invalid.
+fn read_box(
+    t: &Thread,
+    m: &[u64; MAP_WORDS],
+    coords: &[i32],
+    dst: usize,
+) -> Option<Vec<(usize, [u8; 16])>> {
+    let rank = m[1] as usize;
+    let eb = m[2] as usize;
+    let swizzle = m[3] != 0;
+    let dims = &m[4..9];
+    let strides = &m[9..13];
+    let boxes: Vec<usize> = (0..TENSOR_MAP_RANK)
+        .map(|i| ((m[13 + i / 2] >> (32 * (i % 2))) & 0xFFFF_FFFF) as usize)
+        .collect();
+    if coords.len() != rank || rank == 0 || rank > TENSOR_MAP_RANK {
+        t.record(&format!(
+            "TMA copy with {} coordinates for a rank-{rank} map",
+            coords.len()
+        ));
+        return None;
+    }
+    let inner = boxes[0] * eb;
+    let total: usize = boxes[..rank].iter().product::<usize>() * eb;
+    if boxes[..rank].iter().any(|&b| b == 0 || b > 256) || !inner.is_multiple_of(16) {
+        t.record(&format!(
+            "TMA box {:?} invalid (1..=256 elements, inner 16-byte multiple)",
+            &boxes[..rank]
+        ));
+        return None;
+    }
+    if swizzle && (inner > 128 || !dst.is_multiple_of(1024)) {
+        t.record(&format!(
+            "TMA 128-byte swizzle needs an inner box of at most 128 bytes ({inner}) and a \
+             1024-byte aligned destination (offset {dst:#x})"
+        ));
+        return None;
+    }
+    if !t.block.in_smem(t.block.smem as usize + dst, total) {
+        t.record(&format!(
+            "TMA destination {dst:#x} + {total} bytes outside shared memory"
+        ));
+        return None;
+    }
+    let mut bytes = vec![0u8; total];
+    let mut idx = [0usize; TENSOR_MAP_RANK];
+    for e in 0..total / eb {
+        let mut rest = e;
+        for d in 0..rank {
+            idx[d] = rest % boxes[d];
+            rest /= boxes[d];
+        }
+        let mut src = m[0] as i64;
+        let mut inside = true;
+        for d in 0..rank {
+            let c = coords[d] as i64 + idx[d] as i64;
+            inside &= c >= 0 && (c as u64) < dims[d];
+            src += c * if d == 0 {
+                eb as i64
+            } else {
+                strides[d - 1] as i64
+            };
+        }
+        if !inside {
+            continue;
+        }
+        if !t.block.in_buffer(src as usize, eb) {
+            t.record(&format!(
+                "TMA read of {eb} bytes at {src:#x} outside every buffer"
+            ));
+            return None;
+        }
+        // SAFETY: the source was checked to lie in a buffer of the run.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src as *const u8, bytes.as_mut_ptr().add(e * eb), eb);
+        }
+    }
+    Some(
+        bytes
+            .chunks(16)
+            .enumerate()
+            .map(|(i, c)| {
+                let off = dst + 16 * i;
+                let off = if swizzle {
+                    off ^ ((off >> 3) & 0x70)
+                } else {
+                    off
+                };
+                let mut w = [0u8; 16];
+                w.copy_from_slice(c);
+                (off, w)
+            })
+            .collect(),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn emu_tma_load(
+    ctx: *const u8,
+    dst: *const u8,
+    map: *const u64,
+    n: u32,
+    c0: i32,
+    c1: i32,
+    c2: i32,
+    c3: i32,
+    c4: i32,
+    bar: *const u8,
+) {
+    // SAFETY: as above; `map` is the host map the emulator passed (MAP_WORDS words).
+    let t = unsafe { thread(ctx) };
+    let m: [u64; MAP_WORDS] = unsafe { std::ptr::read_unaligned(map as *const [u64; MAP_WORDS]) };
+    let coords = [c0, c1, c2, c3, c4];
+    let n = (n as usize).min(TENSOR_MAP_RANK);
+    let d = (dst as usize).wrapping_sub(t.block.smem as usize);
+    let Some(chunks) = read_box(t, &m, &coords[..n], d) else {
+        return;
+    };
+    with_bar(t, bar, "cp.async.bulk.tensor", |tma, at, mb| {
+        // Bytes of a due phase would start the next one (before its expect_tx): complete it.
+        tma.complete_if_due(t, mb);
+        mb.landed += 16 * chunks.len() as u64;
+        mb.copies.extend(chunks);
+        BlockTma::check_bytes(t, at, mb);
+        tma.cv.notify_all();
+    });
+}
+
+/// The runtime functions of this file, by the names the host spec declares.
+pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        ("emu_mbar_init", emu_mbar_init as *const () as usize),
+        ("emu_mbar_fence", emu_mbar_fence as *const () as usize),
+        (
+            "emu_mbar_arrive_tx",
+            emu_mbar_arrive_tx as *const () as usize,
+        ),
+        ("emu_mbar_wait", emu_mbar_wait as *const () as usize),
+        ("emu_tma_load", emu_tma_load as *const () as usize),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::emu::runtime::Violations;
+    use crate::problem::DType;
+
+    /// A 6-row tensor of 64 bf16 per row (row r, element e holds r·64 + e) and its map with a
+    /// box of 64 × 4 and the 128-byte swizzle.
+    fn tensor() -> (Vec<u16>, TensorMapSpec) {
+        let data = (0..6 * 64).map(|i| i as u16).collect();
+        let spec = TensorMapSpec {
+            dtype: DType::BF16,
+            rank: 2,
+            dims: [64, 6, 1, 1, 1],
+            strides: [128, 0, 0, 0],
+            offset: 0,
+            boxes: [64, 4, 1, 1, 1],
+            swizzle128: true,
+        };
+        (data, spec)
+    }
+
+    /// Runs `f` as thread 0 of a one-thread block with 2 KiB of shared memory (poisoned) and
+    /// the tensor as buffer 0; returns the shared memory and the violations.
+    fn with_thread(f: impl FnOnce(*const u8, usize, &[u64; MAP_WORDS])) -> (Vec<u8>, Violations) {
+        let (mut data, spec) = tensor();
+        let mut smem = vec![u128::MAX; 128];
+        let violations = Mutex::new(Violations::default());
+        let buffers = [
+            (data.as_mut_ptr() as usize, data.len() * 2),
+            (0, 0),
+            (0, 0),
+            (0, 0),
+        ];
+        let map = host_map(&spec, buffers[0].0);
+        {
+            let mut block = Block::new(1, 32, [0; 3], &mut smem, buffers, &violations);
+            block.tma.wait_limit = Duration::from_millis(100);
+            let t = Thread::new(0, &block);
+            f(&t as *const Thread as *const u8, block.smem as usize, &map);
+        }
+        let bytes = smem.iter().flat_map(|w| w.to_le_bytes()).collect();
+        (bytes, violations.into_inner().unwrap())
+    }
+
+    fn element(smem: &[u8], off: usize) -> u16 {
+        u16::from_le_bytes([smem[off], smem[off + 1]])
+    }
+
+    #[test]
+    fn a_copy_lands_swizzled_when_its_phase_is_waited_for() {
+        let (smem, v) = with_thread(|ctx, base, map| {
+            let bar = (base + 1024) as *const u8;
+            emu_mbar_init(ctx, bar, 1);
+            emu_mbar_arrive_tx(ctx, bar, 64 * 4 * 2);
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 3, 0, 0, 0, bar);
+            // Not waited for yet: shared memory still holds the poison.
+            // SAFETY: base is the block's shared memory, 2 KiB.
+            assert_eq!(unsafe { *(base as *const u16) }, 0xFFFF);
+            emu_mbar_wait(ctx, bar, 0);
+            // The next phase (parity 1) has not completed: a deadlock, reported.
+            emu_mbar_wait(ctx, bar, 1);
+        });
+        // Box rows 0..4 are tensor rows 3..7: rows 3, 4, 5 real, the last zero-filled.
+        for r in 0..4usize {
+            for e in [0usize, 9, 63] {
+                let chunk = (e * 2 / 16) ^ (r % 8);
+                let off = r * 128 + chunk * 16 + (e * 2) % 16;
+                let want = if r + 3 < 6 {
+                    ((r + 3) * 64 + e) as u16
+                } else {
+                    0
+                };
+                assert_eq!(element(&smem, off), want, "row {r} element {e}");
+            }
+        }
+        assert_eq!(v.count, 1, "{:?}", v.messages);
+        assert!(v.messages[0].contains("deadlock"), "{:?}", v.messages);
+    }
+
+    #[test]
+    fn a_wrong_transaction_count_is_a_reported_deadlock() {
+        let (_, v) = with_thread(|ctx, base, map| {
+            let bar = (base + 1024) as *const u8;
+            emu_mbar_init(ctx, bar, 1);
+            // Twice the box's bytes announced: the phase never completes.
+            emu_mbar_arrive_tx(ctx, bar, 2 * 64 * 4 * 2);
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
+            emu_mbar_wait(ctx, bar, 0);
+        });
+        assert!(
+            v.messages.iter().any(|m| m.contains("deadlock")),
+            "{:?}",
+            v.messages
+        );
+    }
+
+    #[test]
+    fn bad_copies_are_refused() {
+        let (_, v) = with_thread(|ctx, base, map| {
+            let bar = (base + 1024) as *const u8;
+            // Not initialised, then misaligned for the swizzle.
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 2, 0, 0, 0, 0, 0, bar);
+            emu_mbar_init(ctx, bar, 1);
+            emu_tma_load(
+                ctx,
+                (base + 128) as *const u8,
+                map.as_ptr(),
+                2,
+                0,
+                0,
+                0,
+                0,
+                0,
+                bar,
+            );
+            emu_tma_load(ctx, base as *const u8, map.as_ptr(), 3, 0, 0, 0, 0, 0, bar);
+        });
+        let all = v.messages.join("\n");
+        assert!(all.contains("uninitialised"), "{all}");
+        assert!(all.contains("1024-byte aligned"), "{all}");
+        assert!(all.contains("3 coordinates"), "{all}");
+    }
+}

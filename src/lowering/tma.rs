@@ -1,0 +1,296 @@
+//! Which operand tiles a Hopper TMA copy can load, and the tiled tensor map that does it.
+//!
+//! A tiled tensor map sees memory as a dense box grid: element `(i0, i1, i2)` at
+//! `offset + i0·e + i1·s1 + i2·s2` bytes, zero outside `dims`. An operand tile fits that view
+//! when, along each GEMM dimension it uses (G, its rows, K), the address is one stride times
+//! the GEMM index (the dimension's axes nest like the digits of one number, as `n, ho, wo` do
+//! in an unpadded NHWC pixel index or `y, x, c` in an NHWC filter's reduction index) and no
+//! coordinate can leave the tensor (padding needs the im2col mode, which this module does not
+//! describe). Zero-fill past `dims` then gives exactly the zeros of a partial tile at the GEMM
+//! edge. Legality and the code generator both ask here, so they agree on every operand.
+//!
+//! Shared-memory side: the `wgmma` path's 128-byte-swizzled stages (see
+//! [`crate::codegen`]'s plan): a K-major tile is `rows` lines of 128 bytes of K (box
+//! `{bk, rows}`, one copy), an MN-major tile is blocks of 64 rows × `bk` lines (box `{64, bk}`,
+//! one copy per block).
+
+use super::{Dim, Gemm, Operand};
+use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
+use crate::config::PerfConfig;
+use crate::problem::ConvProblem;
+
+/// Most elements of a box along one dimension (`cuTensorMapEncodeTiled`).
+pub const MAX_BOX: u32 = 256;
+/// Bytes of the swizzle span: the inner box dimension must be exactly this many bytes.
+pub const SWIZZLE_BYTES: u32 = 128;
+/// Alignment of the global address and of every stride (bytes).
+const GLOBAL_ALIGN: u64 = 16;
+
+/// How one operand's tile is loaded with TMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TmaTile {
+    /// The tensor map (its memory is the operand's tensor argument).
+    pub map: TensorMapSpec,
+    /// K contiguous (box `{bk, rows}`), else the rows (box `{64, bk}` per 64-row block).
+    pub kmajor: bool,
+    /// Copies per stage (64-row blocks when MN-major).
+    pub copies: u32,
+    /// Whether dimension 2 of the map is the group index.
+    pub grouped: bool,
+}
+
+impl TmaTile {
+    /// Bytes one stage receives (what its `mbarrier` expects).
+    pub fn stage_bytes(&self) -> u32 {
+        self.map.box_bytes() * self.copies
+    }
+}
+
+/// The element stride of GEMM index `idx` along `d` in `op`'s tensor when the address is that
+/// stride times the index (0 for a dimension of length 1), or why not.
+fn linear_stride(p: &ConvProblem, gemm: &Gemm, op: &Operand, d: Dim) -> Result<i64, String> {
+    let strides = p.strides(op.tensor);
+    let axes = &gemm.dims[d as usize].axes;
+    let weight = |pos: usize| -> i64 {
+        (0..5)
+            .map(|t| {
+                op.coords[t]
+                    .terms
+                    .iter()
+                    .filter(|(r, _)| r.dim == d && r.pos == pos)
+                    .map(|(_, c)| c * strides[t] as i64)
+                    .sum::<i64>()
+            })
+            .sum()
+    };
+    let mut stride: Option<i64> = None;
+    let mut span = 1i64;
+    for pos in (0..axes.len()).rev() {
+        if axes[pos].len <= 1 {
+            continue;
+        }
+        let w = weight(pos);
+        match stride {
+            None if w > 0 => stride = Some(w),
+            None => {
+                return Err(format!(
+                    "its address does not grow along {d} (axis {} has weight {w})",
+                    axes[pos].name
+                ))
+            }
+            Some(s) if w != s * span => {
+                return Err(format!(
+                    "the axes of {d} do not nest into one stride (axis {} has weight {w}, \
+                     a dense index needs {})",
+                    axes[pos].name,
+                    s * span
+                ))
+            }
+            Some(_) => {}
+        }
+        span *= axes[pos].len as i64;
+    }
+    Ok(stride.unwrap_or(0))
+}
+
+/// The TMA load of operand `op` (rows along `row_dim`, `rows` per tile, `block_k` per K step)
+/// into the `wgmma` path's 128-byte-swizzled stages, or why a tiled tensor map cannot do it.
+pub fn tma_tile(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    op: &Operand,
+    row_dim: Dim,
+    rows: u32,
+    block_k: u32,
+) -> Result<TmaTile, String> {
+    let dt = p.dtype();
+    let eb = dt.bytes() as u64;
+    let extent = p.logical_dims(op.tensor);
+    if let Some(t) = (0..5).find(|&t| op.coords[t].may_leave(extent[t], &gemm.dims)) {
+        return Err(format!(
+            "{} coordinate {t} can leave the tensor (padding or a strided window): that needs \
+             the im2col mode, which is not generated",
+            op.tensor.name()
+        ));
+    }
+    let sr = linear_stride(p, gemm, op, row_dim)?;
+    let sk = linear_stride(p, gemm, op, Dim::K)?;
+    let sg = linear_stride(p, gemm, op, Dim::G)?;
+    let kmajor = match (sk, sr) {
+        (1, _) => true,
+        (_, 1) => false,
+        _ => {
+            return Err(format!(
+                "neither K nor the rows are contiguous in {} (element strides {sk}, {sr}: \
+                 NCHW-like layouts)",
+                op.tensor.name()
+            ))
+        }
+    };
+    let strides = p.strides(op.tensor);
+    let offset: i64 = (0..5)
+        .map(|t| op.coords[t].offset * strides[t] as i64)
+        .sum();
+    let offset = offset as u64 * eb;
+    let (len_r, len_k, len_g) = (gemm.len(row_dim), gemm.k_len(), gemm.g_len());
+    let grouped = len_g > 1;
+    let (inner, outer, outer_len, inner_len) = if kmajor {
+        (sk, sr, len_r, len_k)
+    } else {
+        (sr, sk, len_k, len_r)
+    };
+    debug_assert_eq!(inner, 1);
+    let mut byte_strides = vec![outer as u64 * eb];
+    if grouped {
+        byte_strides.push(sg as u64 * eb);
+    }
+    if let Some(s) = byte_strides
+        .iter()
+        .find(|s| !s.is_multiple_of(GLOBAL_ALIGN))
+    {
+        return Err(format!(
+            "a stride of {} is {s} bytes, not a multiple of {GLOBAL_ALIGN} (channels not \
+             16-byte aligned)",
+            op.tensor.name()
+        ));
+    }
+    if !offset.is_multiple_of(GLOBAL_ALIGN) {
+        return Err(format!(
+            "the operand starts {offset} bytes into {}, not a multiple of {GLOBAL_ALIGN}",
+            op.tensor.name()
+        ));
+    }
+    let (boxes, copies) = if kmajor {
+        if block_k as u64 * eb != SWIZZLE_BYTES as u64 {
+            return Err(format!(
+                "bk × element size must be the {SWIZZLE_BYTES}-byte swizzle span (bk = {block_k})"
+            ));
+        }
+        ([block_k, rows], 1)
+    } else {
+        let line = SWIZZLE_BYTES / eb as u32;
+        if !rows.is_multiple_of(line) {
+            return Err(format!("{rows} tile rows are not whole {line}-row blocks"));
+        }
+        ([line, block_k], rows / line)
+    };
+    if let Some(b) = boxes.iter().find(|&&b| b > MAX_BOX) {
+        return Err(format!("a box of {b} elements exceeds TMA's {MAX_BOX}"));
+    }
+    let mut dims = [1u64; TENSOR_MAP_RANK];
+    dims[0] = inner_len as u64;
+    dims[1] = outer_len as u64;
+    let mut map_strides = [0u64; TENSOR_MAP_RANK - 1];
+    map_strides[..byte_strides.len()].copy_from_slice(&byte_strides);
+    if grouped {
+        dims[2] = len_g as u64;
+    }
+    let mut b = [1u32; TENSOR_MAP_RANK];
+    b[..2].copy_from_slice(&boxes);
+    Ok(TmaTile {
+        map: TensorMapSpec {
+            dtype: dt,
+            rank: if grouped { 3 } else { 2 },
+            dims,
+            strides: map_strides,
+            offset,
+            boxes: b,
+            swizzle128: true,
+        },
+        kmajor,
+        copies,
+        grouped,
+    })
+}
+
+/// The TMA loads of `ld=tma` for one GEMM: each operand that a tiled tensor map describes
+/// (its tile K-major or MN-major as the code generator lays it out: K-major unless the
+/// operand is contiguous along its rows), the other left to `cp.async`, which `cp_ok[i]` says
+/// operand `i` can use. At least one operand must be TMA. The reason names the operands.
+pub fn tma_operands(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    cfg: &PerfConfig,
+    cp_ok: [bool; 2],
+) -> Result<[Option<TmaTile>; 2], String> {
+    let mut out = [None, None];
+    let mut why = Vec::new();
+    let ops = [
+        (&gemm.a, Dim::M, cfg.block_m, "A"),
+        (&gemm.b, Dim::N, cfg.block_n, "B"),
+    ];
+    for (i, (op, row_dim, rows, name)) in ops.into_iter().enumerate() {
+        let kmajor = op
+            .contiguity(p, gemm, [row_dim, Dim::K])
+            .dim
+            .is_none_or(|d| d == Dim::K);
+        match tma_tile(p, gemm, op, row_dim, rows, cfg.block_k) {
+            Ok(t) if t.kmajor == kmajor => out[i] = Some(t),
+            Ok(_) => why.push(format!(
+                "{name}: the tensor map's contiguous dimension is not the tile's"
+            )),
+            Err(r) => why.push(format!("{name}: {r}")),
+        }
+        if out[i].is_none() && !cp_ok[i] {
+            return Err(format!(
+                "{}; operand {name} would stay on cp.async, which its vector width cannot use \
+                 (4, 8 or 16 bytes)",
+                why.join("; ")
+            ));
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err(format!("no operand is a TMA tile ({})", why.join("; ")));
+    }
+    Ok(out)
+}
+
+/// Whether a vector of `vec` elements of `elem_bytes` can be a `cp.async` (4, 8 or 16 bytes).
+pub fn cp_async_width(vec: u32, elem_bytes: u32) -> bool {
+    matches!(vec * elem_bytes, 4 | 8 | 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lowering::lower;
+
+    fn tiles(line: &str) -> Vec<Result<TmaTile, String>> {
+        let p: ConvProblem = line.parse().unwrap();
+        let l = lower(&p);
+        let g = &l.gemms[0];
+        vec![
+            tma_tile(&p, g, &g.a, Dim::M, 128, 64),
+            tma_tile(&p, g, &g.b, Dim::N, 128, 64),
+        ]
+    }
+
+    #[test]
+    fn nhwc_filters_and_unpadded_pixels_are_tiled_views() {
+        // fwd 3x3 padded: the filter (A) is a dense [k][y·x·c] matrix, the pixels (B) need
+        // im2col (padding).
+        let t =
+            tiles("convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+        let a = t[0].as_ref().unwrap();
+        assert!(a.kmajor && a.copies == 1 && !a.grouped);
+        assert_eq!(a.map.dims[..2], [9 * 64, 128]);
+        assert_eq!(a.map.strides[0], 9 * 64 * 2);
+        assert_eq!(a.map.boxes[..2], [64, 128]);
+        assert_eq!(a.map.box_bytes(), 64 * 128 * 2);
+        assert!(t[1].as_ref().unwrap_err().contains("im2col"), "{:?}", t[1]);
+        // 1x1 unpadded: both are dense matrices.
+        let t = tiles("convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 1 -x 1 -F 1 --layout NHWC");
+        let b = t[1].as_ref().unwrap();
+        assert!(b.kmajor);
+        assert_eq!(b.map.dims[..2], [64, 2 * 8 * 8]);
+        assert_eq!(b.map.strides[0], 128);
+    }
+
+    #[test]
+    fn unaligned_channels_and_nchw_are_refused_with_a_reason() {
+        let t = tiles("convbfp16 -n 2 -c 12 -H 8 -W 8 -k 128 -y 1 -x 1 -F 1 --layout NHWC");
+        assert!(t[1].as_ref().unwrap_err().contains("16"), "{:?}", t[1]);
+        let t = tiles("convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 1 -x 1 -F 1");
+        assert!(t.iter().any(|r| r.is_err()));
+    }
+}
