@@ -22,4 +22,4 @@ echo "== splitk-check $(el)"
 OUT=$OUT timeout 200 scripts/session4/splitk-check.sh $B 2>&1 | tail -12
 cat "$OUT/splitk/summary.txt" 2>/dev/null | head -60
 rm -f "$OUT"/splitk/*.lock
-echo "== done $(el)"
+echo "== done $(el)"; tar czf "$OUT/all.tgz" -C "$OUT" --exclude=all.tgz . 2>/dev/null
