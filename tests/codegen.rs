@@ -3,7 +3,7 @@
 //! compiled for NVIDIA and AMD to check that LLVM accepts it and emits what was meant.
 
 use convtune::arch::Arch;
-use convtune::codegen::emu::{emulate_conv, emulate_faulting, emulate_reference};
+use convtune::codegen::emu::{emulate_faulting, emulate_reference};
 use convtune::codegen::{compile_conv, compile_reference, Target};
 use convtune::config::PerfConfig;
 use convtune::lowering::lower;
@@ -11,7 +11,7 @@ use convtune::problem::{ConvProblem, DType};
 use convtune::reference::direct_conv;
 mod common;
 
-use common::{cfg, data, mismatches, problem};
+use common::{cfg, data, emulate_exact, mismatches, problem};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const H200: Target = Target::of(Arch::SM_90);
@@ -19,22 +19,7 @@ const MI200: Target = Target::of(Arch::GFX90A);
 
 /// Emulates one candidate on `like` and demands bit-exact agreement and no bad access.
 fn check(p: &ConvProblem, c: &PerfConfig, like: Target) {
-    let mut t = data(p, 7);
-    let want = direct_conv(p, &t[0], &t[1], &t[2]);
-    let rep =
-        emulate_conv(&lower(p), c, like, &mut t).unwrap_or_else(|e| panic!("{p} {c} {like}: {e}"));
-    assert_eq!(rep.violations, 0, "{p}\n{c} on {like}: {:#?}", rep.messages);
-    let w = p.direction().written() as usize;
-    let bad = mismatches(p, &t[w], &want);
-    if let Some(&i) = bad.first() {
-        panic!(
-            "{p}\n{c} on {like}: element {i} is {}, want {} ({} of {} differ)",
-            t[w][i],
-            want[i],
-            bad.len(),
-            want.len()
-        );
-    }
+    emulate_exact(p, c, like, 7).unwrap_or_else(|e| panic!("{p} {c} {like}: {e}"));
 }
 
 const BASIC: &str = "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1";

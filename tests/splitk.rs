@@ -5,38 +5,21 @@
 //! config string.
 
 use convtune::arch::Arch;
-use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, launches, Target};
 use convtune::config::{PerfConfig, Reduction};
 use convtune::legality::{self, Rejection};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
-use convtune::reference::direct_conv;
 mod common;
 
-use common::{cfg, data, mismatches, problem};
+use common::{cfg, emulate_exact, problem};
 
 const H200: Target = Target::of(Arch::SM_90);
 const MI200: Target = Target::of(Arch::GFX90A);
 
 /// Emulates `c` on `like`: no bad access, bit-exact result; returns the launch names.
 fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> Vec<String> {
-    let mut t = data(p, 11);
-    let want = direct_conv(p, &t[0], &t[1], &t[2]);
-    let rep =
-        emulate_conv(&lower(p), c, like, &mut t).unwrap_or_else(|e| panic!("{p} {c} {like}: {e}"));
-    assert_eq!(rep.violations, 0, "{p}\n{c} on {like}: {:#?}", rep.messages);
-    let w = p.direction().written() as usize;
-    let bad = mismatches(p, &t[w], &want);
-    if let Some(&i) = bad.first() {
-        panic!(
-            "{p}\n{c} on {like}: element {i} is {}, want {} ({} of {} differ)",
-            t[w][i],
-            want[i],
-            bad.len(),
-            want.len()
-        );
-    }
+    let rep = emulate_exact(p, c, like, 11).unwrap_or_else(|e| panic!("{p} {c} {like}: {e}"));
     rep.kernels.into_iter().map(|k| k.name).collect()
 }
 

@@ -4,16 +4,14 @@
 //! launches, and legality's reasons.
 
 use convtune::arch::Arch;
-use convtune::codegen::emu::emulate_conv;
 use convtune::codegen::{compile_conv, launches, Target};
 use convtune::config::{PerfConfig, Reduction, StreamK};
 use convtune::legality::{self, Rejection};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
-use convtune::reference::direct_conv;
 mod common;
 
-use common::{cfg, data, mismatches, problem};
+use common::{cfg, emulate_exact, problem};
 
 const H200: Target = Target::of(Arch::SM_90);
 
@@ -26,25 +24,10 @@ fn stream(c: &str) -> PerfConfig {
 
 /// Emulates `c`: no bad access, bit-exact; returns the GEMM launch's grid.
 fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> [u32; 3] {
-    let l = lower(p);
-    if let Err(e) = legality::check(&l, c, like.arch()) {
+    if let Err(e) = legality::check(&lower(p), c, like.arch()) {
         panic!("{p} {c}: {e}");
     }
-    let mut t = data(p, 5);
-    let want = direct_conv(p, &t[0], &t[1], &t[2]);
-    let rep = emulate_conv(&l, c, like, &mut t).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
-    assert_eq!(rep.violations, 0, "{p}\n{c}: {:#?}", rep.messages);
-    let w = p.direction().written() as usize;
-    let bad = mismatches(p, &t[w], &want);
-    if let Some(&i) = bad.first() {
-        panic!(
-            "{p}\n{c}: element {i} is {}, want {} ({} of {} differ)",
-            t[w][i],
-            want[i],
-            bad.len(),
-            want.len()
-        );
-    }
+    let rep = emulate_exact(p, c, like, 5).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
     let names: Vec<_> = rep.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(
         names,

@@ -41,6 +41,7 @@ pub use progress::ListPosition;
 use progress::Progress;
 use rayon::prelude::*;
 pub use stages::StageTimes;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -73,8 +74,9 @@ pub struct TuneOptions {
     /// Wall time of one problem, every stage included: a campaign starts the clock before
     /// enumerating; [`tune`] alone starts it when called.
     pub time_limit: Option<Duration>,
-    /// Stop here at the latest (the campaign's per-problem deadline; `time_limit` and
-    /// `--time-total` both end in it). Nothing is compiled or measured after it.
+    /// Stop here (the campaign's per-problem deadline; `time_limit` and `--time-total` both
+    /// end in it). Nothing is compiled or measured after it once a candidate is verified;
+    /// before that, for at most as long again (see [`tune`]).
     pub deadline: Option<Instant>,
     /// Candidates compiled per batch.
     pub batch: usize,
@@ -111,6 +113,9 @@ impl TuneOptions {
         }
     }
 }
+
+/// The least extra time a problem gets past its deadline when nothing is verified yet.
+const GRACE_MIN: Duration = Duration::from_secs(5);
 
 /// A candidate's short first measurement must be this much slower than the best full median so
 /// far to be screened: the short median (3 runs) is noisier than the full one, and a candidate
@@ -201,7 +206,8 @@ type CompiledBatch = Vec<(usize, Option<(Result<LaunchPlan, String>, Duration)>)
 /// `compile` turns a config into a launch plan (called from many threads at once); it runs one
 /// batch ahead of the measurements so the CPU and the GPU work at the same time. After the
 /// deadline nothing new is compiled or measured, so the run ends within about one candidate's
-/// time of it.
+/// time of it — provided a candidate has been verified by then; otherwise it goes on until the
+/// first one is, for at most the time it had again (at least [`GRACE_MIN`]).
 pub fn tune<C>(
     ctx: &SearchContext<'_>,
     strategy: &mut dyn Strategy,
@@ -215,7 +221,18 @@ where
 {
     let start = Instant::now();
     let deadline = opts.deadline_from(start);
-    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
+    // A deadline that passes before any candidate is verified (a huge space ranked, slow
+    // compiles) would end the problem with nothing to show: until the first verified candidate
+    // the search goes on, for at most as long again (and at least GRACE_MIN), so that `--time`
+    // means "about this long", not "possibly nothing".
+    let hard = deadline.map(|d| d + d.saturating_duration_since(start).max(GRACE_MIN));
+    let verified = AtomicBool::new(false);
+    let verified = &verified;
+    let past = move || {
+        let now = Instant::now();
+        let soft = deadline.is_some_and(|d| now >= d) && verified.load(Ordering::Relaxed);
+        soft || hard.is_some_and(|h| now >= h)
+    };
     let total = opts
         .budget
         .map_or(ctx.candidates.len(), |b| b.min(ctx.candidates.len()));
@@ -281,6 +298,9 @@ where
                         if let Some(t) = outcome.timing().filter(|t| !t.screened) {
                             best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
                         }
+                        if outcome.timing().is_some() {
+                            verified.store(true, Ordering::Relaxed);
+                        }
                         measured.push(Measured {
                             index: i,
                             time_us: outcome.timing().map(|t| t.median_us),
@@ -339,6 +359,9 @@ where
                 };
                 if let Some(t) = outcome.timing().filter(|t| !t.screened) {
                     best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
+                }
+                if outcome.timing().is_some() {
+                    verified.store(true, Ordering::Relaxed);
                 }
                 record.record(&candidates[i], &outcome);
                 progress.update(&outcome, false);

@@ -44,3 +44,30 @@ pub fn mismatches(p: &ConvProblem, got: &[f64], want: &[f64]) -> Vec<usize> {
         .map(|(i, _)| i)
         .collect()
 }
+
+/// Emulates `c` for `p` on `like` with exact test data (`seed`) and, when it runs, demands no
+/// out-of-bounds or misaligned access and a result bit-identical to the direct convolution.
+/// A config codegen refuses comes back as the error (callers decide whether that is expected).
+pub fn emulate_exact(
+    p: &ConvProblem,
+    c: &convtune::config::PerfConfig,
+    like: convtune::codegen::Target,
+    seed: u64,
+) -> Result<convtune::codegen::emu::EmuReport, convtune::codegen::CodegenError> {
+    let mut t = data(p, seed);
+    let want = convtune::reference::direct_conv(p, &t[0], &t[1], &t[2]);
+    let rep = convtune::codegen::emu::emulate_conv(&convtune::lowering::lower(p), c, like, &mut t)?;
+    assert_eq!(rep.violations, 0, "{p}\n{c} on {like}: {:#?}", rep.messages);
+    let w = p.direction().written() as usize;
+    let bad = mismatches(p, &t[w], &want);
+    if let Some(&i) = bad.first() {
+        panic!(
+            "{p}\n{c} on {like}: element {i} is {}, want {} ({} of {} differ)",
+            t[w][i],
+            want[i],
+            bad.len(),
+            want.len()
+        );
+    }
+    Ok(rep)
+}
