@@ -22,6 +22,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+/// JIT allowance per MiB of module, on top of [`WorkerOptions::measure_timeout`]: about twice
+/// the worst the H200's driver was seen to take (see `Worker::measure_timeout`).
+const JIT_SECONDS_PER_MB: f64 = 12.0;
+
 /// Time limits of a [`Worker`].
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -308,7 +312,7 @@ impl Worker {
             screen_us,
         })?;
         self.ensure_child()?;
-        match self.exchange(&line, self.measure_timeout()) {
+        match self.exchange(&line, self.measure_timeout(plan)) {
             Reply::Response(Response::Measured { outcome, stages }) => {
                 if outcome.lost_context() {
                     // The worker exits after a fault; collect it now.
@@ -332,7 +336,7 @@ impl Worker {
     pub fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError> {
         let line = encode(&Request::Resources { plan: plan.clone() })?;
         self.ensure_child()?;
-        match self.exchange(&line, self.measure_timeout()) {
+        match self.exchange(&line, self.measure_timeout(plan)) {
             Reply::Response(Response::Resources { kernels }) => Ok(kernels),
             Reply::TimedOut => {
                 self.discard_child(Duration::ZERO);
@@ -346,11 +350,17 @@ impl Worker {
         }
     }
 
-    /// The limit for one candidate: the floor plus a multiple of the reference's time.
-    fn measure_timeout(&self) -> Duration {
+    /// The limit for one candidate: the floor, plus a multiple of the reference's time, plus
+    /// the driver's JIT of the module, which grows with its size: on the H200, ptxas took 1.4,
+    /// 7.8 and 11.3 s for 0.74, 0.87 and 2.1 MB of PTX (f32 kernels with a deep K step and
+    /// several bwd-data phases), so a large module timed out before it ran. A hang still ends
+    /// within seconds of what its JIT can need.
+    fn measure_timeout(&self, plan: &LaunchPlan) -> Duration {
+        let jit_s = JIT_SECONDS_PER_MB * plan.module.bytes().len() as f64 / (1u64 << 20) as f64;
         self.options.measure_timeout
             + Duration::from_secs_f64(
-                (self.reference_us * 1e-6 * self.options.reference_multiple).clamp(0.0, 3600.0),
+                (self.reference_us * 1e-6 * self.options.reference_multiple).clamp(0.0, 3600.0)
+                    + jit_s.min(600.0),
             )
     }
 
