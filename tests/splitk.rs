@@ -161,7 +161,7 @@ fn config_string_round_trips_with_red() {
     let s = c.to_string();
     assert_eq!(
         s,
-        "v3:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=sync,red=fixup"
+        "v3:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=sync,red=fixup,ld=cp"
     );
     assert_eq!(s.parse::<PerfConfig>().unwrap(), c);
     let a = PerfConfig {

@@ -124,7 +124,7 @@ fn the_schedule_and_legality() {
     let ptx = compile_conv(&big, &wg, H200).unwrap().module;
     assert!(ptx.ptx().unwrap().contains("wgmma.mma_async"));
     let s = c.to_string();
-    assert!(s.ends_with(",mma=sync,red=stream"), "{s}");
+    assert!(s.ends_with(",mma=sync,red=stream,ld=cp"), "{s}");
     assert_eq!(s.parse::<PerfConfig>().unwrap(), c);
 }
 

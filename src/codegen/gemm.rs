@@ -17,12 +17,10 @@ use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::{FloatValue, IntValue};
 
-/// Emits the body of the GEMM kernel of `plan` into `kb`'s function. `fault` adds a store far
+/// Emits the body of the GEMM kernel of `plan` into `kb`'s function, for a plan with one block
+/// per tile (a stream-K plan is [`super::streamk`]'s; `compile` picks). `fault` adds a store far
 /// outside every buffer (the fault-isolation test).
 pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
-    if let SchedulerKind::StreamK(sk) = plan.scheduler {
-        return super::streamk::emit_streamk(kb, plan, &sk, fault);
-    }
     kb.set_block_size(plan.threads);
     emit_gemm_body(kb, plan, fault);
 }

@@ -36,6 +36,7 @@ mod compile;
 pub mod emu;
 mod error;
 mod fixup;
+mod fixup_layout;
 mod gemm;
 mod index;
 mod ir;

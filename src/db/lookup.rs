@@ -72,6 +72,10 @@ pub struct Lookup {
     pub source: Source,
     /// A sentence for the user: which database, which entry, what was rejected and why.
     pub reason: String,
+    /// What was skipped on the way (other arches' layers, entries failing their checksum,
+    /// illegal neighbours), also at the end of `reason`: a fallback that replaces the reason
+    /// keeps these.
+    pub notes: Vec<String>,
 }
 
 /// The system database (shipped in the binary) with the user's database on top: user entries
@@ -185,6 +189,7 @@ impl<'a> Layered<'a> {
                         reason.push(')');
                         append_notes(&mut reason, &notes);
                         return Lookup {
+                            notes,
                             config: Some(e.config.clone()),
                             source: Source::Exact,
                             reason,
@@ -292,6 +297,7 @@ impl<'a> Layered<'a> {
             );
             append_notes(&mut reason, &notes);
             return Lookup {
+                notes,
                 config: Some(e.config.clone()),
                 source: Source::Nearest {
                     key: e.problem.clone(),
@@ -319,6 +325,7 @@ impl<'a> Layered<'a> {
         };
         append_notes(&mut reason, &notes);
         Lookup {
+            notes,
             config: None,
             source: Source::None,
             reason,
@@ -334,7 +341,8 @@ struct Near {
     idx: u32,
 }
 
-fn append_notes(reason: &mut String, notes: &[String]) {
+/// Appends `notes` to `reason` as ` [a; b]`.
+pub(crate) fn append_notes(reason: &mut String, notes: &[String]) {
     if !notes.is_empty() {
         reason.push_str(" [");
         reason.push_str(&notes.join("; "));

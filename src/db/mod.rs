@@ -32,6 +32,7 @@ pub use error::DbError;
 pub use export::{export_c_header, export_json};
 pub use file::{Inserted, TunedDb, FORMAT};
 pub use journal::{Journal, JournalRecord};
+pub(crate) use lookup::append_notes;
 pub use lookup::{ConfigCheck, Layered, Lookup, Source, MAX_NEAREST_TRIES};
 pub use ops::{arch_issues, check, diff, merge, stale, Conflict, DiffLine, Issue};
 pub use store::{lock_path, on_lock_wait, write_target, DbLock, LockWaitHook};

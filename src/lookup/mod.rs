@@ -149,7 +149,9 @@ pub fn find_config_in_space(
     let why = if hit.source == Source::None {
         hit.reason.clone()
     } else {
-        "no exact entry".to_string()
+        let mut why = "no exact entry".to_string();
+        crate::db::append_notes(&mut why, &hit.notes);
+        why
     };
     let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
     let near = fallback::neighbours(problem, arch.name, &layers, fingerprint);
