@@ -100,6 +100,19 @@ fn emulated_sweep_amd() {
     sweep(MI200, &AMD_CONFIGS, &["conv", "convfp16", "convbfp16"]);
 }
 
+/// gfx908 (AccVGPRs apart, half-depth bf16 MFMA) and gfx942: the same sweep, so every AMD
+/// target's kernels are checked bit-exactly, not only MI200's.
+#[test]
+fn emulated_sweep_gfx908_and_gfx942() {
+    for arch in [Arch::GFX908, Arch::GFX942] {
+        sweep(
+            Target::of(arch),
+            &AMD_CONFIGS,
+            &["conv", "convfp16", "convbfp16"],
+        );
+    }
+}
+
 /// NHWC with channels a multiple of 8: vectors along K (fwd B, bwd-data B), along the tile rows
 /// (bwd-weight A and B, bwd-data A, scattered into shared memory), with and without cp.async.
 #[test]
