@@ -26,10 +26,11 @@
 //! before the first GEMM, and each GEMM leaves them zero for the next.
 
 use super::builder::{Kb, Mem};
-pub(crate) use super::fixup_layout::{Fixup, GROUP, GROUP_ABOVE};
 use super::plan::GemmPlan;
 use super::schedule::Tile;
 use crate::abi::ArgRole;
+pub(crate) use crate::config::fixup::Fixup;
+use crate::config::fixup::GROUP;
 use inkwell::values::{FloatValue, IntValue, PointerValue};
 
 /// One block's share of an output tile.
@@ -124,17 +125,6 @@ pub(crate) fn emit_fixup<'ctx>(
             epilogue(kb, groups.sum(kb, n, kb.c(0), fx.groups(), count));
         });
     });
-}
-
-/// Partial tiles the block that finishes a tile of `slices` contributions reads one after
-/// another (one level: all of them; two levels: its group, then the group partials): the
-/// serial tail the cost model charges.
-pub fn serial_reads(slices: u32) -> u32 {
-    if slices > GROUP_ABOVE {
-        GROUP + slices.div_ceil(GROUP)
-    } else {
-        slices
-    }
 }
 
 /// Partial tiles in the workspace: `per_tile` slots per output tile, value `i` of thread `tid`

@@ -36,7 +36,6 @@ mod compile;
 pub mod emu;
 mod error;
 mod fixup;
-mod fixup_layout;
 mod gemm;
 mod index;
 mod ir;
@@ -60,7 +59,6 @@ pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,
 };
 pub use error::CodegenError;
-pub use fixup::serial_reads;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;
@@ -124,12 +122,6 @@ pub fn launches(
         l.kernels.into_iter().map(|(k, _)| k).collect(),
         l.workspace_bytes,
     ))
-}
-
-/// Whether a candidate runs as one launch although its lowering has several sub-GEMMs or a
-/// zero-init step (strided backward data without split-K: see `phased`).
-pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
-    phased::one_launch(lowering, cfg)
 }
 
 /// Compiles every launch of one candidate. Safe to call from many threads at once (each call

@@ -20,37 +20,13 @@ use super::plan::{GemmPlan, SchedulerKind};
 use super::schedule::RasterScheduler;
 use super::schedule::TileScheduler;
 use super::simple::fill_width;
-use crate::config::{LoadPath, PerfConfig, Reduction};
+pub(crate) use crate::lowering::one_launch;
 use crate::lowering::{coverage, CoverDim, Lowering};
-use crate::problem::{DType, Direction, Tensor};
+use crate::problem::{DType, Tensor};
 use inkwell::values::IntValue;
-
-/// Most phases one kernel holds: each is a copy of the GEMM body in the kernel, so a problem
-/// with more residue classes (a huge stride with a large filter) keeps one launch per phase
-/// rather than a kernel that takes seconds to JIT. 5×5 at stride 3 has 9, 7×7 at stride 4 16.
-pub(crate) const MAX_PHASES: usize = 16;
-
-/// Most residue classes per spatial dimension that the zeroing blocks test a pixel against.
-pub(crate) const MAX_COVER_CLASSES: u32 = 16;
 
 /// Vectors each thread of a zeroing block clears.
 const ZERO_UNROLL: u32 = 4;
-
-/// Whether `lowering` with `cfg` runs in one launch: backward data with more than one
-/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limits above.
-pub(crate) fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
-    let p = &lowering.problem;
-    p.direction() == Direction::BwdData
-        && cfg.split_k == 1
-        // A stream-K grid is one block per SM walking its own GEMM: it keeps a launch a phase.
-        && cfg.red != Reduction::Stream
-        // Each phase's TMA maps would be kernel parameters of their own: not joined yet.
-        && cfg.ld == LoadPath::Cp
-        && !lowering.gemms.is_empty()
-        && (lowering.gemms.len() > 1 || lowering.zero_init)
-        && lowering.gemms.len() <= MAX_PHASES
-        && p.residue_classes().iter().all(|&c| c <= MAX_COVER_CLASSES)
-}
 
 /// The zeroing part of the grid: every element of the input gradient whose pixel no phase
 /// writes is set to zero, `vec` elements (of one pixel) at a time.
@@ -230,6 +206,7 @@ mod tests {
     use crate::arch::Arch;
     use crate::codegen::compile::{plan, spec_for, Body, Job};
     use crate::codegen::Target;
+    use crate::config::PerfConfig;
     use crate::lowering::lower;
 
     /// The one-launch plan of `line` with `cfg`, checked by `check`.

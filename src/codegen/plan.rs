@@ -3,12 +3,12 @@
 //! reason that names the field) keeps the emitters free of error paths, and lets callers ask
 //! for launch shapes and shared-memory sizes without compiling.
 
-use super::fixup_layout::Fixup;
 use super::spec::{Capability, TargetSpec};
 use super::target::MatrixUnit;
 use super::CodegenError;
 use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
 use crate::arch::fit;
+use crate::config::fixup::Fixup;
 use crate::config::{Field, LdsLayout, LoadPath, PerfConfig, Reduction};
 use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};

@@ -7,6 +7,7 @@
 //! declaration through [`Field`].
 
 mod fields;
+pub mod fixup;
 mod text;
 
 pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};

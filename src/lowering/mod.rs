@@ -24,10 +24,12 @@
 mod bwd_data;
 mod execute;
 pub mod groups;
+mod launch;
 pub mod tma;
 
 pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;
+pub use launch::{one_launch, MAX_COVER_CLASSES, MAX_PHASES};
 
 use crate::problem::{ConvProblem, Direction, Tensor};
 use serde::Serialize;

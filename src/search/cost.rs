@@ -28,7 +28,7 @@
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
 
 use crate::arch::{fit, Arch, MathKind};
-use crate::codegen::serial_reads;
+use crate::config::fixup::serial_reads;
 use crate::config::{LdsLayout, PerfConfig, Reduction, StreamK};
 use crate::legality::{Checker, Resources};
 use crate::lowering::Lowering;
@@ -312,7 +312,7 @@ fn estimate_with(
     };
     let mut largest = 0.0f64;
     // Strided bwd-data in one launch: one launch overhead for every phase and the zeroing.
-    let one_launch = crate::codegen::one_launch(lowering, c);
+    let one_launch = crate::lowering::one_launch(lowering, c);
     if lowering.zero_init {
         let t = lowering.problem.direction().written();
         let bytes = lowering.problem.tensor_elems(t) as f64 * e;

@@ -1,13 +1,14 @@
 //! The workspace layout of the in-kernel split-K fix-up (`red=fixup`, and stream-K's shared
-//! tiles): counters, partial tiles, group partials (see [`super::fixup`] for the protocol). A
-//! plan holds a [`Fixup`]; the kernel code that reads it lives in `fixup.rs`.
+//! tiles): counters, partial tiles, group partials. The protocol and the kernel code that
+//! reads the layout are in the codegen's `fixup.rs`; the layout and the serial tail are here,
+//! outside the LLVM-gated code, because the cost model reads them too.
 
 /// Alignment of the partials after the counters, bytes.
 const PARTIALS_ALIGN: u64 = 256;
 
 /// The fix-up of one GEMM kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fixup {
+pub struct Fixup {
     /// Output tiles (groups × tile rows × tile columns): one counter each.
     pub tiles: u32,
     /// Slices per tile.
@@ -80,6 +81,17 @@ impl Fixup {
 }
 
 /// Slices per group of the two-level fix-up.
-pub(crate) const GROUP: u32 = 8;
+pub const GROUP: u32 = 8;
 /// Most slices added in one level.
-pub(crate) const GROUP_ABOVE: u32 = 16;
+pub const GROUP_ABOVE: u32 = 16;
+
+/// Partial tiles the block that finishes a tile of `slices` contributions reads one after
+/// another (one level: all of them; two levels: its group, then the group partials): the
+/// serial tail the cost model charges.
+pub fn serial_reads(slices: u32) -> u32 {
+    if slices > GROUP_ABOVE {
+        GROUP + slices.div_ceil(GROUP)
+    } else {
+        slices
+    }
+}

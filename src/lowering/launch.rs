@@ -1,0 +1,31 @@
+//! Which lowerings run in one launch: a decision of the lowering (its phases and their
+//! coverage) and the config, read by codegen (which builds the one-launch kernel) and by the
+//! cost model (which charges one launch), so it lives here, outside the LLVM-gated code.
+
+use super::Lowering;
+use crate::config::{LoadPath, PerfConfig, Reduction};
+use crate::problem::Direction;
+
+/// Most phases one kernel holds: each is a copy of the GEMM body in the kernel, so a problem
+/// with more residue classes (a huge stride with a large filter) keeps one launch per phase
+/// rather than a kernel that takes seconds to JIT. 5×5 at stride 3 has 9, 7×7 at stride 4 16.
+pub const MAX_PHASES: usize = 16;
+
+/// Most residue classes per spatial dimension that the zeroing blocks test a pixel against.
+pub const MAX_COVER_CLASSES: u32 = 16;
+
+/// Whether `lowering` with `cfg` runs in one launch: backward data with more than one
+/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limits above.
+pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
+    let p = &lowering.problem;
+    p.direction() == Direction::BwdData
+        && cfg.split_k == 1
+        // A stream-K grid is one block per SM walking its own GEMM: it keeps a launch a phase.
+        && cfg.red != Reduction::Stream
+        // Each phase's TMA maps would be kernel parameters of their own: not joined yet.
+        && cfg.ld == LoadPath::Cp
+        && !lowering.gemms.is_empty()
+        && (lowering.gemms.len() > 1 || lowering.zero_init)
+        && lowering.gemms.len() <= MAX_PHASES
+        && p.residue_classes().iter().all(|&c| c <= MAX_COVER_CLASSES)
+}
