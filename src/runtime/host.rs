@@ -3,8 +3,54 @@
 //! Kept apart from the driver calls so every rule here (exact encoding, poison counts as
 //! unwritten, the error norm, how many runs cover a millisecond) is tested without a GPU.
 
-use crate::problem::DType;
+use crate::problem::{ConvProblem, DType};
 use half::{bf16, f16};
+
+/// Problems up to this many FLOPs have their reference output checked against the CPU's f64
+/// direct convolution when the problem is set up (about a second of CPU time at most).
+pub(crate) const CPU_CHECK_MAX_FLOPS: f64 = 5e7;
+
+/// Accepts the reference kernel's output `out` for `problem`, the same rule on every backend:
+/// every element written and finite and, for problems up to [`CPU_CHECK_MAX_FLOPS`], within the
+/// type's tolerance of the CPU's f64 direct convolution. Stores the decoded output as the written
+/// tensor's host copy in `host` (the caller drops the problem when this fails); `Err` says why.
+pub(crate) fn accept_reference(
+    problem: &ConvProblem,
+    out: &[u8],
+    host: &mut [Vec<f64>; 3],
+) -> Result<(), String> {
+    let dtype = problem.dtype();
+    let values = decode(dtype, out);
+    let c = compare(dtype, out, &values);
+    if c.unwritten + c.non_finite > 0 {
+        return Err(format!(
+            "its output has {} unwritten and {} non-finite element(s)",
+            c.unwritten, c.non_finite
+        ));
+    }
+    host[problem.direction().written() as usize] = values;
+    if problem.flops() <= CPU_CHECK_MAX_FLOPS {
+        if let Some(err) = cpu_error(problem, host).filter(|&e| e.is_nan() || e > dtype.tolerance())
+        {
+            return Err(format!(
+                "its output differs from the CPU direct convolution by {err:.3e} (relative)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// ‖reference − CPU‖ / ‖CPU‖ of the reference output kept in `host` (`None` before there is
+/// one), against [`direct_conv`](crate::reference::direct_conv) in f64.
+pub(crate) fn cpu_error(problem: &ConvProblem, host: &[Vec<f64>; 3]) -> Option<f64> {
+    let w = problem.direction().written() as usize;
+    if host[w].is_empty() {
+        return None;
+    }
+    let [input, filter, output] = host;
+    let cpu = crate::reference::direct_conv(problem, input, filter, output);
+    Some(rel_err(&host[w], &cpu))
+}
 
 /// The byte every written tensor and workspace is filled with before a candidate runs. 0xFF… is a
 /// NaN in f32, f16 and bf16 alike, so an element a kernel forgets to write cannot pass by luck.
@@ -250,5 +296,34 @@ mod tests {
         assert_eq!(median_min(&[5.0, 1.0, 3.0]), Some((3.0, 1.0)));
         assert_eq!(median_min(&[4.0, 1.0, 3.0, 2.0]), Some((2.5, 1.0)));
         assert_eq!(median_min(&[]), None);
+    }
+
+    #[test]
+    fn the_reference_is_accepted_only_written_and_equal_to_the_cpu() {
+        let p: ConvProblem = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1"
+            .parse()
+            .unwrap();
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut host = Tensor::ALL.map(|t| random_tensor(&p, t, &mut rng));
+        let w = p.direction().written() as usize;
+        host[w].clear();
+        let [i, f, o] = &host;
+        let right = crate::reference::direct_conv(&p, i, f, o);
+        assert_eq!(cpu_error(&p, &host), None, "no reference output yet");
+        let mut bytes = encode(p.dtype(), &right);
+        assert_eq!(accept_reference(&p, &bytes, &mut host), Ok(()));
+        assert_eq!(
+            host[w],
+            decode(p.dtype(), &bytes),
+            "kept as the kernel wrote it"
+        );
+        assert!(cpu_error(&p, &host).unwrap() < p.dtype().tolerance());
+        bytes[..4].fill(POISON);
+        assert!(accept_reference(&p, &bytes, &mut host)
+            .unwrap_err()
+            .contains("unwritten"));
+        let wrong: Vec<f64> = right.iter().map(|v| v + 1.0).collect();
+        let e = accept_reference(&p, &encode(p.dtype(), &wrong), &mut host).unwrap_err();
+        assert!(e.contains("differs from the CPU"), "{e}");
     }
 }

@@ -30,10 +30,6 @@ use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Problems up to this many FLOPs have their reference output checked against the CPU's f64
-/// direct convolution in `set_problem` (about a second of CPU time at most).
-const CPU_CHECK_MAX_FLOPS: f64 = 5e7;
-
 /// The tensors and reference of the problem being tuned.
 struct ProblemState {
     problem: ConvProblem,
@@ -158,8 +154,6 @@ impl Measurer {
         problem: &ConvProblem,
         reference: &LaunchPlan,
     ) -> Result<f64, RuntimeError> {
-        let dtype = problem.dtype();
-        let written = problem.direction().written();
         let reference_failed = |reason: String| RuntimeError::Reference {
             problem: problem.key(),
             reason,
@@ -169,26 +163,8 @@ impl Measurer {
             Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => return Err(e),
         };
-        let values = host::decode(dtype, &out);
-        let c = compare(dtype, &out, &values);
-        if c.unwritten + c.non_finite > 0 {
-            return Err(reference_failed(format!(
-                "its output has {} unwritten and {} non-finite element(s)",
-                c.unwritten, c.non_finite
-            )));
-        }
         if let Some(s) = self.state.as_mut() {
-            s.host[written as usize] = values;
-        }
-        if problem.flops() <= CPU_CHECK_MAX_FLOPS {
-            if let Some(err) = self
-                .reference_cpu_error()
-                .filter(|&e| e.is_nan() || e > dtype.tolerance())
-            {
-                return Err(reference_failed(format!(
-                    "its output differs from the CPU direct convolution by {err:.3e} (relative)"
-                )));
-            }
+            host::accept_reference(problem, &out, &mut s.host).map_err(reference_failed)?;
         }
         match self.time(&loaded, problem, None) {
             Ok(t) => Ok(t.median_us),
@@ -202,10 +178,7 @@ impl Measurer {
     /// problems small enough for the CPU; a test may call it on larger ones.
     pub fn reference_cpu_error(&self) -> Option<f64> {
         let s = self.state.as_ref()?;
-        let reference = self.host_tensor(s.problem.direction().written())?;
-        let [input, filter, output] = &s.host;
-        let cpu = crate::reference::direct_conv(&s.problem, input, filter, output);
-        Some(host::rel_err(reference, &cpu))
+        host::cpu_error(&s.problem, &s.host)
     }
 
     /// f64 values of a tensor of the current problem: what was uploaded for a read tensor, the

@@ -23,9 +23,6 @@ use crate::runtime::outcome::{Outcome, Timing};
 use crate::runtime::plan::{KernelResources, LaunchPlan};
 use rand::{rngs::StdRng, SeedableRng};
 
-/// Problems up to this many FLOPs have their reference output checked against the CPU.
-const CPU_CHECK_MAX_FLOPS: f64 = 5e7;
-
 /// Bytes of last-level cache beyond L2 that HIP does not report: the MI300X's 256 MB AMD
 /// Infinity Cache (AMD Instinct MI300X data sheet). The flush covers twice it.
 fn infinity_cache_bytes(arch: &str) -> u64 {
@@ -170,8 +167,6 @@ impl<A: HipApi> HipMeasurer<A> {
         problem: &ConvProblem,
         reference: &LaunchPlan,
     ) -> Result<f64, RuntimeError> {
-        let dtype = problem.dtype();
-        let written = problem.direction().written();
         let failed = |reason: String| RuntimeError::Reference {
             problem: problem.key(),
             reason,
@@ -181,27 +176,10 @@ impl<A: HipApi> HipMeasurer<A> {
             Err(RunError::Candidate(o)) => return Err(failed(o.to_string())),
             Err(RunError::Runtime(e)) => return Err(e),
         };
-        let values = host::decode(dtype, &out);
-        let c = compare(dtype, &out, &values);
-        if c.unwritten + c.non_finite > 0 {
-            self.unload(&loaded);
-            return Err(failed(format!(
-                "its output has {} unwritten and {} non-finite element(s)",
-                c.unwritten, c.non_finite
-            )));
-        }
         if let Some(s) = self.state.as_mut() {
-            s.host[written as usize] = values;
-        }
-        if problem.flops() <= CPU_CHECK_MAX_FLOPS {
-            if let Some(err) = self
-                .reference_cpu_error()
-                .filter(|&e| e.is_nan() || e > dtype.tolerance())
-            {
+            if let Err(why) = host::accept_reference(problem, &out, &mut s.host) {
                 self.unload(&loaded);
-                return Err(failed(format!(
-                    "its output differs from the CPU direct convolution by {err:.3e} (relative)"
-                )));
+                return Err(failed(why));
             }
         }
         let timed = self.time(reference, &loaded, problem);
@@ -216,13 +194,7 @@ impl<A: HipApi> HipMeasurer<A> {
     /// ‖reference − CPU‖ / ‖CPU‖ of the current reference output.
     pub fn reference_cpu_error(&self) -> Option<f64> {
         let s = self.state.as_ref()?;
-        let w = s.problem.direction().written() as usize;
-        if s.host[w].is_empty() {
-            return None;
-        }
-        let [input, filter, output] = &s.host;
-        let cpu = crate::reference::direct_conv(&s.problem, input, filter, output);
-        Some(host::rel_err(&s.host[w], &cpu))
+        host::cpu_error(&s.problem, &s.host)
     }
 
     /// Checks a candidate against the reference and, if it is right, times it.
