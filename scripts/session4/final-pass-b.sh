@@ -4,10 +4,7 @@
 # timing, the untuned fallback on held-out entries), and the shipped database vs cuDNN.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-mkdir -p target/release
-xz -dc .carry/convtune.xz > target/release/convtune; chmod +x target/release/convtune
-cp .carry/libffi.so.8 target/release/
-export LD_LIBRARY_PATH=$PWD/target/release
+. scripts/session4/unpack.sh
 B=target/release/convtune
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv | tee "$OUT/gpu.txt"

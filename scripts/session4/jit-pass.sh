@@ -4,10 +4,7 @@
 # --time 18, then cuDNN.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-mkdir -p target/release
-xz -dc .carry/convtune.xz > target/release/convtune; chmod +x target/release/convtune
-cp .carry/libffi.so.8 target/release/
-export LD_LIBRARY_PATH=$PWD/target/release
+. scripts/session4/unpack.sh
 B=target/release/convtune
 R=$OUT/jit; mkdir -p "$R"
 BIN=$B CONFIGS=1 LOG=$R/selfcheck.log timeout 200 scripts/gpu-tests.sh 2>&1 | tail -2

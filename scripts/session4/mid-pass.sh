@@ -4,10 +4,7 @@
 # Run through the device tool with .carry/ holding the xz-compressed binary and libffi.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-mkdir -p target/release
-xz -dc .carry/convtune.xz > target/release/convtune; chmod +x target/release/convtune
-cp .carry/libffi.so.8 target/release/
-export LD_LIBRARY_PATH=$PWD/target/release
+. scripts/session4/unpack.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 echo "== selfcheck"
 BIN=target/release/convtune CONFIGS=1 LOG=$OUT/selfcheck.log timeout 200 scripts/gpu-tests.sh 2>&1 | tail -4

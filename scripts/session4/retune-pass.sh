@@ -5,10 +5,7 @@
 # tuned-db/sm_90.toml (merge keeps the faster entry per problem).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-mkdir -p target/release
-xz -dc .carry/convtune.xz > target/release/convtune; chmod +x target/release/convtune
-cp .carry/libffi.so.8 target/release/
-export LD_LIBRARY_PATH=$PWD/target/release
+. scripts/session4/unpack.sh
 B=target/release/convtune
 R=$OUT/retune; mkdir -p "$R"
 {
