@@ -38,11 +38,11 @@ for ent in $entries; do
     grep -E "registers|C75[0-9][0-9]|spill" "$R/$n.ptxas.txt" | head -8
     [ -x "$CUOBJDUMP" ] && "$CUOBJDUMP" --dump-sass "$R/$n.cubin" 2>/dev/null | grep -oE "^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9.]+" | awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 > "$R/$n.sass-hist.txt"
   fi
-  timeout 60 "$B" --problems "$R/$n.problem" --space "$R/$n.space.toml" --strategy exhaustive --full-timing \
+  [ -z "${SKIP_TUNE:-}" ] && timeout 60 "$B" --problems "$R/$n.problem" --space "$R/$n.space.toml" --strategy exhaustive --full-timing \
     --db "$R/db.toml" --journal "$R/journal.jsonl" --report "$R/$n.report.json" --quiet > "$R/$n.tune.txt" 2>&1
   grep -E "summary|us" "$R/$n.tune.txt" | tail -2
   if [ -x "$NCU" ]; then
-    timeout 120 "$NCU" --target-processes all --clock-control none -k regex:convtune_ -c 6 \
+    timeout 120 "$NCU" --target-processes all --clock-control none -k "regex:convtune_(gemm|phases)" -c 2 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis --print-details all \
       "$B" --problems "$R/$n.problem" --space "$R/$n.space.toml" --strategy exhaustive --full-timing \
