@@ -140,11 +140,10 @@ pub fn run(
     run_in(worker, arch, problems, &space, configs, seed, log)
 }
 
-/// The arch's default space narrowed to configs that reduce with `red`: split-K for `atomic`
-/// and `fixup`, `split_k = 1` for stream-K (what `selfcheck --red` samples from, so that every
-/// sampled kernel exercises it).
-pub fn split_k_space(arch: &Arch, red: Reduction) -> SearchSpace {
-    let mut space = SearchSpace::default_for(arch);
+/// `space` (the arch's default, or `selfcheck --space`) narrowed to configs that reduce with
+/// `red`: split-K for `atomic` and `fixup`, `split_k = 1` for stream-K (what `selfcheck --red`
+/// samples from, so that every sampled kernel exercises it).
+pub fn split_k_space(mut space: SearchSpace, red: Reduction) -> SearchSpace {
     match red {
         Reduction::Stream => space.params.split_k = vec![1],
         _ => space.params.split_k.retain(|&s| s > 1),

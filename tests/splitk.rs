@@ -176,7 +176,10 @@ fn sampled_fixup_kernels_of_the_selfcheck_sweep_compile_and_the_first_emulates()
     use convtune::problem::Direction;
     use convtune::selfcheck::{split_k_space, sweep_problems};
     use convtune::space::sample_legal;
-    let space = split_k_space(&Arch::SM_90, Reduction::Fixup);
+    let space = split_k_space(
+        convtune::space::SearchSpace::default_for(&Arch::SM_90),
+        Reduction::Fixup,
+    );
     let mut sampled = 0;
     for p in sweep_problems()
         .into_iter()

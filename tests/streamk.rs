@@ -132,7 +132,10 @@ fn the_schedule_and_legality() {
 fn selfcheck_samples_stream_k_kernels_and_they_compile() {
     use convtune::selfcheck::{reduction_problems, split_k_space};
     use convtune::space::sample_legal;
-    let space = split_k_space(&Arch::SM_90, Reduction::Stream);
+    let space = split_k_space(
+        convtune::space::SearchSpace::default_for(&Arch::SM_90),
+        Reduction::Stream,
+    );
     let mut n = 0;
     for p in reduction_problems(Reduction::Stream) {
         let l = lower(&p);

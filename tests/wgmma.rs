@@ -236,3 +236,39 @@ fn wgmma_ptx_shape() {
         .to_string();
     assert!(ptx.contains("p, 1, 1, 1, 1;"));
 }
+
+/// `search-spaces/nvidia-hopper.toml` (the re-tuning space and `selfcheck --space`'s) holds only
+/// warpgroup kernels, lists every load path, and what it samples on the sweep's 16-bit problems
+/// compiles.
+#[test]
+fn hopper_space_samples_wgmma_kernels_of_every_load_path() {
+    use convtune::config::LoadPath;
+    use convtune::space::{sample_legal, SearchSpace};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search-spaces/nvidia-hopper.toml"
+    );
+    let space = SearchSpace::load(std::path::Path::new(path)).unwrap();
+    space.check_vendor(&Arch::SM_90, path).unwrap();
+    assert_eq!(
+        space.params.ld,
+        LoadPath::ALL.to_vec(),
+        "every load path listed"
+    );
+    let mut sampled = 0;
+    let mut paths = std::collections::BTreeSet::new();
+    for p in convtune::selfcheck::sweep_problems()
+        .into_iter()
+        .filter(|p| p.dtype().bytes() == 2)
+    {
+        let l = lower(&p);
+        for c in sample_legal(&p, &Arch::SM_90, &space, 3, 5) {
+            assert!(c.mma.is_wgmma(), "{c}");
+            compile_conv(&l, &c, H200).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            paths.insert(c.ld.name());
+            sampled += 1;
+        }
+    }
+    assert!(sampled >= 10, "only {sampled} sampled");
+    assert!(paths.len() >= 2, "load paths sampled: {paths:?}");
+}

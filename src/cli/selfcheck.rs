@@ -29,6 +29,11 @@ pub struct SelfcheckArgs {
     /// sweep.
     #[arg(long)]
     problems: Option<std::path::PathBuf>,
+    /// Sample the configs from this search-space file instead of the built-in space (with
+    /// `--red`, narrowed to that reduction): how a new knob's kernels get checked, e.g.
+    /// `search-spaces/nvidia-hopper.toml` for the wgmma load paths.
+    #[arg(long)]
+    space: Option<std::path::PathBuf>,
 }
 
 /// Runs the sweep and the fault-isolation check; fails when anything did not verify.
@@ -53,13 +58,22 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let base = match &args.space {
+        Some(path) => {
+            let s = SearchSpace::load(path).map_err(bad_input)?;
+            s.check_vendor(&arch, &path.display().to_string())
+                .map_err(bad_input)?;
+            s
+        }
+        None => SearchSpace::default_for(&arch),
+    };
     let mut worker = Worker::spawn(args.device)?;
     let (mut problems, space) = match red {
         Some(r) => (
             selfcheck::reduction_problems(r),
-            selfcheck::split_k_space(&arch, r),
+            selfcheck::split_k_space(base, r),
         ),
-        None => (selfcheck::sweep_problems(), SearchSpace::default_for(&arch)),
+        None => (selfcheck::sweep_problems(), base),
     };
     if let Some(path) = &args.problems {
         problems = read_problem_file(path).map_err(bad_input)?;
