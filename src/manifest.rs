@@ -230,7 +230,9 @@ pub struct KernelLaunch {
     /// 128-byte `CUtensorMap` passed by value, encoded with `cuTensorMapEncodeTiled` over the
     /// named tensor's pointer plus `map.offset` (dims innermost first, strides in bytes,
     /// element strides 1, no interleave, L2 promotion 256 B, OOB fill none, 128-byte swizzle
-    /// when `map.swizzle128`).
+    /// when `map.swizzle128`); with `map.im2col` present, `cuTensorMapEncodeIm2col` instead
+    /// (its corners and element strides, `channelsPerPixel = boxes[0]`,
+    /// `pixelsPerColumn = boxes[1]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tensor_maps: Vec<TensorMapArg>,
 }

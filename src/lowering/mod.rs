@@ -25,6 +25,7 @@ mod bwd_data;
 mod execute;
 pub mod groups;
 mod launch;
+pub mod im2col;
 pub mod tma;
 
 pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
