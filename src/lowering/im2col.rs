@@ -124,7 +124,7 @@ pub fn im2col_tile(
     // Groups: none, or the G axis over adjacent channel blocks.
     let grouped = match op.coords[G].terms.as_slice() {
         [] if extent[G] == 1 && op.coords[G].offset == 0 => false,
-        [(r, 1)] if r.dim == Dim::G && op.coords[G].offset == 0 => true,
+        [(r, 1)] if r.dim == Dim::G && op.coords[G].offset == 0 => extent[G] > 1,
         _ => return Err(format!("{name}'s group index is not the GEMM batch")),
     };
     if grouped && strides[G] != extent[C] as u64 {
@@ -249,4 +249,167 @@ pub fn im2col_tile(
             group_channels: if grouped { extent[C] } else { 0 },
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lowering::lower;
+    use crate::lowering::tma::tma_or_im2col_tile;
+
+    /// The B operand's load (rows along N, `rows` per tile) of sub-GEMM `g` of `line`.
+    fn b_tile(line: &str, g: usize, rows: u32, bk: u32) -> Result<TmaTile, String> {
+        let p: ConvProblem = line.parse().unwrap();
+        let l = lower(&p);
+        let gm = &l.gemms[g];
+        im2col_tile(&p, gm, &gm.b, Dim::N, rows, bk)
+    }
+
+    fn corners(t: &TmaTile) -> ([i32; 2], [i32; 2], [u32; 2]) {
+        let m = t.map.im2col.unwrap();
+        (
+            [m.lower[0], m.lower[1]],
+            [m.upper[0], m.upper[1]],
+            [m.element_strides[1], m.element_strides[2]],
+        )
+    }
+
+    #[test]
+    fn forward_maps_match_hand_computed_corners_strides_and_offsets() {
+        // 3x3 pad 1, 28x28, 256 channels: lower −pad, upper pad − (R−1)·dil = −1.
+        let t = b_tile(
+            "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+            0,
+            256,
+            64,
+        )
+        .unwrap();
+        assert!(t.kmajor && t.copies == 1 && !t.grouped);
+        assert_eq!(corners(&t), ([-1, -1], [-1, -1], [1, 1]));
+        assert_eq!(t.map.rank, 4);
+        assert_eq!(t.map.dims[..4], [256, 28, 28, 64]);
+        assert_eq!(t.map.strides[..3], [512, 512 * 28, 512 * 28 * 28]);
+        assert_eq!(t.map.boxes[..4], [64, 256, 1, 1]);
+        // Every box byte counts, zero-filled padding pixels included.
+        assert_eq!(t.stage_bytes(), 64 * 256 * 2);
+        let ic = t.im2col.unwrap();
+        assert_eq!(ic.tap_lens, [1, 3, 3, 256]);
+        assert_eq!(ic.pixel_lens, [64, 28, 28]);
+        // Tap (y, x) = (2, 1): offsets (w, h) = (x·dil, y·dil).
+        assert_eq!(ic.offsets([0, 2, 1, 0]), [1, 2]);
+        // 5x5 pad 2: −2 and 2 − 4; dilation 2 on a 3x3 with pad 2: −2 and 2 − 2·2; offsets
+        // carry the dilation.
+        let t = b_tile(
+            "convbfp16 -n 2 -c 64 -H 9 -W 9 -k 64 -y 5 -x 5 -p 2 -q 2 -F 1 --layout NHWC",
+            0,
+            64,
+            64,
+        )
+        .unwrap();
+        assert_eq!(corners(&t), ([-2, -2], [-2, -2], [1, 1]));
+        let t = b_tile(
+            "convbfp16 -n 2 -c 64 -H 9 -W 8 -k 64 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2 -F 1 --layout NHWC",
+            0,
+            64,
+            64,
+        )
+        .unwrap();
+        assert_eq!(corners(&t), ([-2, -2], [-2, -2], [1, 1]));
+        assert_eq!(t.im2col.unwrap().offsets([0, 1, 2, 0]), [4, 2]);
+        // Stride 2, 3x3 pad 1 on 56x56 (Ho = 28): the box's last position is
+        // −1 + 27·2 = 53 = 55 + upper, so upper = −2 (the canonical pad − (R−1)·dil = −1 ends
+        // the box at 54, the same 28 positions).
+        let t = b_tile(
+            "convbfp16 -n 2 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 1 --layout NHWC",
+            0,
+            128,
+            64,
+        )
+        .unwrap();
+        assert_eq!(corners(&t), ([-1, -1], [-2, -2], [2, 2]));
+        // 1x1 stride 2 (no tiled view: the pixels do not nest), groups: the channel block.
+        let t = b_tile(
+            "convbfp16 -n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 2 -g 2 -F 1 --layout NHWC",
+            0,
+            64,
+            64,
+        )
+        .unwrap();
+        assert_eq!(corners(&t), ([0, 0], [-1, -1], [2, 2]));
+        assert!(t.grouped);
+        assert_eq!(t.im2col.unwrap().group_channels, 128);
+        assert_eq!(t.map.dims[0], 256);
+    }
+
+    #[test]
+    fn what_im2col_cannot_express_is_refused_with_a_reason() {
+        let fwd = |extra: &str, bk: u32| {
+            b_tile(
+                &format!("convbfp16 -n 2 -H 8 -W 8 -k 64 -y 3 -x 3 {extra} -F 1"),
+                0,
+                64,
+                bk,
+            )
+            .unwrap_err()
+        };
+        let cases = [
+            (fwd("-c 64 -p 1 -q 1", 64), "NCHW"),
+            (fwd("-c 12 -p 1 -q 1 --layout NHWC", 64), "16-byte aligned"),
+            (fwd("-c 32 -p 1 -q 1 --layout NHWC", 64), "straddle filter taps"),
+            (fwd("-c 64 -p 1 -q 1 --layout NHWC", 32), "swizzle span"),
+            (fwd("-c 64 -p 130 -q 1 --layout NHWC", 64), "corner"),
+        ];
+        for (e, want) in cases {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        // Too many pixels for one copy.
+        let p = "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC";
+        assert!(b_tile(p, 0, 512, 64).unwrap_err().contains("256"));
+        // The filter operand is never an im2col map.
+        let pr: ConvProblem = p.parse().unwrap();
+        let l = lower(&pr);
+        let g = &l.gemms[0];
+        let e = im2col_tile(&pr, g, &g.a, Dim::M, 64, 64).unwrap_err();
+        assert!(e.contains("activations"), "{e}");
+        // Both reasons when neither mode fits.
+        let p: ConvProblem = "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
+            .parse()
+            .unwrap();
+        let l = lower(&p);
+        let g = &l.gemms[0];
+        let e = tma_or_im2col_tile(&p, g, &g.b, Dim::N, 64, 64).unwrap_err();
+        assert!(e.contains("tiled: ") && e.contains("; im2col: "), "{e}");
+    }
+
+    /// Seed 000's six problems (fp32 backward data, pad 1): NCHW as given is refused for
+    /// im2col; in NHWC the output gradient is an im2col map with pad' = dil·(Y−1) − pad, so
+    /// lower = −pad' (the flipped filter is the other operand's business).
+    #[test]
+    fn seed_000_padding_problems() {
+        for (hw, f) in [(14, 1), (14, 3), (15, 1), (16, 1), (18, 1), (20, 1)] {
+            let line = format!(
+                "conv -n 32 -c 32 -H {hw} -W {hw} -k 32 -y {f} -x {f} -p 1 -q 1 -u 1 -v 1 -F 2"
+            );
+            let e = b_tile(&line, 0, 64, 32).unwrap_err();
+            assert!(e.contains("NCHW"), "{line}: {e}");
+            let t = b_tile(&format!("{line} --layout NHWC"), 0, 64, 32).unwrap();
+            let pad = f as i32 - 1 - 1;
+            let (lower, upper, es) = corners(&t);
+            assert_eq!((lower, es), ([-pad, -pad], [1, 1]), "{line}");
+            // The box holds the input-gradient pixels: hw positions over an output of
+            // hw + 2 − f + 1.
+            let ho = hw as i32 + 2 - f as i32 + 1;
+            assert_eq!(upper, [-pad + hw - 1 - (ho - 1); 2], "{line}");
+            assert_eq!(t.im2col.unwrap().offsets([0, 0, 0, 0]), [f - 1; 2]);
+        }
+    }
+
+    #[test]
+    fn weight_gradient_reads_pixels_along_k_as_mn_major_blocks() {
+        let line = "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC";
+        let t = b_tile(line, 0, 128, 64).unwrap();
+        assert!(!t.kmajor);
+        assert_eq!((t.copies, t.map.boxes[..2].to_vec()), (2, vec![64, 64]));
+        assert_eq!(corners(&t), ([-1, -1], [-1, -1], [1, 1]));
+    }
 }
