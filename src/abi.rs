@@ -230,7 +230,8 @@ impl TensorMapSpec {
 
     /// `elementStrides` of every dimension (1 for a tiled map).
     pub fn element_strides(&self) -> [u32; TENSOR_MAP_RANK] {
-        self.im2col.map_or([1; TENSOR_MAP_RANK], |m| m.element_strides)
+        self.im2col
+            .map_or([1; TENSOR_MAP_RANK], |m| m.element_strides)
     }
 }
 

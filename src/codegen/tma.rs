@@ -112,7 +112,8 @@ fn issue_box<'ctx>(
             (Some(ic), Some(m)) => {
                 // K-major: the rows are the pixels, K the channels and taps; else the reverse.
                 let (pixel, tap) = if t.kmajor { (r, k0) } else { (k0, r) };
-                let (coords, offsets) = im2col_coords(kb, ic, m, pixel, tap, t.grouped.then_some(g));
+                let (coords, offsets) =
+                    im2col_coords(kb, ic, m, pixel, tap, t.grouped.then_some(g));
                 kb.tma_load_im2col(dst, map, &coords, &offsets, bar);
             }
             _ => {
@@ -165,18 +166,16 @@ fn im2col_coords<'ctx>(
     // Offset d = Σ a·t over taps with a ≥ 0, Σ |a|·(len − 1 − t) over the others (≥ 0).
     let offsets = (0..2)
         .map(|d| {
-            let mut off = kb.c(
-                (0..MAX_TAP_AXES)
-                    .map(|i| {
-                        let a = ic.tap_coefs[i][d] as i64;
-                        if a < 0 {
-                            -a * (ic.tap_lens[i] as i64 - 1)
-                        } else {
-                            0
-                        }
-                    })
-                    .sum(),
-            );
+            let mut off = kb.c((0..MAX_TAP_AXES)
+                .map(|i| {
+                    let a = ic.tap_coefs[i][d] as i64;
+                    if a < 0 {
+                        -a * (ic.tap_lens[i] as i64 - 1)
+                    } else {
+                        0
+                    }
+                })
+                .sum());
             for i in 0..MAX_TAP_AXES - 1 {
                 let a = ic.tap_coefs[i][d] as i64;
                 if a != 0 && ic.tap_lens[i] > 1 {

@@ -97,10 +97,16 @@ pub fn im2col_tile(
     }
     // Which dimension walks the pixels: the one that indexes the image.
     let pix = match op.coords[N].terms.as_slice() {
-        [(r, 1)] if r.pos == 0 && op.coords[N].offset == 0 && [row_dim, Dim::K].contains(&r.dim) => {
+        [(r, 1)]
+            if r.pos == 0 && op.coords[N].offset == 0 && [row_dim, Dim::K].contains(&r.dim) =>
+        {
             r.dim
         }
-        _ => return Err(format!("{name}'s image index is not the outer axis of its rows or K")),
+        _ => {
+            return Err(format!(
+                "{name}'s image index is not the outer axis of its rows or K"
+            ))
+        }
     };
     let tap = if pix == Dim::K { row_dim } else { Dim::K };
     let kmajor = pix == row_dim;
@@ -355,7 +361,10 @@ mod tests {
         let cases = [
             (fwd("-c 64 -p 1 -q 1", 64), "NCHW"),
             (fwd("-c 12 -p 1 -q 1 --layout NHWC", 64), "16-byte aligned"),
-            (fwd("-c 32 -p 1 -q 1 --layout NHWC", 64), "straddle filter taps"),
+            (
+                fwd("-c 32 -p 1 -q 1 --layout NHWC", 64),
+                "straddle filter taps",
+            ),
             (fwd("-c 64 -p 1 -q 1 --layout NHWC", 32), "swizzle span"),
             (fwd("-c 64 -p 130 -q 1 --layout NHWC", 64), "corner"),
         ];

@@ -24,8 +24,8 @@
 mod bwd_data;
 mod execute;
 pub mod groups;
-mod launch;
 pub mod im2col;
+mod launch;
 pub mod tma;
 
 pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};

@@ -132,7 +132,10 @@ pub(crate) extern "C" fn emu_tma_load_im2col(
     let coords = [c0, c1, c2, c3, c4];
     let offsets = [o0, o1, o2];
     let n = (n as usize).min(TENSOR_MAP_RANK);
-    if let Some(o) = offsets.iter().find(|&&o| !(0..=u16::MAX as i32).contains(&o)) {
+    if let Some(o) = offsets
+        .iter()
+        .find(|&&o| !(0..=u16::MAX as i32).contains(&o))
+    {
         t.record(&format!("im2col offset {o} is not a 16-bit value"));
         return;
     }
@@ -199,10 +202,7 @@ mod tests {
         let got = pixels(&m, [0, 2, -1, 0], [2, 1]);
         // Pixels (h, w): (-1, 2), then wrap to (0, -1), (0, 0), (0, 1), (0, 2); read at
         // (h + 1, w + 2): (0, 4) is outside (w = 4), then (1, 1), (1, 2), (1, 3), (1, 4) out.
-        assert_eq!(
-            got,
-            [None, Some((1, 1)), Some((1, 2)), Some((1, 3)), None]
-        );
+        assert_eq!(got, [None, Some((1, 1)), Some((1, 2)), Some((1, 3)), None]);
     }
 
     #[test]

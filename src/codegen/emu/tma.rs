@@ -84,7 +84,9 @@ impl HostMap {
             swizzle: m[3] != 0,
             dims: std::array::from_fn(|i| m[4 + i]),
             strides: std::array::from_fn(|i| m[9 + i]),
-            boxes: std::array::from_fn(|i| ((m[13 + i / 2] >> (32 * (i % 2))) & 0xFFFF_FFFF) as usize),
+            boxes: std::array::from_fn(|i| {
+                ((m[13 + i / 2] >> (32 * (i % 2))) & 0xFFFF_FFFF) as usize
+            }),
         }
     }
     /// Byte stride of dimension `d`.
@@ -347,7 +349,9 @@ pub(super) fn land(
     let rank = h.rank;
     let inner_bytes = inner * eb;
     let total = elems * eb;
-    if h.boxes[..rank.min(TENSOR_MAP_RANK)].iter().any(|&b| b == 0 || b > 256)
+    if h.boxes[..rank.min(TENSOR_MAP_RANK)]
+        .iter()
+        .any(|&b| b == 0 || b > 256)
         || !inner_bytes.is_multiple_of(16)
     {
         t.record(&format!(
