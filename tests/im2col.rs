@@ -111,3 +111,38 @@ fn im2col_refusals_reach_legality() {
         .to_string();
     assert!(e.contains("im2col") && e.contains("NCHW"), "{e}");
 }
+
+/// The activation's copies are 4-D im2col bulk tensor copies with two 16-bit tap offsets
+/// (`h` registers), the filter's stay tiled, nothing is left on `cp.async`, and the kernel's
+/// argument says which mode its map is (what the runtime and the manifest encode).
+#[test]
+fn im2col_ptx_shape_and_map_mode() {
+    let p = problem("convbfp16 -n 4 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let compiled = compile_conv(&lower(&p), &cfg(CONFIGS[4]), H200).unwrap();
+    let ptx = compiled.module.ptx().unwrap();
+    let line = ptx
+        .lines()
+        .find(|l| l.contains(IM2COL))
+        .expect("an im2col copy");
+    assert!(
+        line.contains("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"),
+        "{line}"
+    );
+    assert!(
+        line.trim_end().ends_with("{%rs") || line.contains("], {%rs"),
+        "{line}"
+    );
+    assert!(ptx.contains("global.tile.mbarrier"), "the filter is tiled");
+    assert!(!ptx.contains("cp.async.cg") && !ptx.contains(".local"));
+    let modes: Vec<&str> = compiled.kernels[0]
+        .args
+        .iter()
+        .filter_map(|a| match a.kind {
+            convtune::abi::ArgKind::TensorMap(m) => Some(m.mode()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(modes, ["tiled", "im2col"]);
+    let json = serde_json::to_string(&compiled.kernels[0].args).unwrap();
+    assert!(json.contains("\"im2col\":{\"lower\":[-1,-1,0]"), "{json}");
+}
