@@ -271,8 +271,8 @@ pub const CONV_ARGS: &[KernelArg] = &[
 pub struct UnsupportedArg {
     /// The argument.
     pub role: ArgRole,
-    /// Its kind.
-    pub kind: ArgKind,
+    /// Its kind (boxed: a tensor map's description is large, and errors stay small).
+    pub kind: Box<ArgKind>,
 }
 
 /// The 64-bit values of `args` in order, each device pointer from `pointer(role)`: what a
@@ -285,7 +285,10 @@ pub fn device_pointers(
     args.iter()
         .map(|a| match a.kind {
             ArgKind::DevicePtr => Ok(pointer(a.role)),
-            kind => Err(UnsupportedArg { role: a.role, kind }),
+            kind => Err(UnsupportedArg {
+                role: a.role,
+                kind: Box::new(kind),
+            }),
         })
         .collect()
 }

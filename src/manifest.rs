@@ -237,6 +237,21 @@ pub struct KernelLaunch {
     pub tensor_maps: Vec<TensorMapArg>,
 }
 
+/// The tensor-map parameters of a kernel with arguments `args` (its mode in each `map`).
+pub fn tensor_map_args(args: &[crate::abi::KernelArg]) -> Vec<TensorMapArg> {
+    args.iter()
+        .zip(0..)
+        .filter_map(|(a, index)| match a.kind {
+            crate::abi::ArgKind::TensorMap(map) => Some(TensorMapArg {
+                index,
+                tensor: a.role.name().to_string(),
+                map,
+            }),
+            crate::abi::ArgKind::DevicePtr => None,
+        })
+        .collect()
+}
+
 /// One tensor-map parameter of a kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorMapArg {
@@ -334,19 +349,7 @@ impl Manifest {
                     block: k.block,
                     dynamic_shared_bytes: k.shared_bytes,
                     needs_shared_opt_in: opt_in(k.shared_bytes),
-                    tensor_maps: k
-                        .args
-                        .iter()
-                        .zip(0..)
-                        .filter_map(|(a, index)| match a.kind {
-                            crate::abi::ArgKind::TensorMap(map) => Some(TensorMapArg {
-                                index,
-                                tensor: a.role.name().to_string(),
-                                map,
-                            }),
-                            crate::abi::ArgKind::DevicePtr => None,
-                        })
-                        .collect(),
+                    tensor_maps: tensor_map_args(&k.args),
                 })
                 .collect(),
         }

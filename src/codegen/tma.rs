@@ -176,10 +176,10 @@ fn im2col_coords<'ctx>(
                     }
                 })
                 .sum());
-            for i in 0..MAX_TAP_AXES - 1 {
+            for (i, &t) in taps.iter().enumerate().take(MAX_TAP_AXES - 1) {
                 let a = ic.tap_coefs[i][d] as i64;
                 if a != 0 && ic.tap_lens[i] > 1 {
-                    off = kb.add(off, kb.mulc(taps[i], a));
+                    off = kb.add(off, kb.mulc(t, a));
                 }
             }
             off

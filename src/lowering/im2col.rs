@@ -407,7 +407,7 @@ mod tests {
             assert_eq!((lower, es), ([-pad, -pad], [1, 1]), "{line}");
             // The box holds the input-gradient pixels: hw positions over an output of
             // hw + 2 − f + 1.
-            let ho = hw as i32 + 2 - f as i32 + 1;
+            let ho = hw + 2 - f as i32 + 1;
             assert_eq!(upper, [-pad + hw - 1 - (ho - 1); 2], "{line}");
             assert_eq!(t.im2col.unwrap().offsets([0, 0, 0, 0]), [f - 1; 2]);
         }
