@@ -155,9 +155,11 @@ pub const TENSOR_MAP_BYTES: usize = 128;
 /// Most dimensions of a tiled tensor map.
 pub const TENSOR_MAP_RANK: usize = 5;
 
-/// A tiled tensor map (`cuTensorMapEncodeTiled`) over the memory of one tensor argument: the
-/// view a TMA copy reads a box of, zero-filling what lies outside `dims`. Dimension 0 is the
-/// contiguous one; dimensions at and past `rank` are unused (1).
+/// A tensor map over the memory of one tensor argument: the view a TMA copy reads a box of,
+/// zero-filling what lies outside `dims`. Dimension 0 is the contiguous one; dimensions at and
+/// past `rank` are unused (1). Tiled (`cuTensorMapEncodeTiled`) unless `im2col` is set; the
+/// mode is this one field, and the launch plan, the manifest, the runtimes and the emulator all
+/// read it from here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TensorMapSpec {
     /// Element type.
@@ -175,6 +177,39 @@ pub struct TensorMapSpec {
     /// Whether the box lands in shared memory with the 128-byte swizzle (16-byte chunk c of
     /// 128-byte line r at c ^ r%8), else row by row.
     pub swizzle128: bool,
+    /// The im2col mode (`cuTensorMapEncodeIm2col`), if this map is one: then `boxes[0]` is
+    /// `channelsPerPixel` and `boxes[1]` `pixelsPerColumn` (the box lands as `boxes[1]` lines of
+    /// `boxes[0]` channels, like a tiled `{boxes[0], boxes[1]}` box), the other boxes are 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub im2col: Option<Im2colMap>,
+}
+
+/// The im2col part of a tensor map: a channels-innermost activation (`dims` = channels, then
+/// the spatial dimensions innermost first, then the images) whose copies gather
+/// `pixelsPerColumn` pixels of `channelsPerPixel` channels each, walking the pixel bounding box
+/// with the convolution's stride. Spatial dimension `i` of the arrays is map dimension `i + 1`;
+/// entries past the map's `rank - 2` spatial dimensions are 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Im2colMap {
+    /// `pixelBoxLowerCorner`: the bounding box starts here along each spatial dimension
+    /// (−pad for a forward convolution).
+    pub lower: [i32; TENSOR_MAP_RANK - 2],
+    /// `pixelBoxUpperCorner`: the box ends at `dim − 1 + upper` (pad − (R−1)·dilation).
+    pub upper: [i32; TENSOR_MAP_RANK - 2],
+    /// `elementStrides`, every map dimension: the convolution stride along the spatial ones, 1
+    /// along channels and images.
+    pub element_strides: [u32; TENSOR_MAP_RANK],
+}
+
+/// The most negative and the most positive im2col corner of a map of `rank` dimensions
+/// (`cuTensorMapEncodeIm2col`: 16 bits shared by the `rank − 2` spatial dimensions).
+pub fn im2col_corner_range(rank: u32) -> (i32, i32) {
+    let bits = match rank {
+        3 => 16,
+        4 => 8,
+        _ => 5,
+    };
+    (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
 }
 
 impl TensorMapSpec {
@@ -182,6 +217,21 @@ impl TensorMapSpec {
     /// what the `mbarrier` transaction count expects.
     pub fn box_bytes(&self) -> u32 {
         self.boxes[..self.rank as usize].iter().product::<u32>() * self.dtype.bytes()
+    }
+
+    /// The mode's name (`tiled` or `im2col`), as the manifest and error messages say it.
+    pub fn mode(&self) -> &'static str {
+        if self.im2col.is_some() {
+            "im2col"
+        } else {
+            "tiled"
+        }
+    }
+
+    /// `elementStrides` of every dimension (1 for a tiled map).
+    pub fn element_strides(&self) -> [u32; TENSOR_MAP_RANK] {
+        self.im2col
+            .map_or([1; TENSOR_MAP_RANK], |m| m.element_strides)
     }
 }
 
@@ -221,8 +271,8 @@ pub const CONV_ARGS: &[KernelArg] = &[
 pub struct UnsupportedArg {
     /// The argument.
     pub role: ArgRole,
-    /// Its kind.
-    pub kind: ArgKind,
+    /// Its kind (boxed: a tensor map's description is large, and errors stay small).
+    pub kind: Box<ArgKind>,
 }
 
 /// The 64-bit values of `args` in order, each device pointer from `pointer(role)`: what a
@@ -235,7 +285,10 @@ pub fn device_pointers(
     args.iter()
         .map(|a| match a.kind {
             ArgKind::DevicePtr => Ok(pointer(a.role)),
-            kind => Err(UnsupportedArg { role: a.role, kind }),
+            kind => Err(UnsupportedArg {
+                role: a.role,
+                kind: Box::new(kind),
+            }),
         })
         .collect()
 }
@@ -272,8 +325,13 @@ mod tests {
             offset: 0,
             boxes: [64, 16, 1, 1, 1],
             swizzle128: true,
+            im2col: None,
         };
         assert_eq!(spec.box_bytes(), 64 * 16 * 2);
+        assert_eq!(spec.mode(), "tiled");
+        assert_eq!(im2col_corner_range(4), (-128, 127));
+        assert_eq!(im2col_corner_range(3), (-32768, 32767));
+        assert_eq!(im2col_corner_range(5), (-16, 15));
         let tma = [KernelArg {
             role: ArgRole::Filter,
             kind: ArgKind::TensorMap(spec),

@@ -230,9 +230,26 @@ pub struct KernelLaunch {
     /// 128-byte `CUtensorMap` passed by value, encoded with `cuTensorMapEncodeTiled` over the
     /// named tensor's pointer plus `map.offset` (dims innermost first, strides in bytes,
     /// element strides 1, no interleave, L2 promotion 256 B, OOB fill none, 128-byte swizzle
-    /// when `map.swizzle128`).
+    /// when `map.swizzle128`); with `map.im2col` present, `cuTensorMapEncodeIm2col` instead
+    /// (its corners and element strides, `channelsPerPixel = boxes[0]`,
+    /// `pixelsPerColumn = boxes[1]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tensor_maps: Vec<TensorMapArg>,
+}
+
+/// The tensor-map parameters of a kernel with arguments `args` (its mode in each `map`).
+pub fn tensor_map_args(args: &[crate::abi::KernelArg]) -> Vec<TensorMapArg> {
+    args.iter()
+        .zip(0..)
+        .filter_map(|(a, index)| match a.kind {
+            crate::abi::ArgKind::TensorMap(map) => Some(TensorMapArg {
+                index,
+                tensor: a.role.name().to_string(),
+                map,
+            }),
+            crate::abi::ArgKind::DevicePtr => None,
+        })
+        .collect()
 }
 
 /// One tensor-map parameter of a kernel.
@@ -332,19 +349,7 @@ impl Manifest {
                     block: k.block,
                     dynamic_shared_bytes: k.shared_bytes,
                     needs_shared_opt_in: opt_in(k.shared_bytes),
-                    tensor_maps: k
-                        .args
-                        .iter()
-                        .zip(0..)
-                        .filter_map(|(a, index)| match a.kind {
-                            crate::abi::ArgKind::TensorMap(map) => Some(TensorMapArg {
-                                index,
-                                tensor: a.role.name().to_string(),
-                                map,
-                            }),
-                            crate::abi::ArgKind::DevicePtr => None,
-                        })
-                        .collect(),
+                    tensor_maps: tensor_map_args(&k.args),
                 })
                 .collect(),
         }

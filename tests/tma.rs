@@ -46,7 +46,7 @@ const CONFIGS: [&str; 5] = [
     "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1,red=atomic,ld=tma",
 ];
 
-/// Forward NHWC: padded 3x3 (filter by TMA, pixels by cp.async), 1x1 and seed 003's dense
+/// Forward NHWC: padded 3x3 (filter tiled, pixels im2col: tests/im2col.rs), 1x1 and seed 003's dense
 /// 1x2/stride-2 shape (both by TMA, partial tiles zero-filled), groups, dilation.
 const FWD: [&str; 5] = [
     "-n 2 -c 64 -H 5 -W 4 -k 72 -y 3 -x 3 -p 1 -q 1",

@@ -80,6 +80,11 @@ def _plan(device, line):
         if manifest["module"]["kind"] != "ptx":
             raise Fallback("module", f"a {manifest['module']['kind']} cannot run through the "
                            "CUDA driver")
+        if any(k.get("tensor_maps") for k in manifest["kernels"]):
+            modes = sorted({m["map"].get("im2col") and "im2col" or "tiled"
+                            for k in manifest["kernels"] for m in k.get("tensor_maps", [])})
+            raise Fallback("tensor-maps", f"the kernels take TMA tensor maps ({', '.join(modes)}), "
+                           "which this launcher does not encode: use an ld=cp config")
         drv = _cuda.driver()
         with torch.cuda.device(device):
             drv.make_current(device.index)

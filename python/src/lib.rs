@@ -185,8 +185,11 @@ fn compile<'py>(
         "lookup": lookup,
         "module": { "kind": kind, "bytes": bytes.len() },
         "args": ["x", "w", "y", "workspace"],
+        // `tensor_maps`: the TMA maps an `ld=tma` kernel takes after the four pointers (tiled or
+        // im2col, as each `map` says); the launcher in convtune/torch.py does not encode them.
         "kernels": compiled.kernels.iter().map(|k| json!({
             "name": k.name, "grid": k.grid, "block": k.block, "shared_bytes": k.shared_bytes,
+            "tensor_maps": convtune::manifest::tensor_map_args(&k.args),
         })).collect::<Vec<_>>(),
         "workspace_bytes": compiled.workspace_bytes,
     });

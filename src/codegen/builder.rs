@@ -369,6 +369,19 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
         unit.load_tile(&self.ir, dst, map, coords, bar)
     }
+    /// TMA im2col copy from im2col tensor map `map`: first pixel at `coords`, filter-tap
+    /// `offsets`, into `dst`, completing on `bar`.
+    pub fn tma_load_im2col(
+        &self,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        offsets: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    ) {
+        let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
+        unit.load_im2col(&self.ir, dst, map, coords, offsets, bar)
+    }
 
     // ---- control flow ----
 

@@ -463,4 +463,44 @@ impl BulkTensorCopy for Nvptx {
         cons.push("r");
         Self::asm_in(ir, &text, &cons, &args);
     }
+    fn load_im2col<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        offsets: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    ) {
+        let (n, o) = (coords.len(), offsets.len());
+        let list = |from: usize, len: usize| -> String {
+            (from..from + len)
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let text = format!(
+            "cp.async.bulk.tensor.{n}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes \
+             [$0], [$1, {{{}}}], [${}], {{{}}};",
+            list(2, n),
+            n + 2,
+            list(n + 3, o)
+        );
+        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
+        let mut args = vec![Self::shared32(ir, dst), m];
+        args.extend_from_slice(coords);
+        args.push(Self::shared32(ir, bar));
+        // The offsets are 16-bit operands (`h` registers).
+        let i16t = ir.ctx.i16_type();
+        args.extend(
+            offsets
+                .iter()
+                .map(|&v| ok(ir.raw().build_int_truncate(v, i16t, ""))),
+        );
+        let mut cons = vec!["r", "l"];
+        cons.extend(std::iter::repeat_n("r", n));
+        cons.push("r");
+        cons.extend(std::iter::repeat_n("h", o));
+        Self::asm_in(ir, &text, &cons, &args);
+    }
 }

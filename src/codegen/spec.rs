@@ -288,7 +288,7 @@ pub(crate) trait Barriers: Sync {
     );
 }
 
-/// Hopper TMA (`cp.async.bulk.tensor`, tile mode) from a tensor map passed as a
+/// Hopper TMA (`cp.async.bulk.tensor`, tile and im2col modes) from a tensor map passed as a
 /// `__grid_constant__` kernel argument ([`crate::abi::ArgKind::TensorMap`]), completing on an
 /// `mbarrier` of [`Barriers`].
 pub(crate) trait BulkTensorCopy: Sync {
@@ -305,6 +305,19 @@ pub(crate) trait BulkTensorCopy: Sync {
         dst: PointerValue<'ctx>,
         map: PointerValue<'ctx>,
         coords: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    );
+    /// Copies the im2col box of the im2col tensor map `map` whose first pixel is at `coords`
+    /// (i32: channel, then the spatial dimensions innermost first, then the image) read at the
+    /// filter-tap `offsets` (i32, each in `0..=u16::MAX`, one per spatial dimension) to shared
+    /// memory at `dst`, completing `box bytes` of `bar`'s transaction count when it lands.
+    fn load_im2col<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        offsets: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
     );
 }

@@ -1,5 +1,6 @@
 //! The TMA main loop (`ld=tma`): the multistage ring of [`super::mainloop`], with the operands
-//! that a tensor map describes ([`crate::lowering::tma`]) loaded by one thread with
+//! that a tiled or im2col tensor map describes ([`crate::lowering::tma`],
+//! [`crate::lowering::im2col`]) loaded by one thread with
 //! `cp.async.bulk.tensor` into the `wgmma` path's 128-byte-swizzled stages, and each stage
 //! completed through its own `mbarrier`'s transaction count instead of `cp.async` groups. An
 //! operand without a tensor map keeps `cp.async` from every thread, in commit groups as before.
@@ -24,6 +25,9 @@ use super::loader::Loader;
 use super::mainloop::MainLoop;
 use super::math::WarpMath;
 use super::plan::GemmPlan;
+use crate::abi::Im2colMap;
+use crate::lowering::im2col::{Im2colTile, MAX_TAP_AXES};
+use crate::lowering::tma::TmaTile;
 use inkwell::values::{IntValue, PointerValue};
 
 /// The TMA + mbarrier ring (see the module doc).
@@ -58,20 +62,7 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
             let mut map = 0;
             for (l, t) in self.loaders.iter().zip(&self.plan.tma) {
                 let Some(t) = t else { continue };
-                let base = l.stage_base(kb, stage);
-                let k0 = kb.mulc(kt, self.plan.cfg.block_k as i64);
-                let (row0, g) = l.origin;
-                let line = t.map.boxes[0];
-                for j in 0..t.copies {
-                    let r = kb.addc(row0, (j * line) as i64);
-                    let mut coords = if t.kmajor { vec![k0, r] } else { vec![r, k0] };
-                    if t.grouped {
-                        coords.push(g);
-                    }
-                    let block = l.tile.row_blocks.unwrap_or(0) * j;
-                    let dst = kb.gep(kb.elem_ty(self.plan.dt), base, kb.c(block as i64));
-                    kb.tma_load(dst, kb.map_arg(map), &coords, bar);
-                }
+                issue_box(kb, self.plan, l, t, kb.map_arg(map), kt, stage, bar);
                 map += 1;
             }
         });
@@ -93,6 +84,108 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
         kb.fence_proxy_async();
         kb.barrier();
     }
+}
+
+/// The TMA copies (issued by the calling thread) of operand tile `t` of K tile `kt` into
+/// `stage`, completing on `bar`: per copy the box coordinates of a tiled map, or the first
+/// pixel, channel and filter-tap offsets of an im2col map ([`im2col_coords`]).
+#[allow(clippy::too_many_arguments)]
+fn issue_box<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    l: &Loader<'_, 'ctx>,
+    t: &TmaTile,
+    map: PointerValue<'ctx>,
+    kt: IntValue<'ctx>,
+    stage: IntValue<'ctx>,
+    bar: PointerValue<'ctx>,
+) {
+    let base = l.stage_base(kb, stage);
+    let k0 = kb.mulc(kt, plan.cfg.block_k as i64);
+    let (row0, g) = l.origin;
+    let line = t.map.boxes[0];
+    for j in 0..t.copies {
+        let r = kb.addc(row0, (j * line) as i64);
+        let block = l.tile.row_blocks.unwrap_or(0) * j;
+        let dst = kb.gep(kb.elem_ty(plan.dt), base, kb.c(block as i64));
+        match (&t.im2col, &t.map.im2col) {
+            (Some(ic), Some(m)) => {
+                // K-major: the rows are the pixels, K the channels and taps; else the reverse.
+                let (pixel, tap) = if t.kmajor { (r, k0) } else { (k0, r) };
+                let (coords, offsets) =
+                    im2col_coords(kb, ic, m, pixel, tap, t.grouped.then_some(g));
+                kb.tma_load_im2col(dst, map, &coords, &offsets, bar);
+            }
+            _ => {
+                let mut coords = if t.kmajor { vec![k0, r] } else { vec![r, k0] };
+                if t.grouped {
+                    coords.push(g);
+                }
+                kb.tma_load(dst, map, &coords, bar);
+            }
+        }
+    }
+}
+
+/// The coordinates `(c, w, h, n)` and offsets `(w, h)` of the im2col copy whose first pixel is
+/// GEMM index `pixel` along the pixel dimension and whose channels start at index `tap` of the
+/// channel-and-tap dimension (see [`crate::lowering::im2col`]): the pixel `(n, ho, wo)` read
+/// at tap 0 is `(wo·stride + lower, ho·stride + lower, n)`; the tap's axes give the offsets.
+fn im2col_coords<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    ic: &Im2colTile,
+    m: &Im2colMap,
+    pixel: IntValue<'ctx>,
+    tap: IntValue<'ctx>,
+    group: Option<IntValue<'ctx>>,
+) -> (Vec<IntValue<'ctx>>, Vec<IntValue<'ctx>>) {
+    let [_, ho_len, wo_len] = ic.pixel_lens;
+    let wo = kb.uremc(pixel, wo_len);
+    let rest = kb.udivc(pixel, wo_len);
+    let ho = kb.uremc(rest, ho_len);
+    let n = kb.udivc(rest, ho_len);
+    let spatial = |o: IntValue<'ctx>, d: usize| {
+        kb.addc(
+            kb.mulc(o, m.element_strides[d + 1] as i64),
+            m.lower[d] as i64,
+        )
+    };
+    let mut taps = [kb.c(0); MAX_TAP_AXES];
+    let mut rest = tap;
+    for i in (0..MAX_TAP_AXES).rev() {
+        let len = ic.tap_lens[i];
+        if len > 1 {
+            taps[i] = kb.uremc(rest, len);
+            rest = kb.udivc(rest, len);
+        }
+    }
+    let mut channel = taps[MAX_TAP_AXES - 1];
+    if let Some(g) = group {
+        channel = kb.add(channel, kb.mulc(g, ic.group_channels as i64));
+    }
+    // Offset d = Σ a·t over taps with a ≥ 0, Σ |a|·(len − 1 − t) over the others (≥ 0).
+    let offsets = (0..2)
+        .map(|d| {
+            let mut off = kb.c((0..MAX_TAP_AXES)
+                .map(|i| {
+                    let a = ic.tap_coefs[i][d] as i64;
+                    if a < 0 {
+                        -a * (ic.tap_lens[i] as i64 - 1)
+                    } else {
+                        0
+                    }
+                })
+                .sum());
+            for (i, &t) in taps.iter().enumerate().take(MAX_TAP_AXES - 1) {
+                let a = ic.tap_coefs[i][d] as i64;
+                if a != 0 && ic.tap_lens[i] > 1 {
+                    off = kb.add(off, kb.mulc(t, a));
+                }
+            }
+            off
+        })
+        .collect();
+    (vec![channel, spatial(wo, 0), spatial(ho, 1), n], offsets)
 }
 
 impl MainLoop for TmaLoop {

@@ -134,7 +134,8 @@ impl Checker {
                     .map(|(g, ops)| {
                         let how = |t: &Option<crate::lowering::tma::TmaTile>| match t {
                             Some(t) => format!(
-                                "TMA ({}, {} box(es) of {:?})",
+                                "TMA {} ({}, {} box(es) of {:?})",
+                                t.map.mode(),
                                 if t.kmajor { "K-major" } else { "MN-major" },
                                 t.copies,
                                 &t.map.boxes[..t.map.rank as usize]

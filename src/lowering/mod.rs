@@ -24,6 +24,7 @@
 mod bwd_data;
 mod execute;
 pub mod groups;
+pub mod im2col;
 mod launch;
 pub mod tma;
 

@@ -5,8 +5,8 @@
 //! when, along each GEMM dimension it uses (G, its rows, K), the address is one stride times
 //! the GEMM index (the dimension's axes nest like the digits of one number, as `n, ho, wo` do
 //! in an unpadded NHWC pixel index or `y, x, c` in an NHWC filter's reduction index) and no
-//! coordinate can leave the tensor (padding needs the im2col mode, which this module does not
-//! describe). Zero-fill past `dims` then gives exactly the zeros of a partial tile at the GEMM
+//! coordinate can leave the tensor (padding needs the im2col mode of [`super::im2col`]). Zero-fill
+//! past `dims` then gives exactly the zeros of a partial tile at the GEMM
 //! edge. Legality and the code generator both ask here, so they agree on every operand.
 //!
 //! Shared-memory side: the `wgmma` path's 128-byte-swizzled stages (see
@@ -14,6 +14,7 @@
 //! `{bk, rows}`, one copy), an MN-major tile is blocks of 64 rows × `bk` lines (box `{64, bk}`,
 //! one copy per block).
 
+use super::im2col::{im2col_tile, Im2colTile};
 use super::{Dim, Gemm, Operand};
 use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
 use crate::config::PerfConfig;
@@ -35,8 +36,11 @@ pub struct TmaTile {
     pub kmajor: bool,
     /// Copies per stage (64-row blocks when MN-major).
     pub copies: u32,
-    /// Whether dimension 2 of the map is the group index.
+    /// Whether dimension 2 of the map is the group index (tiled), or the channel coordinate
+    /// starts at the group's channel block (im2col).
     pub grouped: bool,
+    /// How to address the copies of an im2col map (`map.im2col` is set exactly then).
+    pub im2col: Option<Im2colTile>,
 }
 
 impl TmaTile {
@@ -109,7 +113,7 @@ pub fn tma_tile(
     if let Some(t) = (0..5).find(|&t| op.coords[t].may_leave(extent[t], &gemm.dims)) {
         return Err(format!(
             "{} coordinate {t} can leave the tensor (padding or a strided window): that needs \
-             the im2col mode, which is not generated",
+             the im2col mode",
             op.tensor.name()
         ));
     }
@@ -196,14 +200,32 @@ pub fn tma_tile(
             offset,
             boxes: b,
             swizzle128: true,
+            im2col: None,
         },
         kmajor,
         copies,
         grouped,
+        im2col: None,
     })
 }
 
-/// The TMA loads of `ld=tma` for one GEMM: each operand that a tiled tensor map describes
+/// The tiled map of [`tma_tile`] where one describes the operand, else the im2col map of
+/// [`im2col_tile`], else both reasons.
+pub fn tma_or_im2col_tile(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    op: &Operand,
+    row_dim: Dim,
+    rows: u32,
+    block_k: u32,
+) -> Result<TmaTile, String> {
+    tma_tile(p, gemm, op, row_dim, rows, block_k).or_else(|tiled| {
+        im2col_tile(p, gemm, op, row_dim, rows, block_k)
+            .map_err(|im| format!("tiled: {tiled}; im2col: {im}"))
+    })
+}
+
+/// The TMA loads of `ld=tma` for one GEMM: each operand that a tiled or im2col tensor map describes
 /// (its tile K-major or MN-major as the code generator lays it out: K-major unless the
 /// operand is contiguous along its rows), the other left to `cp.async`, which `cp_ok[i]` says
 /// operand `i` can use. At least one operand must be TMA. The reason names the operands.
@@ -224,7 +246,7 @@ pub fn tma_operands(
             .contiguity(p, gemm, [row_dim, Dim::K])
             .dim
             .is_none_or(|d| d == Dim::K);
-        match tma_tile(p, gemm, op, row_dim, rows, cfg.block_k) {
+        match tma_or_im2col_tile(p, gemm, op, row_dim, rows, cfg.block_k) {
             Ok(t) if t.kmajor == kmajor => out[i] = Some(t),
             Ok(_) => why.push(format!(
                 "{name}: the tensor map's contiguous dimension is not the tile's"

@@ -21,6 +21,7 @@
 //! assert!(report.violations == 0);
 //! ```
 
+mod im2col;
 mod runtime;
 pub(crate) mod spec;
 mod tma;

@@ -453,4 +453,25 @@ impl BulkTensorCopy for HostEmu {
         args.push(bar.into());
         Self::rt(ir, "emu_tma_load", None, &args);
     }
+    fn load_im2col<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        offsets: &[IntValue<'ctx>],
+        bar: PointerValue<'ctx>,
+    ) {
+        let rank = crate::abi::TENSOR_MAP_RANK;
+        let mut args: Vec<BasicValueEnum> =
+            vec![dst.into(), map.into(), ir.c(coords.len() as i64).into()];
+        for i in 0..rank {
+            args.push(coords.get(i).copied().unwrap_or_else(|| ir.c(0)).into());
+        }
+        for i in 0..rank - 2 {
+            args.push(offsets.get(i).copied().unwrap_or_else(|| ir.c(0)).into());
+        }
+        args.push(bar.into());
+        Self::rt(ir, "emu_tma_load_im2col", None, &args);
+    }
 }

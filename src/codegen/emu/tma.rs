@@ -16,9 +16,9 @@
 //! announced are reported, and phases nobody waited for at exit are reported: a broken
 //! pipeline fails here before it hangs a GPU.
 //!
-//! The host tensor map (what the emulator passes for a `TensorMap` argument) is 16 u64:
+//! The host tensor map (what the emulator passes for a `TensorMap` argument) is 24 u64:
 //! base address, rank, element bytes, swizzle-128 flag, 5 dims, 4 byte strides, 5 boxes (two
-//! per word). Boxes land as in the PTX ISA's tile mode: elements in box order, dimension 0
+//! per word), then the im2col mode, corners and element strides (`emu/im2col.rs` reads them). Boxes land as in the PTX ISA's tile mode: elements in box order, dimension 0
 //! fastest, and with the 128-byte swizzle 16-byte chunk c of 128-byte line r (of the shared
 //! address, 1024-byte aligned) at chunk c ^ r%8.
 
@@ -32,7 +32,10 @@ use std::time::{Duration, Instant};
 pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(20);
 
 /// Words of the host tensor map.
-pub(crate) const MAP_WORDS: usize = 16;
+pub(crate) const MAP_WORDS: usize = 24;
+/// Word of the host map that says im2col (1) or tiled (0); the corners and element strides
+/// follow (see [`host_map`]).
+pub(crate) const IM2COL_WORD: usize = 16;
 
 /// The host tensor map of `spec` over the buffer at `base`.
 pub(crate) fn host_map(spec: &TensorMapSpec, base: usize) -> [u64; MAP_WORDS] {
@@ -46,7 +49,54 @@ pub(crate) fn host_map(spec: &TensorMapSpec, base: usize) -> [u64; MAP_WORDS] {
     for i in 0..TENSOR_MAP_RANK {
         m[13 + i / 2] |= (spec.boxes[i] as u64) << (32 * (i % 2));
     }
+    if let Some(im) = spec.im2col {
+        // 16: mode, 17..20: lower corners, 20..23: upper corners (as i64), 23: element
+        // strides (8 bits each).
+        m[IM2COL_WORD] = 1;
+        for d in 0..TENSOR_MAP_RANK - 2 {
+            m[17 + d] = im.lower[d] as i64 as u64;
+            m[20 + d] = im.upper[d] as i64 as u64;
+        }
+        for (d, &e) in spec.element_strides().iter().enumerate() {
+            m[23] |= (e as u64 & 0xFF) << (8 * d);
+        }
+    }
     m
+}
+
+/// The fields of a host map that both modes read.
+pub(super) struct HostMap {
+    pub base: u64,
+    pub rank: usize,
+    pub eb: usize,
+    pub swizzle: bool,
+    pub dims: [u64; TENSOR_MAP_RANK],
+    pub strides: [u64; TENSOR_MAP_RANK - 1],
+    pub boxes: [usize; TENSOR_MAP_RANK],
+}
+
+impl HostMap {
+    pub fn of(m: &[u64; MAP_WORDS]) -> Self {
+        HostMap {
+            base: m[0],
+            rank: m[1] as usize,
+            eb: m[2] as usize,
+            swizzle: m[3] != 0,
+            dims: std::array::from_fn(|i| m[4 + i]),
+            strides: std::array::from_fn(|i| m[9 + i]),
+            boxes: std::array::from_fn(|i| {
+                ((m[13 + i / 2] >> (32 * (i % 2))) & 0xFFFF_FFFF) as usize
+            }),
+        }
+    }
+    /// Byte stride of dimension `d`.
+    pub fn stride(&self, d: usize) -> i64 {
+        if d == 0 {
+            self.eb as i64
+        } else {
+            self.strides[d - 1] as i64
+        }
+    }
 }
 
 /// One `mbarrier`.
@@ -245,7 +295,7 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
     }
 }
 
-/// Reads the box at `coords` of the host map `m` as 16-byte chunks with their shared
+/// Reads the tile-mode box at `coords` of the host map `m` as 16-byte chunks with their shared
 /// offsets (from `dst`, swizzled), or records why the copy is invalid.
 fn read_box(
     t: &Thread,
@@ -253,14 +303,12 @@ fn read_box(
     coords: &[i32],
     dst: usize,
 ) -> Option<Vec<(usize, [u8; 16])>> {
-    let rank = m[1] as usize;
-    let eb = m[2] as usize;
-    let swizzle = m[3] != 0;
-    let dims = &m[4..9];
-    let strides = &m[9..13];
-    let boxes: Vec<usize> = (0..TENSOR_MAP_RANK)
-        .map(|i| ((m[13 + i / 2] >> (32 * (i % 2))) & 0xFFFF_FFFF) as usize)
-        .collect();
+    let h = HostMap::of(m);
+    let rank = h.rank;
+    if m[IM2COL_WORD] != 0 {
+        t.record("a tile-mode TMA copy from an im2col tensor map");
+        return None;
+    }
     if coords.len() != rank || rank == 0 || rank > TENSOR_MAP_RANK {
         t.record(&format!(
             "TMA copy with {} coordinates for a rank-{rank} map",
@@ -268,18 +316,53 @@ fn read_box(
         ));
         return None;
     }
-    let inner = boxes[0] * eb;
-    let total: usize = boxes[..rank].iter().product::<usize>() * eb;
-    if boxes[..rank].iter().any(|&b| b == 0 || b > 256) || !inner.is_multiple_of(16) {
+    let boxes = h.boxes;
+    let elems: usize = boxes[..rank].iter().product();
+    land(t, &h, boxes[0], elems, dst, |e| {
+        let mut rest = e;
+        let mut src = h.base as i64;
+        for d in 0..rank {
+            let c = coords[d] as i64 + (rest % boxes[d]) as i64;
+            rest /= boxes[d];
+            if c < 0 || c as u64 >= h.dims[d] {
+                return None;
+            }
+            src += c * h.stride(d);
+        }
+        Some(src)
+    })
+}
+
+/// Checks a copy of `elems` elements in lines of `inner` (box dimension 0) into shared memory
+/// at `dst`, then reads element `e` from the address `src(e)` (zero for `None`: outside the
+/// tensor) and returns the box as 16-byte chunks at their (swizzled) shared offsets, or records
+/// why the copy is invalid.
+pub(super) fn land(
+    t: &Thread,
+    h: &HostMap,
+    inner: usize,
+    elems: usize,
+    dst: usize,
+    src: impl Fn(usize) -> Option<i64>,
+) -> Option<Vec<(usize, [u8; 16])>> {
+    let eb = h.eb;
+    let rank = h.rank;
+    let inner_bytes = inner * eb;
+    let total = elems * eb;
+    if h.boxes[..rank.min(TENSOR_MAP_RANK)]
+        .iter()
+        .any(|&b| b == 0 || b > 256)
+        || !inner_bytes.is_multiple_of(16)
+    {
         t.record(&format!(
             "TMA box {:?} invalid (1..=256 elements, inner 16-byte multiple)",
-            &boxes[..rank]
+            &h.boxes[..rank.min(TENSOR_MAP_RANK)]
         ));
         return None;
     }
-    if swizzle && (inner > 128 || !dst.is_multiple_of(1024)) {
+    if h.swizzle && (inner_bytes > 128 || !dst.is_multiple_of(1024)) {
         t.record(&format!(
-            "TMA 128-byte swizzle needs an inner box of at most 128 bytes ({inner}) and a \
+            "TMA 128-byte swizzle needs an inner box of at most 128 bytes ({inner_bytes}) and a \
              1024-byte aligned destination (offset {dst:#x})"
         ));
         return None;
@@ -291,36 +374,17 @@ fn read_box(
         return None;
     }
     let mut bytes = vec![0u8; total];
-    let mut idx = [0usize; TENSOR_MAP_RANK];
-    for e in 0..total / eb {
-        let mut rest = e;
-        for d in 0..rank {
-            idx[d] = rest % boxes[d];
-            rest /= boxes[d];
-        }
-        let mut src = m[0] as i64;
-        let mut inside = true;
-        for d in 0..rank {
-            let c = coords[d] as i64 + idx[d] as i64;
-            inside &= c >= 0 && (c as u64) < dims[d];
-            src += c * if d == 0 {
-                eb as i64
-            } else {
-                strides[d - 1] as i64
-            };
-        }
-        if !inside {
-            continue;
-        }
-        if !t.block.in_buffer(src as usize, eb) {
+    for e in 0..elems {
+        let Some(from) = src(e) else { continue };
+        if !t.block.in_buffer(from as usize, eb) {
             t.record(&format!(
-                "TMA read of {eb} bytes at {src:#x} outside every buffer"
+                "TMA read of {eb} bytes at {from:#x} outside every buffer"
             ));
             return None;
         }
         // SAFETY: the source was checked to lie in a buffer of the run.
         unsafe {
-            std::ptr::copy_nonoverlapping(src as *const u8, bytes.as_mut_ptr().add(e * eb), eb);
+            std::ptr::copy_nonoverlapping(from as *const u8, bytes.as_mut_ptr().add(e * eb), eb);
         }
     }
     Some(
@@ -329,7 +393,7 @@ fn read_box(
             .enumerate()
             .map(|(i, c)| {
                 let off = dst + 16 * i;
-                let off = if swizzle {
+                let off = if h.swizzle {
                     off ^ ((off >> 3) & 0x70)
                 } else {
                     off
@@ -340,6 +404,18 @@ fn read_box(
             })
             .collect(),
     )
+}
+
+/// Queues the chunks of one copy on `bar` (they land when its phase completes).
+pub(super) fn queue(t: &Thread, bar: *const u8, chunks: Vec<(usize, [u8; 16])>) {
+    with_bar(t, bar, "cp.async.bulk.tensor", |tma, at, mb| {
+        // Bytes of a due phase would start the next one (before its expect_tx): complete it.
+        tma.complete_if_due(t, mb);
+        mb.landed += 16 * chunks.len() as u64;
+        mb.copies.extend(chunks);
+        BlockTma::check_bytes(t, at, mb);
+        tma.cv.notify_all();
+    });
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -364,14 +440,7 @@ pub(crate) extern "C" fn emu_tma_load(
     let Some(chunks) = read_box(t, &m, &coords[..n], d) else {
         return;
     };
-    with_bar(t, bar, "cp.async.bulk.tensor", |tma, at, mb| {
-        // Bytes of a due phase would start the next one (before its expect_tx): complete it.
-        tma.complete_if_due(t, mb);
-        mb.landed += 16 * chunks.len() as u64;
-        mb.copies.extend(chunks);
-        BlockTma::check_bytes(t, at, mb);
-        tma.cv.notify_all();
-    });
+    queue(t, bar, chunks);
 }
 
 /// The runtime functions of this file, by the names the host spec declares.
@@ -385,6 +454,10 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ),
         ("emu_mbar_wait", emu_mbar_wait as *const () as usize),
         ("emu_tma_load", emu_tma_load as *const () as usize),
+        (
+            "emu_tma_load_im2col",
+            super::im2col::emu_tma_load_im2col as *const () as usize,
+        ),
     ]
 }
 
@@ -406,6 +479,7 @@ mod tests {
             offset: 0,
             boxes: [64, 4, 1, 1, 1],
             swizzle128: true,
+            im2col: None,
         };
         (data, spec)
     }
