@@ -21,6 +21,7 @@
 //! assert!(report.violations == 0);
 //! ```
 
+mod pipeline;
 mod runtime;
 pub(crate) mod spec;
 mod tma;
@@ -221,6 +222,7 @@ fn run(
             .into_iter()
             .chain(wgmma::symbols())
             .chain(tma::symbols())
+            .chain(pipeline::symbols())
         {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);
