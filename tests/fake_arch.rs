@@ -38,7 +38,7 @@ const FAKE: Arch = Arch {
         ldmatrix: true,
         wgmma: None,
         tma: false,
-        setmaxnreg: false,
+        setmaxnreg: None,
         clusters: false,
     },
     math: Arch::SM_80.math,

@@ -18,9 +18,9 @@ pub struct Features {
     /// Bulk tensor copies through a tensor map (TMA, `cp.async.bulk.tensor`, sm_90; PTX ISA
     /// "cp.async.bulk.tensor"). No kernel uses it yet.
     pub tma: bool,
-    /// Per-warpgroup register reallocation (`setmaxnreg`, sm_90a; PTX ISA "setmaxnreg"). No
-    /// kernel uses it yet.
-    pub setmaxnreg: bool,
+    /// Per-warpgroup register reallocation (`setmaxnreg`, sm_90a; PTX ISA "setmaxnreg"), with
+    /// its limits; `None` where there is none. The warp-specialised main loop (`ld=ws`) uses it.
+    pub setmaxnreg: Option<RegisterRealloc>,
     /// Thread-block clusters and distributed shared memory (sm_90; CUDA C++ Programming Guide,
     /// "Thread Block Clusters"). No kernel uses them yet.
     pub clusters: bool,
@@ -40,6 +40,27 @@ pub struct WarpgroupMma {
     pub k_bytes: u32,
     /// Element types with f32 accumulation that the kernels use it for.
     pub dtypes: &'static [DType],
+}
+
+/// `setmaxnreg.{inc,dec}.sync.aligned.u32 n`: a warpgroup changes its per-thread register
+/// count at run time, drawing from or returning to the block's pool, which is what the kernel
+/// was launched with (its register count at entry × threads). The pool is only known when the
+/// kernel declares a cap at entry (`.maxnreg`); without one ptxas ignores the instruction
+/// (warning C7508).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RegisterRealloc {
+    /// Warps that execute one `setmaxnreg` together (a warpgroup, 4).
+    pub warps: u32,
+    /// Smallest count `n` may be (24).
+    pub min: u32,
+    /// Largest count (256).
+    pub max: u32,
+    /// `n` is a multiple of this (8), and so is the register count at entry.
+    pub granule: u32,
+    /// What a warpgroup that only issues loads keeps (40: CUTLASS's sm90 load warpgroups).
+    pub producer: u32,
+    /// Most a multiplying warpgroup asks for (232: CUTLASS's sm90 MMA warpgroups).
+    pub consumer_max: u32,
 }
 
 /// How LLVM names the arch, and which instruction-set version the module declares.

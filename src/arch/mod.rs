@@ -15,8 +15,9 @@ mod features;
 pub mod fit;
 mod rates;
 mod table;
+pub mod ws;
 
-pub use features::{Features, Isa, WarpgroupMma};
+pub use features::{Features, Isa, RegisterRealloc, WarpgroupMma};
 pub use rates::Rates;
 
 /// The GPU maker; decides the kernel flavour (warps vs waves, mma.sync vs MFMA) and the

@@ -31,7 +31,7 @@
 //!   1307, 163.4 f32 matrix, 5.3 TB/s, 2.1 GHz). L2 bandwidths (3, 4, 12 TB/s) are the model's estimates.
 //! - Target triples, CPU names and the PTX feature as LLVM 19 spells them.
 
-use super::features::{Features, Isa, WarpgroupMma};
+use super::features::{Features, Isa, RegisterRealloc, WarpgroupMma};
 use super::rates::Rates;
 use super::{Arch, MathInstr, MathKind, MathTable, Vendor};
 use crate::problem::DType;
@@ -89,13 +89,24 @@ const HOPPER_WGMMA: WarpgroupMma = WarpgroupMma {
     dtypes: &[DType::F16, DType::BF16],
 };
 
+/// Hopper's `setmaxnreg` (PTX ISA 8.0 "setmaxnreg": 24..=256 in steps of 8, per warpgroup);
+/// the producer and consumer counts are CUTLASS's sm90 warp-specialised kernels' (40 / 232).
+const HOPPER_SETMAXNREG: RegisterRealloc = RegisterRealloc {
+    warps: 4,
+    min: 24,
+    max: 256,
+    granule: 8,
+    producer: 40,
+    consumer_max: 232,
+};
+
 /// Ampere: asynchronous copies and `ldmatrix`, nothing of Hopper's.
 const AMPERE_FEATURES: Features = Features {
     cp_async: true,
     ldmatrix: true,
     wgmma: None,
     tma: false,
-    setmaxnreg: false,
+    setmaxnreg: None,
     clusters: false,
 };
 
@@ -105,7 +116,7 @@ const CDNA_FEATURES: Features = Features {
     ldmatrix: false,
     wgmma: None,
     tma: false,
-    setmaxnreg: false,
+    setmaxnreg: None,
     clusters: false,
 };
 
@@ -183,7 +194,7 @@ impl Arch {
             ldmatrix: true,
             wgmma: Some(HOPPER_WGMMA),
             tma: true,
-            setmaxnreg: true,
+            setmaxnreg: Some(HOPPER_SETMAXNREG),
             clusters: true,
         },
         math: MathTable {

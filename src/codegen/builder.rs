@@ -16,7 +16,9 @@
 
 pub(crate) use super::ir::Mem;
 use super::ir::{ok, type_bytes, Ir};
-use super::spec::{AsyncCopy, Barriers, BulkTensorCopy, Mfma, TargetSpec, WarpMma, WarpgroupMma};
+use super::spec::{
+    AsyncCopy, Barriers, BulkTensorCopy, Mfma, RegisterRealloc, TargetSpec, WarpMma, WarpgroupMma,
+};
 use crate::abi::{ArgKind, ArgRole, KernelArg};
 use crate::problem::{DType, Tensor};
 use inkwell::{
@@ -25,6 +27,7 @@ use inkwell::{
     values::{BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue},
     AddressSpace, IntPredicate,
 };
+use std::cell::Cell;
 use std::ops::Deref;
 
 /// The kernel builder: one kernel being emitted into a module for one target.
@@ -32,6 +35,9 @@ pub(crate) struct Kb<'a, 'ctx> {
     ir: Ir<'a, 'ctx>,
     spec: &'a dyn TargetSpec,
     args: &'a [KernelArg],
+    /// Which threads [`Kb::barrier`] synchronises: `None` the whole block, `Some((id,
+    /// threads))` a named barrier over the first `threads` (see [`Kb::set_barrier_scope`]).
+    scope: Cell<Option<(u32, u32)>>,
 }
 
 impl<'a, 'ctx> Deref for Kb<'a, 'ctx> {
@@ -95,7 +101,12 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
                 }
             }
         }
-        Kb { ir, spec, args }
+        Kb {
+            ir,
+            spec,
+            args,
+            scope: Cell::new(None),
+        }
     }
 
     /// Ends the kernel (`ret void`).
@@ -224,9 +235,20 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     pub fn block_idx(&self, dim: u32) -> IntValue<'ctx> {
         self.spec.block_idx(&self.ir, dim)
     }
-    /// Block-wide barrier that also orders shared-memory accesses.
+    /// Block-wide barrier that also orders shared-memory accesses; inside a barrier scope
+    /// ([`Kb::set_barrier_scope`]) the scope's named barrier instead.
     pub fn barrier(&self) {
-        self.spec.barrier(&self.ir)
+        match self.scope.get() {
+            None => self.spec.barrier(&self.ir),
+            Some((id, threads)) => self.barriers().named_barrier(&self.ir, id, threads),
+        }
+    }
+    /// Makes [`Kb::barrier`] synchronise only named barrier `id` over `threads` threads (a
+    /// warp-specialised kernel's consumers, while its producer has gone ahead or finished),
+    /// or the whole block again (`None`). Code emitted in the scope (epilogues, the fix-up)
+    /// stays as it is.
+    pub fn set_barrier_scope(&self, scope: Option<(u32, u32)>) {
+        self.scope.set(scope)
     }
     /// The block's dynamic shared memory.
     pub fn shared_base(&self) -> PointerValue<'ctx> {
@@ -358,6 +380,29 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     pub fn mbarrier_wait(&self, bar: PointerValue<'ctx>, parity: IntValue<'ctx>) {
         self.barriers().mbarrier_wait(&self.ir, bar, parity)
     }
+    /// One plain arrival on `bar`.
+    pub fn mbarrier_arrive(&self, bar: PointerValue<'ctx>) {
+        self.barriers().mbarrier_arrive(&self.ir, bar)
+    }
+    /// One arrival on `bar` once this thread's earlier `cp.async` copies landed (`.noinc`).
+    pub fn cp_async_arrive(&self, bar: PointerValue<'ctx>) {
+        self.barriers().cp_async_arrive(&self.ir, bar)
+    }
+
+    // ---- register reallocation ----
+
+    fn realloc(&self) -> &'a dyn RegisterRealloc {
+        planned(self.spec.register_realloc(), "setmaxnreg")
+    }
+    /// Declares the kernel's register count at entry (`.maxnreg`).
+    pub fn cap_registers(&self, regs: u32) {
+        self.realloc().cap_registers(&self.ir, regs)
+    }
+    /// `setmaxnreg.{inc,dec}` to `regs` for this warpgroup.
+    pub fn setmaxnreg(&self, inc: bool, regs: u32) {
+        self.realloc().setmaxnreg(&self.ir, inc, regs)
+    }
+
     /// TMA copy of the box at `coords` of tensor map `map` into `dst`, completing on `bar`.
     pub fn tma_load(
         &self,

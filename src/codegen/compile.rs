@@ -205,7 +205,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             for plan in plans {
                 let name = format!("convtune_gemm{}", plan.gemm.id);
                 let grid = grid(&plan);
-                let mut k = kernel(name, grid, plan.threads, plan.smem.bytes)?;
+                let mut k = kernel(name, grid, plan.launch_threads(), plan.smem.bytes)?;
                 k.args = plan.args();
                 kernels.push((k, Body::Gemm(Box::new(plan))));
             }

@@ -21,7 +21,10 @@ use inkwell::values::{FloatValue, IntValue};
 /// per tile (a stream-K plan is [`super::streamk`]'s; `compile` picks). `fault` adds a store far
 /// outside every buffer (the fault-isolation test).
 pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
-    kb.set_block_size(plan.threads);
+    kb.set_block_size(plan.launch_threads());
+    if plan.ws.is_some() {
+        return emit_ws_body(kb, plan, fault);
+    }
     emit_gemm_body(kb, plan, fault);
 }
 
@@ -37,22 +40,50 @@ pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bo
     let math = WarpMath::new(kb, plan, tid);
     let (lo, hi) = scheduler.k_range(kb, plan, &tile);
     main_loop(plan).emit(kb, plan, &a, &b, &math, lo, hi);
+    write_tile(kb, plan, &math, &tile, tid);
+    if fault {
+        emit_fault(kb, plan, tid, tile.z);
+    }
+}
+
+/// The body of a warp-specialised plan ([`super::ws`]): the same tile, K range, epilogue and
+/// fix-up, the loads and the multiplies in warpgroups of their own.
+fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
+    let scheduler = scheduler(plan);
+    let tid = kb.thread_idx();
+    let tile = scheduler.tile(kb, plan);
+    let (lo, hi) = scheduler.k_range(kb, plan, &tile);
+    super::ws::emit(kb, plan, &tile, tid, lo, hi, |kb, math| {
+        write_tile(kb, plan, math, &tile, tid)
+    });
+    if fault {
+        emit_fault(kb, plan, tid, tile.z);
+    }
+}
+
+/// Writes the finished accumulators of `tile`: through the split-K fix-up when the plan has
+/// one, then the staged or the direct epilogue.
+fn write_tile<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    math: &WarpMath<'_, 'ctx>,
+    tile: &super::schedule::Tile<'ctx>,
+    tid: IntValue<'ctx>,
+) {
+    let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
     // `None`: the accumulators themselves, read where the epilogue always read them.
     let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match plan.c_stage {
-        Some(st) => epilogue_staged(kb, plan, &math, vals, &st, tid, g, m0, n0),
-        None => epilogue(kb, plan, &math, vals, g, m0, n0),
+        Some(st) => epilogue_staged(kb, plan, math, vals, &st, tid, g, m0, n0),
+        None => epilogue(kb, plan, math, vals, g, m0, n0),
     };
     match &plan.fixup {
         Some(fx) => {
-            let share = Share::of_split(kb, fx, &tile);
+            let share = Share::of_split(kb, fx, tile);
             emit_fixup(kb, plan, fx, &share, tid, math.values(kb), |kb, sums| {
                 write_c(kb, Some(sums))
             })
         }
         None => write_c(kb, None),
-    }
-    if fault {
-        emit_fault(kb, plan, tid, tile.z);
     }
 }
 
@@ -98,6 +129,9 @@ pub(crate) fn main_loop(plan: &GemmPlan) -> &'static dyn MainLoop {
     match plan.main_loop {
         MainLoopKind::Multistage => &MultistageLoop,
         MainLoopKind::Tma => &TmaLoop,
+        MainLoopKind::Ws => {
+            panic!("a warp-specialised plan has no one-loop main loop (gemm emits it)")
+        }
     }
 }
 

@@ -42,6 +42,18 @@ pub(crate) fn smem_elem<'ctx>(
     }
 }
 
+/// Base of tile `t` (elements of `dt`) in stage `stage`, as an element pointer into shared
+/// memory.
+pub(crate) fn stage_base<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    t: &SmemTile,
+    dt: DType,
+    stage: IntValue<'ctx>,
+) -> PointerValue<'ctx> {
+    let first = kb.addc(kb.mulc(stage, t.stage as i64), t.region as i64);
+    kb.gep(kb.elem_ty(dt), kb.shared_base(), first)
+}
+
 /// The alignment (bytes) of a shared access of `bytes` contiguous bytes that starts at a
 /// multiple of `bytes` within a line: lines start at multiples of the stride, so both must
 /// allow it.
@@ -85,7 +97,7 @@ pub(crate) struct Loader<'a, 'ctx> {
 
 impl<'a, 'ctx> Loader<'a, 'ctx> {
     /// The loader of operand `op` (the GEMM's A or B), for the tile whose first row is `row0`
-    /// in group `g`.
+    /// in group `g`; `tid` counts from 0 over the load's threads ([`TileLoad::threads`]).
     pub fn new(
         kb: &Kb<'_, 'ctx>,
         plan: &'a GemmPlan<'a>,
@@ -101,8 +113,8 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
         let bk = plan.cfg.block_k;
         let mut slots = Vec::new();
         for s in 0..load.slots {
-            let vid = kb.addc(tid, (s * plan.threads) as i64);
-            let active = (load.partial && (s + 1) * plan.threads > load.vectors)
+            let vid = kb.addc(tid, (s * load.threads) as i64);
+            let active = (load.partial && (s + 1) * load.threads > load.vectors)
                 .then(|| kb.ultc(vid, load.vectors));
             let (row, kc) = if load.along_k {
                 let per_row = bk / load.vec;
@@ -143,11 +155,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
 
     /// Base of this operand's tile in stage `stage`, as an element pointer into shared memory.
     pub fn stage_base(&self, kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>) -> PointerValue<'ctx> {
-        let first = kb.addc(
-            kb.mulc(stage, self.tile.stage as i64),
-            self.tile.region as i64,
-        );
-        kb.gep(kb.elem_ty(self.dt), kb.shared_base(), first)
+        stage_base(kb, &self.tile, self.dt, stage)
     }
 
     /// Runs `body` for every slot, under its `active` guard.

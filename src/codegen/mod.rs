@@ -54,6 +54,7 @@ mod spec;
 mod streamk;
 mod target;
 mod tma;
+mod ws;
 
 pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,

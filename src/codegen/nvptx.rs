@@ -3,7 +3,8 @@
 
 use super::ir::{ok, Ir};
 use super::spec::{
-    dynamic_shared, AsyncCopy, Barriers, BulkTensorCopy, Mfma, TargetSpec, WarpMma, WarpgroupMma,
+    dynamic_shared, AsyncCopy, Barriers, BulkTensorCopy, Mfma, RegisterRealloc, TargetSpec,
+    WarpMma, WarpgroupMma,
 };
 use super::target::Target;
 use crate::problem::DType;
@@ -119,15 +120,7 @@ impl TargetSpec for Nvptx {
     }
     fn set_block_size(&self, ir: &Ir, threads: u32) {
         // `.maxntid` lets ptxas budget registers for the real block size instead of 1024.
-        let ctx = ir.ctx;
-        let node = ctx.metadata_node(&[
-            ir.func.as_global_value().as_pointer_value().into(),
-            ctx.metadata_string("maxntidx").into(),
-            ctx.i32_type().const_int(threads as u64, false).into(),
-        ]);
-        ir.module
-            .add_global_metadata("nvvm.annotations", &node)
-            .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
+        Self::annotate(ir, "maxntidx", threads);
     }
     fn thread_idx<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
         ir.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", &[], &[])
@@ -206,6 +199,44 @@ define internal void @convtune_fence_device(ptr addrspace(1) %p) alwaysinline no
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
         // `cp.async.bulk.tensor` is plain sm_90, but the only consumer is the `wgmma` path.
         self.target.arch().features.tma.then_some(self)
+    }
+    fn register_realloc(&self) -> Option<&dyn RegisterRealloc> {
+        self.target
+            .arch()
+            .features
+            .setmaxnreg
+            .is_some()
+            .then_some(self)
+    }
+}
+
+impl Nvptx {
+    /// Adds `!{ptr @kernel, !"key", i32 value}` to `nvvm.annotations`.
+    fn annotate(ir: &Ir, key: &str, value: u32) {
+        let ctx = ir.ctx;
+        let node = ctx.metadata_node(&[
+            ir.func.as_global_value().as_pointer_value().into(),
+            ctx.metadata_string(key).into(),
+            ctx.i32_type().const_int(value as u64, false).into(),
+        ]);
+        ir.module
+            .add_global_metadata("nvvm.annotations", &node)
+            .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
+    }
+}
+
+impl RegisterRealloc for Nvptx {
+    fn cap_registers(&self, ir: &Ir, regs: u32) {
+        // `.maxnreg`: without a known count at entry ptxas ignores setmaxnreg (C7508).
+        Self::annotate(ir, "maxnreg", regs);
+    }
+    fn setmaxnreg(&self, ir: &Ir, inc: bool, regs: u32) {
+        let dir = if inc { "inc" } else { "dec" };
+        ir.intrinsic(
+            &format!("llvm.nvvm.setmaxnreg.{dir}.sync.aligned.u32"),
+            &[],
+            &[ir.c(regs as i64).into()],
+        );
     }
 }
 
@@ -409,6 +440,26 @@ impl Barriers for Nvptx {
              @P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}",
             &["r", "r"],
             &[b, parity],
+        );
+    }
+    fn mbarrier_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>) {
+        let b = Self::shared32(ir, bar);
+        Self::asm_in(ir, "mbarrier.arrive.shared::cta.b64 _, [$0];", &["r"], &[b]);
+    }
+    fn cp_async_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>) {
+        let b = Self::shared32(ir, bar);
+        Self::asm_in(
+            ir,
+            "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+            &["r"],
+            &[b],
+        );
+    }
+    fn named_barrier(&self, ir: &Ir, id: u32, threads: u32) {
+        ir.intrinsic(
+            "llvm.nvvm.barrier.sync.cnt",
+            &[],
+            &[ir.c(id as i64).into(), ir.c(threads as i64).into()],
         );
     }
 }

@@ -8,8 +8,9 @@ use super::target::MatrixUnit;
 use super::CodegenError;
 use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
 use crate::arch::fit;
+use crate::arch::ws::WsBlock;
 use crate::config::fixup::Fixup;
-use crate::config::{Field, LdsLayout, LoadPath, PerfConfig, Reduction};
+use crate::config::{Field, LdsLayout, PerfConfig, Reduction};
 use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
@@ -52,6 +53,9 @@ pub(crate) enum MainLoopKind {
     /// [`super::tma::TmaLoop`]: the same ring, TMA operands issued by one thread and completed
     /// through one `mbarrier` per stage (`ld=tma`).
     Tma,
+    /// [`super::ws`]: a producer warpgroup fills the ring, the consumer warpgroups multiply,
+    /// full/empty `mbarrier` pairs per stage (`ld=ws`).
+    Ws,
 }
 
 /// Which [`super::schedule::TileScheduler`] maps blocks to tiles.
@@ -88,6 +92,9 @@ pub(crate) struct TileLoad {
     pub partial: bool,
     /// Whether the copy bypasses registers (`cp.async`).
     pub async_copy: bool,
+    /// Threads that share the load (ids from 0 in the loader): the block's, or a
+    /// warp-specialised kernel's producer warpgroup.
+    pub threads: u32,
 }
 
 /// Shared-memory layout of one operand's tile. A tile is stored as lines of contiguous
@@ -176,7 +183,9 @@ pub(crate) struct Smem {
     pub stages: u32,
     /// Total bytes (what the launcher passes as dynamic shared memory).
     pub bytes: u32,
-    /// Byte offset of the `stages` 8-byte `mbarrier`s after the tiles (`ld=tma` only).
+    /// Byte offset of the 8-byte `mbarrier`s after the tiles (`ld=tma|ws` only):
+    /// [`LoadPath::mbarriers_per_stage`] × `stages` of them (`ws`: the full ones, then the empty
+    /// ones).
     pub barriers: Option<u32>,
 }
 
@@ -191,7 +200,8 @@ pub(crate) struct GemmPlan<'l> {
     pub cfg: PerfConfig,
     /// Element type.
     pub dt: DType,
-    /// Threads per block.
+    /// Threads that multiply and run the epilogue (the whole block but for a warp-specialised
+    /// kernel's producer, see [`GemmPlan::launch_threads`]).
     pub threads: u32,
     /// Warp size.
     pub warp: u32,
@@ -227,9 +237,16 @@ pub(crate) struct GemmPlan<'l> {
     /// The in-kernel split-K reduction (`red=fixup`); its workspace offset is set when the
     /// launch's plans are known ([`super::compile`]).
     pub fixup: Option<Fixup>,
+    /// The warp-specialised block (`ld=ws`): consumers = `threads`, plus the producer.
+    pub ws: Option<WsBlock>,
 }
 
 impl GemmPlan<'_> {
+    /// Threads per block at launch: `threads`, plus the producer warpgroup with `ld=ws`.
+    pub fn launch_threads(&self) -> u32 {
+        self.ws.map_or(self.threads, |w| w.threads())
+    }
+
     /// The kernel's parameters: the convolution's, then one tensor map per TMA operand (A's
     /// first).
     pub fn args(&self) -> Vec<KernelArg> {
@@ -413,8 +430,8 @@ impl<'l> GemmPlan<'l> {
                 tile_load(p, gemm, op, row_dim, rows, vec, c, threads, spec)
                     .map_err(|r| fail(format!("{name}: {r}")))
             };
-        let a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
-        let b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
+        let mut a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
+        let mut b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
         let tile = |l: &TileLoad, name: &str| {
             let (line, lines) = if l.along_k {
                 (c.block_k, l.rows)
@@ -467,12 +484,30 @@ impl<'l> GemmPlan<'l> {
         if smem_bytes > u32::MAX as u64 / 2 {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
-        let tma = if c.ld == LoadPath::Tma {
+        let tma = if c.ld.uses_tma() {
             tma_plan(p, gemm, c, spec, [&a, &b]).map_err(&fail)?
         } else {
             [None, None]
         };
         let tma_used = tma.iter().any(Option::is_some);
+        let ws = if c.ld.warp_specialised() {
+            let w = super::ws::plan_ws(c, threads, spec).map_err(&fail)?;
+            require(Capability::RegisterRealloc, "ld=ws".into())?;
+            // The producer's 128 threads issue the cp.async operands' copies.
+            for (l, t) in [(&mut a, &tma[0]), (&mut b, &tma[1])] {
+                if t.is_none() {
+                    *l = TileLoad {
+                        slots: l.vectors.div_ceil(w.producers),
+                        partial: !l.vectors.is_multiple_of(w.producers),
+                        threads: w.producers,
+                        ..*l
+                    };
+                }
+            }
+            Some(w)
+        } else {
+            None
+        };
         // The mbarriers go after everything the staged epilogue may reuse.
         let barriers = tma_used.then(|| smem_bytes.next_multiple_of(8) as u32);
         let smem = Smem {
@@ -480,7 +515,7 @@ impl<'l> GemmPlan<'l> {
             b: sb,
             stages: c.stages,
             bytes: match barriers {
-                Some(at) => at + 8 * c.stages,
+                Some(at) => at + 8 * c.ld.mbarriers_per_stage() * c.stages,
                 None => smem_bytes as u32,
             },
             barriers,
@@ -545,10 +580,10 @@ impl<'l> GemmPlan<'l> {
             threads,
             warp,
             math,
-            main_loop: if tma_used {
-                MainLoopKind::Tma
-            } else {
-                MainLoopKind::Multistage
+            main_loop: match (ws, tma_used) {
+                (Some(_), _) => MainLoopKind::Ws,
+                (None, true) => MainLoopKind::Tma,
+                (None, false) => MainLoopKind::Multistage,
             },
             scheduler: match stream {
                 Some(sk) => SchedulerKind::StreamK(sk),
@@ -570,6 +605,7 @@ impl<'l> GemmPlan<'l> {
             c_stage,
             fixup,
             tma,
+            ws,
         })
     }
 }
@@ -582,13 +618,16 @@ fn tma_plan(
     spec: &dyn TargetSpec,
     loads: [&TileLoad; 2],
 ) -> Result<[Option<TmaTile>; 2], String> {
+    let ld = c.ld.name();
     if !c.mma.is_wgmma() {
-        return Err("ld=tma loads the wgmma path's swizzled stages: it needs mma=wg or wg1".into());
+        return Err(format!(
+            "ld={ld} loads the wgmma path's swizzled stages: it needs mma=wg or wg1"
+        ));
     }
     if spec.bulk_tensor_copy().is_none() {
-        return Err(format!("ld=tma: {} has no TMA", spec.target()));
+        return Err(format!("ld={ld}: {} has no TMA", spec.target()));
     }
-    tma_operands(p, gemm, c, loads.map(|l| l.async_copy)).map_err(|r| format!("ld=tma: {r}"))
+    tma_operands(p, gemm, c, loads.map(|l| l.async_copy)).map_err(|r| format!("ld={ld}: {r}"))
 }
 
 /// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken
@@ -666,6 +705,7 @@ fn tile_load(
         slots: vectors.div_ceil(threads),
         partial: !vectors.is_multiple_of(threads),
         async_copy: spec.async_copy().is_some() && matches!(vb, 4 | 8 | 16),
+        threads,
     })
 }
 

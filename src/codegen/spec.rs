@@ -39,17 +39,21 @@ pub enum Capability {
     /// Bulk tensor copies described by a tensor map (Hopper TMA), completing on `mbarrier`
     /// transaction counts.
     BulkTensorCopy,
+    /// Per-warpgroup register reallocation with a register cap at entry (Hopper `setmaxnreg`,
+    /// `.maxnreg`).
+    RegisterRealloc,
 }
 
 impl Capability {
     /// Every family, in a fixed order (reports list them so).
-    pub const ALL: [Capability; 6] = [
+    pub const ALL: [Capability; 7] = [
         Capability::AsyncCopy,
         Capability::WarpMma,
         Capability::Mfma,
         Capability::WarpgroupMma,
         Capability::Barriers,
         Capability::BulkTensorCopy,
+        Capability::RegisterRealloc,
     ];
 
     /// The instructions, as an engineer would name them.
@@ -61,6 +65,7 @@ impl Capability {
             Capability::WarpgroupMma => "warpgroup MMA (wgmma)",
             Capability::Barriers => "async-proxy barriers (fence.proxy.async)",
             Capability::BulkTensorCopy => "bulk tensor copy (TMA)",
+            Capability::RegisterRealloc => "register reallocation (setmaxnreg)",
         }
     }
 }
@@ -154,6 +159,10 @@ pub(crate) trait TargetSpec: Sync {
     fn barriers(&self) -> Option<&dyn Barriers>;
     /// TMA, or `None`.
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy>;
+    /// `setmaxnreg`, or `None`.
+    fn register_realloc(&self) -> Option<&dyn RegisterRealloc> {
+        None
+    }
 
     /// Whether the target has `cap`.
     fn has(&self, cap: Capability) -> bool {
@@ -164,6 +173,7 @@ pub(crate) trait TargetSpec: Sync {
             Capability::WarpgroupMma => self.warpgroup_mma().is_some(),
             Capability::Barriers => self.barriers().is_some(),
             Capability::BulkTensorCopy => self.bulk_tensor_copy().is_some(),
+            Capability::RegisterRealloc => self.register_realloc().is_some(),
         }
     }
 }
@@ -286,6 +296,24 @@ pub(crate) trait Barriers: Sync {
         bar: PointerValue<'ctx>,
         parity: IntValue<'ctx>,
     );
+    /// `mbarrier.arrive.shared::cta.b64 _, [bar]`: one arrival on the current phase.
+    fn mbarrier_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>);
+    /// `cp.async.mbarrier.arrive.noinc.shared::cta.b64 [bar]`: one arrival on `bar` (counted in
+    /// its init count: `.noinc`) once every `cp.async` this thread issued before has landed.
+    fn cp_async_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>);
+    /// `bar.sync id, threads`: a barrier over `threads` threads (whole warps) that each
+    /// execute it with the same `id`, ordering shared memory like the block barrier (which is
+    /// barrier 0 over the whole block).
+    fn named_barrier(&self, ir: &Ir, id: u32, threads: u32);
+}
+
+/// Hopper `setmaxnreg`: a warpgroup gives registers back or takes more at run time, within
+/// the pool the kernel was launched with, which only a register cap at entry fixes.
+pub(crate) trait RegisterRealloc: Sync {
+    /// Declares the kernel's register count at entry (`.maxnreg`).
+    fn cap_registers(&self, ir: &Ir, regs: u32);
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`, executed by every thread of a warpgroup.
+    fn setmaxnreg(&self, ir: &Ir, inc: bool, regs: u32);
 }
 
 /// Hopper TMA (`cp.async.bulk.tensor`, tile and im2col modes) from a tensor map passed as a
@@ -384,7 +412,14 @@ mod tests {
         assert_eq!(caps(Target::of(Arch::SM_80)), [AsyncCopy, WarpMma]);
         assert_eq!(
             caps(Target::of(Arch::SM_90)),
-            [AsyncCopy, WarpMma, WarpgroupMma, Barriers, BulkTensorCopy]
+            [
+                AsyncCopy,
+                WarpMma,
+                WarpgroupMma,
+                Barriers,
+                BulkTensorCopy,
+                RegisterRealloc
+            ]
         );
         assert_eq!(caps(Target::of(Arch::GFX90A)), [Mfma]);
         // The emulator offers exactly what it imitates.

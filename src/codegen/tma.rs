@@ -34,29 +34,46 @@ use inkwell::values::{IntValue, PointerValue};
 #[derive(Debug)]
 pub(crate) struct TmaLoop;
 
-/// What issuing one K tile into one stage needs.
-struct Issue<'p, 'a, 'ctx> {
-    plan: &'p GemmPlan<'p>,
-    loaders: [&'p Loader<'a, 'ctx>; 2],
-    leader: IntValue<'ctx>,
-    bars: PointerValue<'ctx>,
+/// What issuing one K tile into one stage needs: the TMA ring's and, from its producer
+/// warpgroup, the warp-specialised loop's ([`super::ws`]).
+pub(crate) struct Issue<'p, 'a, 'ctx> {
+    pub plan: &'p GemmPlan<'p>,
+    pub loaders: [&'p Loader<'a, 'ctx>; 2],
+    /// The one thread that announces the bytes and issues the TMA boxes.
+    pub leader: IntValue<'ctx>,
+    /// The first of the plan's mbarriers.
+    pub bars: PointerValue<'ctx>,
     /// Bytes every TMA box of a stage writes (the expected transaction count).
-    bytes: u32,
+    pub bytes: u32,
 }
 
 impl<'ctx> Issue<'_, '_, 'ctx> {
-    fn bar(&self, kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>) -> PointerValue<'ctx> {
-        kb.gep(kb.ctx.i8_type().into(), self.bars, kb.mulc(stage, 8))
+    /// The plan's `index`-th mbarrier.
+    pub fn bar(&self, kb: &Kb<'_, 'ctx>, index: IntValue<'ctx>) -> PointerValue<'ctx> {
+        kb.gep(kb.ctx.i8_type().into(), self.bars, kb.mulc(index, 8))
     }
 
-    fn any_cp(&self) -> bool {
+    /// Whether some operand stays on `cp.async`.
+    pub fn any_cp(&self) -> bool {
         self.plan.tma.iter().any(Option::is_none)
     }
 
     /// The TMA copies (thread 0) and `cp.async` copies (every thread) of K tile `kt` into
     /// `stage`; no commit.
     fn issue(&self, kb: &Kb<'_, 'ctx>, kt: IntValue<'ctx>, stage: IntValue<'ctx>) {
-        let bar = self.bar(kb, stage);
+        self.issue_tma(kb, kt, stage, self.bar(kb, stage));
+        self.issue_cp(kb, kt, stage);
+    }
+
+    /// The leader's part of K tile `kt` into `stage`: one arrival on `bar` announcing every
+    /// TMA box's bytes, then the boxes, completing on `bar`.
+    pub fn issue_tma(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        kt: IntValue<'ctx>,
+        stage: IntValue<'ctx>,
+        bar: PointerValue<'ctx>,
+    ) {
         kb.if_then(self.leader, |kb| {
             kb.mbarrier_arrive_expect_tx(bar, self.bytes);
             let mut map = 0;
@@ -66,6 +83,11 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
                 map += 1;
             }
         });
+    }
+
+    /// The `cp.async` copies of the operands without a tensor map, from every thread of the
+    /// loaders' [`super::plan::TileLoad::threads`]; no commit.
+    pub fn issue_cp(&self, kb: &Kb<'_, 'ctx>, kt: IntValue<'ctx>, stage: IntValue<'ctx>) {
         for (l, t) in self.loaders.iter().zip(&self.plan.tma) {
             if t.is_none() {
                 l.issue_async(kb, kt, stage);

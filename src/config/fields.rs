@@ -312,7 +312,7 @@ perf_config_fields! {
         /// a tile adds the others' partials inside the kernel).
         #[field(key = "red", variant = Red, level = 3, since = 3, default = Reduction::Atomic)]
         pub red: Reduction,
-        /// How tiles reach shared memory on the `wgmma` path (`cp` or `tma`).
+        /// How tiles reach shared memory on the `wgmma` path (`cp`, `tma` or `ws`).
         #[field(key = "ld", variant = Ld, level = 2, since = 3, default = LoadPath::Cp)]
         pub ld: LoadPath,
     }

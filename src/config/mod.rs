@@ -86,17 +86,44 @@ pub enum LoadPath {
     /// transaction counts; an operand TMA cannot describe (legality says which and why) keeps
     /// `cp.async`. Needs `mma=wg|wg1`.
     Tma,
+    /// Warp-specialised TMA: the consumer warpgroups of `tma` only multiply, and one producer
+    /// warpgroup appended to the block loads (TMA from one elected thread, `cp.async` from its
+    /// 128 threads for the operands TMA cannot describe), through full/empty `mbarrier` pairs
+    /// per stage with parity waits and no block barrier in the K loop; `setmaxnreg` moves
+    /// registers from the producer to the consumers. Needs `mma=wg|wg1` and two stages or more.
+    Ws,
 }
 
 impl LoadPath {
     /// Every path, in the lattice order the search walks (the order of [`Self::NAMES`]).
-    pub const ALL: [LoadPath; 2] = [LoadPath::Cp, LoadPath::Tma];
+    pub const ALL: [LoadPath; 3] = [LoadPath::Cp, LoadPath::Tma, LoadPath::Ws];
     /// The names in config strings and search-space files, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 2] = ["cp", "tma"];
+    pub const NAMES: [&'static str; 3] = ["cp", "tma", "ws"];
 
     /// The name in config strings and search-space files.
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
+    }
+
+    /// Whether operands a tensor map describes are loaded with TMA (`tma` and `ws`).
+    pub fn uses_tma(self) -> bool {
+        self != LoadPath::Cp
+    }
+
+    /// Whether a producer warpgroup loads and the consumers only multiply (`ws`).
+    pub fn warp_specialised(self) -> bool {
+        self == LoadPath::Ws
+    }
+
+    /// The 8-byte `mbarrier`s per pipeline stage: none for `cp`, one (the stage's copies
+    /// landed) for `tma`, a full/empty pair for `ws` (the empty one: the consumers are done
+    /// with the stage). Shared-memory budgets in legality and the plan both count these.
+    pub fn mbarriers_per_stage(self) -> u32 {
+        match self {
+            LoadPath::Cp => 0,
+            LoadPath::Tma => 1,
+            LoadPath::Ws => 2,
+        }
     }
 }
 
@@ -166,6 +193,21 @@ impl PerfConfig {
     /// from.
     pub fn stream_k(&self, tiles: u32, k_tiles: u32, units: u32) -> Option<StreamK> {
         (self.red == Reduction::Stream).then(|| StreamK::new(tiles, k_tiles, units))
+    }
+
+    /// What `ld=ws` cannot do with this config's pipeline depth, whatever the arch: the rule
+    /// legality (at the `ld` loop, whose level `st` shares) and the code generator's planner
+    /// share. `None` also when `ld` is not `ws`. (Stream-K is refused by the `red` rule, as for
+    /// `ld=tma`.)
+    pub fn ws_refusal(&self) -> Option<String> {
+        if self.ld.warp_specialised() && self.stages < 2 {
+            return Some(format!(
+                "st = {}: with one stage the producer cannot load ahead of the consumers (use \
+                 ld=tma)",
+                self.stages
+            ));
+        }
+        None
     }
 
     /// The first numeric field that is zero, in declaration order: a hand-built config that no

@@ -169,10 +169,13 @@ pub enum Rejection {
         /// What does not fit, in words.
         why: String,
     },
-    /// TMA loads (`ld=tma`) do not apply: path, arch, or tiles a tiled tensor map cannot
-    /// describe (padding, NCHW, unaligned channels, boxes).
-    #[error("ld=tma cannot load this config's tiles{}: {why}", gemm.map(|g| format!(" (sub-GEMM {g})")).unwrap_or_default())]
+    /// TMA loads (`ld=tma|ws`) do not apply: path, arch, or tiles a tiled tensor map cannot
+    /// describe (padding, NCHW, unaligned channels, boxes); with `ws` also what the
+    /// warp-specialised block cannot do (one stage, stream-K, threads, registers).
+    #[error("ld={ld} cannot load this config's tiles{}: {why}", gemm.map(|g| format!(" (sub-GEMM {g})")).unwrap_or_default())]
     Tma {
+        /// The load path (`tma` or `ws`).
+        ld: &'static str,
         /// Why, in words.
         why: String,
         /// The sub-GEMM, when one is at fault.

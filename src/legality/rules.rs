@@ -5,13 +5,13 @@
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{fit, Arch, MathInstr};
-use crate::config::{Field, LdsLayout, LoadPath, MmaPath, PerField, PerfConfig};
-use crate::lowering::tma::{cp_async_width, tma_operands, TmaTile};
+use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig};
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
 mod reduction;
 mod resources;
+mod tma;
 
 /// Widest vector the width analysis considers, elements; the byte limit of the arch caps it
 /// further (16 elements is 16 bytes of the narrowest type we could ever add).
@@ -500,44 +500,6 @@ impl Checker {
         }
     }
 
-    /// The TMA loads of every sub-GEMM under `ld=tma` (none under `ld=cp`), operand `i` allowed
-    /// to stay on `cp.async` where `cp_ok[i]`: the code generator's rule ([`tma_operands`]).
-    pub(super) fn tma(
-        &self,
-        cfg: &PerfConfig,
-        cp_ok: [bool; 2],
-    ) -> Result<Vec<[Option<TmaTile>; 2]>, Rejection> {
-        if cfg.ld == LoadPath::Cp {
-            return Ok(Vec::new());
-        }
-        let reject = |why: String, gemm: Option<u32>| Rejection::Tma { why, gemm };
-        if !cfg.mma.is_wgmma() {
-            return Err(reject(
-                "it loads the wgmma path's stages: needs mma=wg or wg1".into(),
-                None,
-            ));
-        }
-        if !self.arch.features.tma {
-            return Err(reject(format!("{} has no TMA", self.arch.name), None));
-        }
-        self.gemms
-            .iter()
-            .map(|g| tma_operands(&self.problem, g, cfg, cp_ok).map_err(|r| reject(r, Some(g.id))))
-            .collect()
-    }
-
-    /// Under `ld=tma`, operand `i` that stays on `cp.async` must have a `cp.async` width (read
-    /// at the vector rules' level: the widths are fixed last).
-    fn tma_cp_width(&self, cfg: &PerfConfig, i: usize) -> Result<(), Rejection> {
-        let vec = [cfg.vec_a, cfg.vec_b][i];
-        if cfg.ld == LoadPath::Cp || cp_async_width(vec, self.elem_bytes) {
-            return Ok(());
-        }
-        let mut cp_ok = [true, true];
-        cp_ok[i] = false;
-        self.tma(cfg, cp_ok).map(|_| ())
-    }
-
     fn shapes_text(&self) -> String {
         fit::warp_rule_text(&self.arch, self.problem.dtype())
     }
@@ -620,6 +582,11 @@ impl Checker {
             .unwrap_or(arch.math(self.problem.dtype())[0]);
         let (acc, frag, staging) = self.register_parts(cfg, &instr);
         let registers = acc + frag + staging + self.overhead_regs() as u64;
+        // ld=ws: the producer warpgroup too, and the whole pool at entry (one block an SM).
+        let (threads, registers) = match self.ws_block(cfg) {
+            Some(w) => (w.threads() as u64, w.entry_regs as u64),
+            None => (threads, registers),
+        };
         let (lds, _) = self.lds_bytes(cfg);
         let by_lds = (arch.smem_per_sm as u64)
             .checked_div(lds)

@@ -22,6 +22,7 @@
 //! ```
 
 mod im2col;
+mod pipeline;
 mod runtime;
 pub(crate) mod spec;
 mod tma;
@@ -222,6 +223,7 @@ fn run(
             .into_iter()
             .chain(wgmma::symbols())
             .chain(tma::symbols())
+            .chain(pipeline::symbols())
         {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);

@@ -149,11 +149,11 @@ impl<'r> Block<'r> {
 }
 
 /// One queued `cp.async`.
-struct Copy {
-    dst: usize,
-    src: usize,
-    bytes: usize,
-    src_bytes: usize,
+pub(super) struct Copy {
+    pub dst: usize,
+    pub src: usize,
+    pub bytes: usize,
+    pub src_bytes: usize,
 }
 
 /// One thread's `wgmma` protocol state (checked in `wgmma.rs`, and at exit here).
@@ -176,6 +176,7 @@ pub(crate) struct Thread<'b, 'r> {
     open: RefCell<Vec<Copy>>,
     /// `wgmma` protocol state (see `wgmma.rs`).
     pub(super) wg: RefCell<WgState>,
+    reallocs: RefCell<u32>,
 }
 
 impl<'b, 'r> Thread<'b, 'r> {
@@ -187,7 +188,23 @@ impl<'b, 'r> Thread<'b, 'r> {
             groups: RefCell::new(Vec::new()),
             open: RefCell::new(Vec::new()),
             wg: RefCell::new(Default::default()),
+            reallocs: RefCell::new(0),
         }
+    }
+
+    /// Every `cp.async` this thread issued and nobody waited for yet, oldest first (what a
+    /// `cp.async.mbarrier.arrive` tracks), taken out of its groups.
+    pub(super) fn take_copies(&self) -> Vec<Copy> {
+        let mut all: Vec<Copy> = self.groups.borrow_mut().drain(..).flatten().collect();
+        all.append(&mut self.open.borrow_mut());
+        all
+    }
+
+    /// The number of `setmaxnreg` calls of this thread before this one (and counts this one).
+    pub(super) fn next_realloc(&self) -> u32 {
+        let mut n = self.reallocs.borrow_mut();
+        *n += 1;
+        *n - 1
     }
 
     pub(super) fn record(&self, what: &str) {
@@ -195,8 +212,10 @@ impl<'b, 'r> Thread<'b, 'r> {
         b.record(format!("block {:?} thread {}: {what}", b.bid, self.tid));
     }
 
-    /// Checks the thread ended with no copies in flight.
+    /// Checks the thread ended with no copies in flight, and counts it out of the block's
+    /// waits.
     pub fn finish(&self) {
+        self.block.tma.exit();
         if !self.groups.borrow().is_empty() || !self.open.borrow().is_empty() {
             self.record("cp.async copies still pending at kernel exit");
         }
@@ -212,6 +231,11 @@ impl<'b, 'r> Thread<'b, 'r> {
             &self.block.warps[(self.tid / w) as usize],
             (self.tid % w) as usize,
         )
+    }
+
+    /// Waits until every lane of this thread's warp got here (a `.sync.aligned` instruction).
+    pub(super) fn warp_sync(&self) {
+        self.warp().0.barrier.wait();
     }
 
     /// Deposits this lane's words, waits for the warp, runs `f` on all lanes' words, waits again

@@ -5,7 +5,8 @@
 use crate::codegen::compile::spec_for;
 use crate::codegen::ir::{ok, Ir, Mem};
 use crate::codegen::spec::{
-    AsyncCopy, Barriers, BulkTensorCopy, Capability, Mfma, TargetSpec, WarpMma, WarpgroupMma,
+    AsyncCopy, Barriers, BulkTensorCopy, Capability, Mfma, RegisterRealloc, TargetSpec, WarpMma,
+    WarpgroupMma,
 };
 use crate::codegen::target::Target;
 use crate::problem::DType;
@@ -245,6 +246,18 @@ define internal void @convtune_fence_device(ptr %p) alwaysinline nounwind {
     fn bulk_tensor_copy(&self) -> Option<&dyn BulkTensorCopy> {
         self.offers(Capability::BulkTensorCopy).then_some(self)
     }
+    fn register_realloc(&self) -> Option<&dyn RegisterRealloc> {
+        self.offers(Capability::RegisterRealloc).then_some(self)
+    }
+}
+
+impl RegisterRealloc for HostEmu {
+    /// The host has no register file to cap.
+    fn cap_registers(&self, _ir: &Ir, _regs: u32) {}
+    fn setmaxnreg(&self, ir: &Ir, inc: bool, regs: u32) {
+        let args = [ir.c(i64::from(inc)).into(), ir.c(regs as i64).into()];
+        Self::rt(ir, "emu_setmaxnreg", None, &args);
+    }
 }
 
 impl WarpMma for HostEmu {
@@ -431,6 +444,16 @@ impl Barriers for HostEmu {
         parity: IntValue<'ctx>,
     ) {
         Self::rt(ir, "emu_mbar_wait", None, &[bar.into(), parity.into()]);
+    }
+    fn mbarrier_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>) {
+        Self::rt(ir, "emu_mbar_arrive", None, &[bar.into()]);
+    }
+    fn cp_async_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>) {
+        Self::rt(ir, "emu_cp_async_arrive", None, &[bar.into()]);
+    }
+    fn named_barrier(&self, ir: &Ir, id: u32, threads: u32) {
+        let args = [ir.c(id as i64).into(), ir.c(threads as i64).into()];
+        Self::rt(ir, "emu_named_barrier", None, &args);
     }
 }
 

@@ -99,38 +99,109 @@ impl HostMap {
     }
 }
 
+/// A copy that counts on an `mbarrier`'s phase and is written to shared memory when the phase
+/// completes: the bytes were read when the copy was issued.
+#[derive(Debug)]
+pub(super) struct Landing {
+    /// Shared-memory offset.
+    pub off: usize,
+    /// The bytes (the first `len`).
+    pub bytes: [u8; 16],
+    /// How many.
+    pub len: usize,
+}
+
 /// One `mbarrier`.
 #[derive(Debug)]
-struct Mbar {
-    count: u32,
-    pending: u32,
-    expected: u64,
-    landed: u64,
-    phase: u32,
-    /// Copies whose bytes count as landed, written when the phase completes: (shared offset
-    /// of each 16-byte chunk, chunk).
-    copies: Vec<(usize, [u8; 16])>,
+pub(super) struct Mbar {
+    pub count: u32,
+    pub pending: u32,
+    pub expected: u64,
+    pub landed: u64,
+    pub phase: u32,
+    /// Copies written when the phase completes: TMA boxes (their bytes count as landed) and
+    /// `cp.async`s whose thread arrived with `cp.async.mbarrier.arrive` (they do not).
+    pub copies: Vec<Landing>,
 }
 
 impl Mbar {
     /// Whether the current phase has all its arrivals and bytes (it completes when observed).
-    fn due(&self) -> bool {
+    pub fn due(&self) -> bool {
         self.pending == 0 && self.landed == self.expected
+    }
+}
+
+/// What a blocked thread of the block waits for (deadlock detection).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Wait {
+    /// The phase of parity `parity` of the `mbarrier` at shared offset `at`.
+    Phase { at: usize, parity: u32 },
+    /// Named barrier `id` to pass generation `generation`.
+    Named { id: u32, generation: u64 },
+}
+
+/// One named barrier (`bar.sync id, count`).
+#[derive(Debug, Default)]
+pub(super) struct Named {
+    /// The thread count of the threads now arrived (they must agree).
+    pub count: u32,
+    pub arrived: u32,
+    pub generation: u64,
+}
+
+/// The synchronisation state of one block: its `mbarrier`s by shared-memory offset, its named
+/// barriers, and who is blocked on what. Every wait is registered here, so when every thread
+/// still running is blocked on something that cannot happen (a phase nobody will complete, a
+/// named barrier some threads never reach) the block's waits end at once with one report
+/// instead of a hang.
+#[derive(Debug, Default)]
+pub(super) struct SyncState {
+    pub bars: HashMap<usize, Mbar>,
+    pub named: HashMap<u32, Named>,
+    pub waiting: HashMap<u32, Wait>,
+    /// Threads of the block that have returned from the kernel.
+    pub exited: u32,
+    /// Set once a deadlock was reported: every wait of the block returns at once after it.
+    pub deadlocked: bool,
+    /// `setmaxnreg` values per (warpgroup, the thread's n-th call).
+    pub regs: HashMap<(u32, u32), (bool, u32)>,
+}
+
+impl SyncState {
+    /// Whether a thread blocked on `w` can go on.
+    fn can_progress(&self, w: &Wait) -> bool {
+        match *w {
+            Wait::Phase { at, parity } => self
+                .bars
+                .get(&at)
+                .is_none_or(|m| m.due() || m.phase % 2 != parity % 2),
+            Wait::Named { id, generation } => self
+                .named
+                .get(&id)
+                .is_none_or(|n| n.generation != generation),
+        }
+    }
+
+    /// Whether the block is stuck: every thread not exited is blocked here and none can go on.
+    fn stuck(&self, threads: u32) -> bool {
+        self.waiting.len() as u32 + self.exited >= threads
+            && !self.waiting.values().any(|w| self.can_progress(w))
     }
 }
 
 /// The `mbarrier`s of one block, by shared-memory offset.
 pub(crate) struct BlockTma {
-    bars: Mutex<HashMap<usize, Mbar>>,
-    cv: Condvar,
-    /// How long a wait may block before it is reported as a deadlock.
+    pub(super) state: Mutex<SyncState>,
+    pub(super) cv: Condvar,
+    /// How long a wait may block before it is reported as a deadlock (when the block has
+    /// threads blocked elsewhere, so the stuck test above cannot decide).
     pub wait_limit: Duration,
 }
 
 impl Default for BlockTma {
     fn default() -> Self {
         BlockTma {
-            bars: Mutex::default(),
+            state: Mutex::default(),
             cv: Condvar::new(),
             wait_limit: WAIT_LIMIT,
         }
@@ -138,18 +209,33 @@ impl Default for BlockTma {
 }
 
 impl BlockTma {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Reports copies or arrivals still outstanding after every thread of the block ended.
     pub fn finish(&self, block: &Block) {
-        let bars = self.bars.lock().unwrap_or_else(|e| e.into_inner());
-        for (at, m) in bars.iter() {
+        let st = self.lock();
+        for (at, m) in st.bars.iter() {
             if !m.copies.is_empty() || m.expected > 0 {
                 block.record(format!(
-                    "block {:?}: mbarrier at shared offset {at:#x} ended with a TMA phase nobody \
-                     waited for ({} of {} bytes landed, {} arrivals pending)",
-                    block.bid, m.landed, m.expected, m.pending
+                    "block {:?}: mbarrier at shared offset {at:#x} ended with a phase nobody \
+                     waited for ({} of {} bytes landed, {} arrivals pending, {} copies)",
+                    block.bid,
+                    m.landed,
+                    m.expected,
+                    m.pending,
+                    m.copies.len()
                 ));
             }
         }
+    }
+
+    /// Counts thread `t` out of the block (it returned from the kernel); a waiter that only
+    /// it could have released is now stuck.
+    pub fn exit(&self) {
+        self.lock().exited += 1;
+        self.cv.notify_all();
     }
 
     /// Reports a phase whose arrivals are in with more bytes landed than announced.
@@ -163,14 +249,14 @@ impl BlockTma {
     }
 
     /// Completes the phase of `m` if it is due, writing its copies to shared memory.
-    fn complete_if_due(&self, t: &Thread, m: &mut Mbar) {
+    pub(super) fn complete_if_due(&self, t: &Thread, m: &mut Mbar) {
         if !m.due() {
             return;
         }
-        for (off, chunk) in m.copies.drain(..) {
-            // SAFETY: every chunk's offset was checked to lie in shared memory at issue.
+        for c in m.copies.drain(..) {
+            // SAFETY: every copy's range was checked to lie in shared memory at issue.
             unsafe {
-                std::ptr::copy_nonoverlapping(chunk.as_ptr(), t.block.smem.add(off), 16);
+                std::ptr::copy_nonoverlapping(c.bytes.as_ptr(), t.block.smem.add(c.off), c.len);
             }
         }
         m.phase += 1;
@@ -179,10 +265,98 @@ impl BlockTma {
         m.landed = 0;
         self.cv.notify_all();
     }
+
+    /// Blocks thread `t` until `done` holds (completing due phases of the barrier `w` waits
+    /// on as it goes), the block is stuck, or the wait limit passed; `false` when it gave up
+    /// (reported once per block).
+    pub(super) fn block_on(
+        &self,
+        t: &Thread,
+        w: Wait,
+        mut done: impl FnMut(&mut SyncState) -> bool,
+    ) -> bool {
+        let start = Instant::now();
+        let mut st = self.lock();
+        loop {
+            if let Wait::Phase { at, .. } = w {
+                if let Some(m) = st.bars.get_mut(&at) {
+                    self.complete_if_due(t, m);
+                }
+            }
+            if done(&mut st) {
+                st.waiting.remove(&t.tid);
+                return true;
+            }
+            if st.deadlocked {
+                st.waiting.remove(&t.tid);
+                return false;
+            }
+            st.waiting.insert(t.tid, w);
+            let stuck = st.stuck(t.block.threads);
+            if stuck || start.elapsed() > self.wait_limit {
+                let msg = format!(
+                    "block {:?}: deadlock: thread {} waits for {w:?}{}; {} threads blocked ({}), \
+                     {} exited",
+                    t.block.bid,
+                    t.tid,
+                    describe(&st, &w),
+                    st.waiting.len(),
+                    summary(&st),
+                    st.exited
+                );
+                st.deadlocked = true;
+                st.waiting.remove(&t.tid);
+                drop(st);
+                t.block.record(msg);
+                self.cv.notify_all();
+                return false;
+            }
+            st = self
+                .cv
+                .wait_timeout(st, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// The state of what `w` waits on, in words.
+fn describe(st: &SyncState, w: &Wait) -> String {
+    match *w {
+        Wait::Phase { at, .. } => match st.bars.get(&at) {
+            Some(m) => format!(
+                " (phase {}, {} of {} arrivals pending, {} of {} bytes landed)",
+                m.phase, m.pending, m.count, m.landed, m.expected
+            ),
+            None => " (not initialised)".into(),
+        },
+        Wait::Named { id, .. } => match st.named.get(&id) {
+            Some(n) => format!(" ({} of {} arrived)", n.arrived, n.count),
+            None => String::new(),
+        },
+    }
+}
+
+/// The distinct waits of the blocked threads with how many wait on each (first few).
+fn summary(st: &SyncState) -> String {
+    let mut by: Vec<(String, u32)> = Vec::new();
+    for w in st.waiting.values() {
+        let k = format!("{w:?}");
+        match by.iter_mut().find(|(x, _)| *x == k) {
+            Some((_, n)) => *n += 1,
+            None => by.push((k, 1)),
+        }
+    }
+    by.sort();
+    by.iter()
+        .take(4)
+        .map(|(k, n)| format!("{n} on {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The shared offset of an `mbarrier` pointer, if valid (in shared memory, 8-byte aligned).
-fn bar_offset(t: &Thread, bar: *const u8, what: &str) -> Option<usize> {
+pub(super) fn bar_offset(t: &Thread, bar: *const u8, what: &str) -> Option<usize> {
     let p = bar as usize;
     if !t.block.in_smem(p, 8) || !p.is_multiple_of(8) {
         t.record(&format!(
@@ -194,13 +368,18 @@ fn bar_offset(t: &Thread, bar: *const u8, what: &str) -> Option<usize> {
 }
 
 /// Runs `f` on the `mbarrier` at `bar`, or records that it was never initialised.
-fn with_bar(t: &Thread, bar: *const u8, what: &str, f: impl FnOnce(&BlockTma, usize, &mut Mbar)) {
+pub(super) fn with_bar(
+    t: &Thread,
+    bar: *const u8,
+    what: &str,
+    f: impl FnOnce(&BlockTma, usize, &mut Mbar),
+) {
     let Some(at) = bar_offset(t, bar, what) else {
         return;
     };
     let tma = &t.block.tma;
-    let mut bars = tma.bars.lock().unwrap_or_else(|e| e.into_inner());
-    match bars.get_mut(&at) {
+    let mut st = tma.lock();
+    match st.bars.get_mut(&at) {
         Some(m) => f(tma, at, m),
         None => t.record(&format!("{what} on the uninitialised mbarrier at {at:#x}")),
     }
@@ -212,13 +391,13 @@ pub(crate) extern "C" fn emu_mbar_init(ctx: *const u8, bar: *const u8, count: u3
     let Some(at) = bar_offset(t, bar, "mbarrier.init") else {
         return;
     };
-    let mut bars = t.block.tma.bars.lock().unwrap_or_else(|e| e.into_inner());
-    if bars.get(&at).is_some_and(|m| !m.copies.is_empty()) {
+    let mut st = t.block.tma.lock();
+    if st.bars.get(&at).is_some_and(|m| !m.copies.is_empty()) {
         t.record(&format!(
             "mbarrier.init at {at:#x} while TMA copies are in flight on it"
         ));
     }
-    bars.insert(
+    st.bars.insert(
         at,
         Mbar {
             count,
@@ -259,40 +438,16 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
         return;
     };
     let tma = &t.block.tma;
-    let start = Instant::now();
-    let mut bars = tma.bars.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let Some(m) = bars.get(&at) else {
-            t.record(&format!(
-                "mbarrier.try_wait on the uninitialised mbarrier at {at:#x}"
-            ));
-            return;
-        };
-        if m.due() {
-            if let Some(m) = bars.get_mut(&at) {
-                tma.complete_if_due(t, m);
-            }
-            continue;
-        }
-        if m.phase % 2 != parity % 2 {
-            return;
-        }
-        if start.elapsed() > tma.wait_limit {
-            let msg = format!(
-                "mbarrier.try_wait.parity {parity} at {at:#x} never completed (deadlock: phase \
-                 {}, {} arrivals pending, {} of {} bytes landed)",
-                m.phase, m.pending, m.landed, m.expected
-            );
-            drop(bars);
-            t.record(&msg);
-            return;
-        }
-        bars = tma
-            .cv
-            .wait_timeout(bars, Duration::from_millis(50))
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+    if !tma.lock().bars.contains_key(&at) {
+        t.record(&format!(
+            "mbarrier.try_wait on the uninitialised mbarrier at {at:#x}"
+        ));
+        return;
     }
+    // Due phases were completed by `block_on` before it asks.
+    tma.block_on(t, Wait::Phase { at, parity }, |st| {
+        st.bars.get(&at).is_some_and(|m| m.phase % 2 != parity % 2)
+    });
 }
 
 /// Reads the tile-mode box at `coords` of the host map `m` as 16-byte chunks with their shared
@@ -302,7 +457,7 @@ fn read_box(
     m: &[u64; MAP_WORDS],
     coords: &[i32],
     dst: usize,
-) -> Option<Vec<(usize, [u8; 16])>> {
+) -> Option<Vec<Landing>> {
     let h = HostMap::of(m);
     let rank = h.rank;
     if m[IM2COL_WORD] != 0 {
@@ -344,7 +499,7 @@ pub(super) fn land(
     elems: usize,
     dst: usize,
     src: impl Fn(usize) -> Option<i64>,
-) -> Option<Vec<(usize, [u8; 16])>> {
+) -> Option<Vec<Landing>> {
     let eb = h.eb;
     let rank = h.rank;
     let inner_bytes = inner * eb;
@@ -400,14 +555,18 @@ pub(super) fn land(
                 };
                 let mut w = [0u8; 16];
                 w.copy_from_slice(c);
-                (off, w)
+                Landing {
+                    off,
+                    bytes: w,
+                    len: 16,
+                }
             })
             .collect(),
     )
 }
 
 /// Queues the chunks of one copy on `bar` (they land when its phase completes).
-pub(super) fn queue(t: &Thread, bar: *const u8, chunks: Vec<(usize, [u8; 16])>) {
+pub(super) fn queue(t: &Thread, bar: *const u8, chunks: Vec<Landing>) {
     with_bar(t, bar, "cp.async.bulk.tensor", |tma, at, mb| {
         // Bytes of a due phase would start the next one (before its expect_tx): complete it.
         tma.complete_if_due(t, mb);

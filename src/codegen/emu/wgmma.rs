@@ -155,13 +155,18 @@ pub(crate) extern "C" fn emu_wgmma_commit(ctx: *const u8) {
     wg.groups += 1;
 }
 
-/// `wgmma.wait_group.sync.aligned n`.
+/// `wgmma.wait_group.sync.aligned n`. `.sync.aligned`: the warp's lanes leave it together,
+/// so no lane runs ahead of one still before it (a warp-specialised consumer's lane 0
+/// releases the stage for the whole warp after it).
 pub(crate) extern "C" fn emu_wgmma_wait(ctx: *const u8, n: u32) {
     // SAFETY: as above.
     let t = unsafe { thread(ctx) };
-    let mut wg = t.wg.borrow_mut();
-    wg.groups = wg.groups.min(n);
-    wg.fenced = false;
+    {
+        let mut wg = t.wg.borrow_mut();
+        wg.groups = wg.groups.min(n);
+        wg.fenced = false;
+    }
+    t.warp_sync();
 }
 
 /// `fence.proxy.async.shared::cta`: nothing to do on the host (see the module doc).

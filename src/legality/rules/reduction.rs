@@ -5,7 +5,7 @@
 //! workspace of partial tiles must be addressable with the kernels' i32 indices.
 
 use super::{Checker, MAX_FIXUP_PARTIALS};
-use crate::config::{LoadPath, PerfConfig, Reduction, StreamK};
+use crate::config::{PerfConfig, Reduction, StreamK};
 use crate::legality::rejection::Rejection;
 
 impl Checker {
@@ -35,10 +35,10 @@ impl Checker {
 
     fn stream_k(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
         let why = |why: String| Err(Rejection::StreamK { why });
-        if cfg.ld == LoadPath::Tma {
+        if cfg.ld.uses_tma() {
             // The TMA ring initialises its mbarriers once per K loop; a stream-K block runs
             // one K loop per tile it visits, and re-initialising a live mbarrier is undefined.
-            return why("a stream-K block walks several tiles and the TMA ring (ld=tma) sets up its mbarriers once per tile; use ld=cp".into());
+            return why(format!("a stream-K block walks several tiles and the TMA ring (ld={}) sets up its mbarriers once per tile; use ld=cp", cfg.ld.name()));
         }
         if cfg.split_k > 1 {
             return why(format!(

@@ -3,7 +3,7 @@
 
 use super::{Checker, AMD_OVERHEAD_REGS, OVERHEAD_REGS};
 use crate::arch::{fit, MathInstr, MathKind, Vendor};
-use crate::config::{LdsLayout, LoadPath, MmaPath, PerfConfig};
+use crate::config::{LdsLayout, MmaPath, PerfConfig};
 
 impl Checker {
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {
@@ -98,12 +98,13 @@ impl Checker {
             LdsLayout::Padded => rows * 16,
             LdsLayout::Swizzled => 0,
         };
-        // ld=tma: one 8-byte mbarrier per stage after the tiles (8-byte aligned).
-        let barriers = match cfg.ld {
-            LoadPath::Tma => {
-                (tiles + padding).next_multiple_of(8) - (tiles + padding) + 8 * cfg.stages as u64
+        // ld=tma|ws: the stages' 8-byte mbarriers after the tiles (8-byte aligned).
+        let barriers = match cfg.ld.mbarriers_per_stage() as u64 {
+            0 => 0,
+            n => {
+                (tiles + padding).next_multiple_of(8) - (tiles + padding)
+                    + 8 * n * cfg.stages as u64
             }
-            LoadPath::Cp => 0,
         };
         (tiles + padding + barriers, padding)
     }

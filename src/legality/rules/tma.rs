@@ -1,0 +1,81 @@
+//! The `ld` rule: which operand tiles TMA loads (the code generator's rule,
+//! [`tma_operands`]), and for `ld=ws` the warp-specialised block's shape and register split
+//! ([`ws_block`]), so that legality and the planner agree.
+
+use super::Checker;
+use crate::arch::ws::{ws_block, WsBlock};
+use crate::config::{LoadPath, PerfConfig};
+use crate::legality::rejection::Rejection;
+use crate::lowering::tma::{cp_async_width, tma_operands, TmaTile};
+
+impl Checker {
+    /// The TMA loads of every sub-GEMM under `ld=tma` (none under `ld=cp`), operand `i` allowed
+    /// to stay on `cp.async` where `cp_ok[i]`: the code generator's rule ([`tma_operands`]).
+    pub(in crate::legality) fn tma(
+        &self,
+        cfg: &PerfConfig,
+        cp_ok: [bool; 2],
+    ) -> Result<Vec<[Option<TmaTile>; 2]>, Rejection> {
+        if cfg.ld == LoadPath::Cp {
+            return Ok(Vec::new());
+        }
+        let ld = cfg.ld.name();
+        let reject = |why: String, gemm: Option<u32>| Rejection::Tma { ld, why, gemm };
+        if !cfg.mma.is_wgmma() {
+            return Err(reject(
+                "it loads the wgmma path's stages: needs mma=wg or wg1".into(),
+                None,
+            ));
+        }
+        if !self.arch.features.tma {
+            return Err(reject(format!("{} has no TMA", self.arch.name), None));
+        }
+        if cfg.ld.warp_specialised() {
+            // The code generator's rules: `PerfConfig::ws_refusal`, then the block's shape.
+            if let Some(why) = cfg.ws_refusal() {
+                return Err(reject(why, None));
+            }
+            let consumers = Self::sat(Self::warps(cfg) * self.arch.warp_size as u64);
+            let w = ws_block(&self.arch, consumers).map_err(|why| reject(why, None))?;
+            if let Some(instr) = self.instr(cfg) {
+                let (acc, frag, staging) = self.register_parts(cfg, &instr);
+                let estimate = acc + frag + staging + self.overhead_regs() as u64;
+                if estimate > w.consumer_regs as u64 {
+                    return Err(reject(
+                        format!(
+                            "the consumers get {} registers a thread after setmaxnreg, the \
+                             register estimate is {estimate}",
+                            w.consumer_regs
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
+        self.gemms
+            .iter()
+            .map(|g| tma_operands(&self.problem, g, cfg, cp_ok).map_err(|r| reject(r, Some(g.id))))
+            .collect()
+    }
+
+    /// Under `ld=tma`, operand `i` that stays on `cp.async` must have a `cp.async` width (read
+    /// at the vector rules' level: the widths are fixed last).
+    pub(super) fn tma_cp_width(&self, cfg: &PerfConfig, i: usize) -> Result<(), Rejection> {
+        let vec = [cfg.vec_a, cfg.vec_b][i];
+        if cfg.ld == LoadPath::Cp || cp_async_width(vec, self.elem_bytes) {
+            return Ok(());
+        }
+        let mut cp_ok = [true, true];
+        cp_ok[i] = false;
+        self.tma(cfg, cp_ok).map(|_| ())
+    }
+
+    /// The warp-specialised block of `cfg` (`ld=ws`), if it has one that fits.
+    pub(in crate::legality) fn ws_block(&self, cfg: &PerfConfig) -> Option<WsBlock> {
+        if !cfg.ld.warp_specialised() {
+            return None;
+        }
+        let consumers = Self::sat(Self::warps(cfg) * self.arch.warp_size as u64);
+        ws_block(&self.arch, consumers).ok()
+    }
+}
