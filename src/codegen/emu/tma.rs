@@ -452,12 +452,7 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
 
 /// Reads the tile-mode box at `coords` of the host map `m` as 16-byte chunks with their shared
 /// offsets (from `dst`, swizzled), or records why the copy is invalid.
-fn read_box(
-    t: &Thread,
-    m: &[u64; MAP_WORDS],
-    coords: &[i32],
-    dst: usize,
-) -> Option<Vec<Landing>> {
+fn read_box(t: &Thread, m: &[u64; MAP_WORDS], coords: &[i32], dst: usize) -> Option<Vec<Landing>> {
     let h = HostMap::of(m);
     let rank = h.rank;
     if m[IM2COL_WORD] != 0 {
