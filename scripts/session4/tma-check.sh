@@ -16,6 +16,7 @@ OUT=${OUT:-out}
 BIN=${BIN:-target/release/convtune}
 R=$OUT/tma
 mkdir -p "$R/spaces"
+. scripts/session6/check-lib.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv > "$R/gpu.txt" 2>&1
 S=$OUT/tma-summary.txt
 : > "$S"
@@ -32,21 +33,6 @@ cases=(
   "odd-fwd3x3g|convbfp16 -n 1 -c 128 -H 6 -W 7 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 -F 1 --layout NHWC|bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1"
   "odd-wgrad|convbfp16 -n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2 -F 4 --layout NHWC|bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg"
 )
-space() { # config-fields ld -> space file
-  python3 - "$1" "$2" <<'PY'
-import sys
-names = {"bm": "block_m", "bn": "block_n", "bk": "block_k", "wm": "warp_m", "wn": "warp_n",
-         "st": "stages", "va": "vec_a", "vb": "vec_b", "vc": "vec_c", "lds": "lds",
-         "sk": "split_k", "rs": "raster", "mma": "mma"}
-fields = dict(f.split("=") for f in sys.argv[1].split(","))
-fields["ld"] = sys.argv[2]
-print('name = "tma-check"\nvendor = "nvidia"\n[params]')
-for k, v in fields.items():
-    key = names.get(k, k)
-    print(f'{key} = ["{v}"]' if k in ("lds", "mma", "ld") else f"{key} = [{v}]")
-print("[constraints]\nmax_threads = 1024\nmin_warps = 1\nmax_warps = 32")
-PY
-}
 log "== 0. ptxas on the ld=tma kernels (wgmma serialisation warnings C7510/C7511/C7515 are failures)"
 PTXAS=$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)
 CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
@@ -67,44 +53,16 @@ for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
   echo "$prob" > "$R/spaces/$name.txt"
   for ld in cp tma; do
-    space "$cfg" "$ld" > "$R/spaces/$name-$ld.toml"
+    space tma-check "$cfg" "ld=$ld" > "$R/spaces/$name-$ld.toml"
     timeout 120 "$BIN" --problems "$R/spaces/$name.txt" --space "$R/spaces/$name-$ld.toml" \
       --arch sm_90 --strategy exhaustive --quiet --db "$R/db-$ld.toml" \
       --journal "$R/journal-$ld.jsonl" --report "$R/report-$ld.json" >> "$R/log-$ld.txt" 2>&1
     log "$name ld=$ld: exit $?"
   done
 done
-python3 - "$R" <<'PY' | tee -a "$S"
-import json, sys
-r = sys.argv[1]
-def load(ld):
-    try:
-        return {x["problem"]: x for x in json.load(open(f"{r}/report-{ld}.json"))}
-    except Exception as e:
-        print(f"report-{ld}: {e}")
-        return {}
-cp, tma = load("cp"), load("tma")
-print(f"{'cp us':>9} {'tma us':>9} {'cp/tma':>7}  {'tma TFLOP/s':>11}  problem")
-for p in sorted(set(cp) | set(tma)):
-    a, b = cp.get(p, {}).get("time_us"), tma.get(p, {}).get("time_us")
-    ratio = f"{a / b:7.3f}" if a and b else "      -"
-    tf = tma.get(p, {}).get("tflops")
-    print(f"{a or float('nan'):9.1f} {b or float('nan'):9.1f} {ratio}  {tf or float('nan'):11.1f}  {p}")
-PY
+ab_table "$R" cp tma | tee -a "$S"
 log "-- every measured candidate (journals): outcome, time, config, problem"
-python3 - "$R" <<'PY' | tee -a "$S"
-import glob, json, sys
-for f in sorted(glob.glob(f"{sys.argv[1]}/journal-*.jsonl")):
-    for line in open(f):
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        o = d.get("outcome")
-        kind = o if isinstance(o, str) else next(iter(o or {"?": 0}))
-        detail = "" if kind == "Ok" or isinstance(o, str) else str(o[kind])[:120]
-        print(f"{f.split('/')[-1]:24} {kind:12} {d.get('time_us') or 0:9.1f}  {d.get('config')}  {d.get('problem_key', '')[:70]} {detail}")
-PY
+journals "$R" | tee -a "$S"
 log "== cuDNN and the matmul rate (same problems)"
 timeout 240 python3 scripts/compare-cudnn.py --convtune "$R/report-tma.json" --json "$R/cudnn.json" > "$R/compare.txt" 2>&1
 tail -n 14 "$R/compare.txt" | tee -a "$S"
