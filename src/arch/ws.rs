@@ -109,7 +109,10 @@ mod tests {
             let b = ws_block(&h, 128 * w).unwrap();
             let used = 128 * (w * b.consumer_regs + b.producer_regs);
             assert!(used <= b.entry_regs * b.threads(), "{w}: {used}");
-            assert!(used <= h.regs_per_sm && b.consumer_regs % 8 == 0, "{w}");
+            assert!(
+                used <= h.regs_per_sm && b.consumer_regs.is_multiple_of(8),
+                "{w}"
+            );
             assert!(b.consumer_regs >= b.entry_regs, "{w}");
         }
         // Eight consumer warpgroups + the producer exceed 1024 threads.
