@@ -56,8 +56,11 @@ pub fn ws_block(arch: &Arch, consumers: u32) -> Result<WsBlock, String> {
         ));
     }
     // The register file of one SM is what one block may use on every arch with setmaxnreg.
+    // Not above the consumers' cap either: their `setmaxnreg.inc` must not lower the count.
     let entry = round_down(
-        arch.max_regs_per_thread.min(arch.regs_per_sm / threads),
+        arch.max_regs_per_thread
+            .min(arch.regs_per_sm / threads)
+            .min(r.consumer_max),
         r.granule,
     );
     let warpgroups = consumers / group;
@@ -66,7 +69,7 @@ pub fn ws_block(arch: &Arch, consumers: u32) -> Result<WsBlock, String> {
         .checked_sub(r.producer)
         .map(|left| round_down(left / warpgroups, r.granule).min(r.consumer_max))
         .unwrap_or(0);
-    if entry < r.producer || consumer < r.min.max(entry.min(r.consumer_max)) {
+    if entry < r.producer || consumer < r.min.max(entry) {
         return Err(format!(
             "{threads} threads leave {entry} registers a thread at entry: too few for the \
              producer's {} and a consumer share of at least as many",
@@ -89,11 +92,12 @@ mod tests {
     #[test]
     fn the_register_split_fits_the_pool_at_entry() {
         let h = Arch::SM_90;
-        // One consumer warpgroup: 256 threads, 248 a thread at entry (255 rounded to 8).
+        // One consumer warpgroup: 256 threads, 232 at entry (the consumers' cap: an inc must
+        // not lower the count).
         let b = ws_block(&h, 128).unwrap();
         assert_eq!(
             (b.threads(), b.entry_regs, b.consumer_regs),
-            (256, 248, 232)
+            (256, 232, 232)
         );
         // Two (CUTLASS's cooperative kernels): 384 threads, 168 at entry, 40 / 232.
         let b = ws_block(&h, 256).unwrap();
@@ -105,7 +109,10 @@ mod tests {
             let b = ws_block(&h, 128 * w).unwrap();
             let used = 128 * (w * b.consumer_regs + b.producer_regs);
             assert!(used <= b.entry_regs * b.threads(), "{w}: {used}");
-            assert!(used <= h.regs_per_sm && b.consumer_regs % 8 == 0, "{w}");
+            assert!(
+                used <= h.regs_per_sm && b.consumer_regs.is_multiple_of(8),
+                "{w}"
+            );
             assert!(b.consumer_regs >= b.entry_regs, "{w}");
         }
         // Eight consumer warpgroups + the producer exceed 1024 threads.

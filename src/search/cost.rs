@@ -26,11 +26,16 @@
 //!   term of its own ([`Estimate::copy_us`]).
 //! - **Math path**: Hopper's `wgmma` reaches the data-sheet matrix peak; `mma.sync` about 60% of
 //!   it ([`CostArch::wgmma_tflops`] vs [`CostArch::peak_tflops`]).
+//! - **Load path** (`ld`): an operand a TMA tensor map loads costs no copy issue; with `ld=ws`
+//!   the producer warpgroup issues the other copies while the consumers multiply (copy and
+//!   math overlap rather than add), it keeps every stage full (depth = stages), and the block
+//!   holds the whole register file (one block an SM, from [`Resources`]).
 
 use crate::arch::{fit, Arch, MathKind};
 use crate::config::fixup::serial_reads;
 use crate::config::{LdsLayout, PerfConfig, Reduction, StreamK};
 use crate::legality::{Checker, Resources};
+use crate::lowering::tma::tma_operands;
 use crate::lowering::Lowering;
 use crate::problem::DType;
 
@@ -292,9 +297,12 @@ fn estimate_with(
     } else {
         machine.peak_tflops
     };
-    // Copy issue per `block_k` step of one block, and the epilogue's stores.
-    let step_slots = copy_slots(cp_async, c.block_m, c.block_k, c.vec_a, elem)
-        + copy_slots(cp_async, c.block_n, c.block_k, c.vec_b, elem);
+    // Copy issue per `block_k` step of one block (an operand TMA loads, per sub-GEMM below,
+    // costs one thread a box per stage: nothing next to this), and the epilogue's stores.
+    let operand_slots = [
+        copy_slots(cp_async, c.block_m, c.block_k, c.vec_a, elem),
+        copy_slots(cp_async, c.block_n, c.block_k, c.vec_b, elem),
+    ];
     let epilogue_slots =
         f64::from(c.block_m) * f64::from(c.block_n) / f64::from(c.vec_c.max(1)) * ASYNC_COPY_SLOTS;
     let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);
@@ -357,17 +365,41 @@ fn estimate_with(
         // is left to the guided search's per-field correction (H200, session 2 runs: over 111
         // wg/wg1 pairs of one config, wg1 was a median 4.5% slower at three stages and level
         // at four).
-        let depth = f64::from((c.tiles_ahead() + 1).clamp(1, 4));
+        // `ld=ws`: the producer fills every stage ahead of the consumers, whatever `mma`.
+        let ahead = if c.ld.warp_specialised() {
+            c.stages
+        } else {
+            c.tiles_ahead() + 1
+        };
+        let depth = f64::from(ahead.clamp(1, 4));
         let hide = 1.0 - 0.5 * (-(per_sm_warps * depth) / 8.0).exp();
 
+        // `ld=tma|ws`: the operands a tensor map loads (the code generator's rule).
+        let tma = if c.ld.uses_tma() {
+            tma_operands(&lowering.problem, g, c, [true, true]).unwrap_or([None, None])
+        } else {
+            [None, None]
+        };
+        let step_slots: f64 = operand_slots
+            .iter()
+            .zip(&tma)
+            .filter(|(_, t)| t.is_none())
+            .map(|(s, _)| s)
+            .sum();
         // The busiest SM issues the copies of its share of the blocks.
         let copy = ceil_div(blocks, sms) as f64
             * (steps_per_block as f64 * step_slots + epilogue_slots)
             * slot_us
             * spill;
-        let compute =
-            padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff) * spill
-                + copy;
+        let math =
+            padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff) * spill;
+        // `ld=ws`: a producer warpgroup of its own issues the copies while the consumers
+        // multiply, so they overlap instead of adding up.
+        let compute = if c.ld.warp_specialised() {
+            math.max(copy)
+        } else {
+            math + copy
+        };
 
         // Bytes: A re-read once per column tile, B once per row tile. An implicit-GEMM operand
         // gathers its tensor with replication (a 3×3 filter window reads each input pixel up to

@@ -156,7 +156,7 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
 mod tests {
     use super::*;
     use crate::codegen::emu::runtime::{emu_cp_async, Block, Violations};
-    use crate::codegen::emu::tma::{emu_mbar_init, emu_mbar_wait};
+    use crate::codegen::emu::tma::{emu_mbar_arrive_tx, emu_mbar_init, emu_mbar_wait};
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
 
@@ -201,8 +201,9 @@ mod tests {
             // Parity 1 is the phase now running, which no one will complete: the only thread
             // of the block is blocked on it, reported at once rather than after the limit.
             emu_mbar_wait(t[0], bar, 1);
-            // One arrival too many for the next phase's count of 1.
-            emu_mbar_arrive(t[0], bar);
+            // The phase's one arrival announces 16 bytes that never land: a second arrival
+            // exceeds the count (with the bytes in, it would have begun the next phase).
+            emu_mbar_arrive_tx(t[0], bar, 16);
             emu_mbar_arrive(t[0], bar);
         });
         assert!(started.elapsed() < Duration::from_secs(10));

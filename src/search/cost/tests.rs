@@ -228,3 +228,28 @@ fn the_in_kernel_fixup_saves_the_zeroing_and_finishing_passes_of_16_bit_split_k(
     );
     assert!(df.time_us > da.time_us, "{df:?} vs {da:?}");
 }
+
+#[test]
+fn tma_operands_cost_no_copy_issue_and_ws_overlaps_the_rest() {
+    // Padded 3x3: the filter (A) by TMA, the pixels (B) by cp.async.
+    let l =
+        lowered("convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let a = h200();
+    let base = PerfConfig {
+        stages: 4,
+        mma: crate::config::MmaPath::WgmmaInFlight,
+        ..cfg(128, 256, 64, 64, 256, 1)
+    };
+    let at = |ld| estimate(&l, &PerfConfig { ld, ..base }, &a);
+    let (cp, tma, ws) = (
+        at(crate::config::LoadPath::Cp),
+        at(crate::config::LoadPath::Tma),
+        at(crate::config::LoadPath::Ws),
+    );
+    assert!(tma.copy_us < cp.copy_us, "{tma:?} vs {cp:?}");
+    assert_eq!(ws.copy_us, tma.copy_us);
+    // The producer's copies hide under the multiplies; the block has the SM to itself.
+    assert!(ws.compute_us < tma.compute_us, "{ws:?} vs {tma:?}");
+    assert_eq!(ws.blocks_per_sm, 1);
+    assert!(ws.time_us.is_finite());
+}
