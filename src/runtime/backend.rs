@@ -61,6 +61,11 @@ pub trait MeasureDevice {
     ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
         self.measure(plan).map(|o| (o, None))
     }
+    /// Announces the plans measured next, in order, so their modules load while the current
+    /// one is timed; how many loads were queued. By default none (each loads when measured).
+    fn prefetch(&mut self, _plans: &[&LaunchPlan]) -> Result<usize, RuntimeError> {
+        Ok(0)
+    }
 }
 
 impl MeasureDevice for Worker {
@@ -81,6 +86,9 @@ impl MeasureDevice for Worker {
         screen_us: Option<f64>,
     ) -> Result<(Outcome, Option<MeasureStages>), RuntimeError> {
         Worker::measure_with(self, plan, screen_us)
+    }
+    fn prefetch(&mut self, plans: &[&LaunchPlan]) -> Result<usize, RuntimeError> {
+        Worker::preload(self, plans)
     }
 }
 

@@ -30,6 +30,14 @@ pub(crate) struct Module {
     ctx: Arc<CudaContext>,
 }
 
+// SAFETY: a CUmodule belongs to its context, not to a thread: the driver API is thread-safe and
+// every use binds the context first (`load`, `drop`); function handles are read from it while
+// the module is alive. The preloader loads modules on its threads and the measurer uses them
+// on its own.
+unsafe impl Send for Module {}
+// SAFETY: as above; `&Module` only reads the handle.
+unsafe impl Sync for Module {}
+
 impl Drop for Module {
     fn drop(&mut self) {
         self.ctx.record_err(self.ctx.bind_to_thread());
@@ -97,8 +105,9 @@ pub(crate) struct LoadedPlan {
     launches: Vec<Launch>,
     /// One entry per distinct kernel, in order of first launch.
     pub resources: Vec<KernelResources>,
-    // Declared last: dropped after the handles that point into it.
-    _module: Module,
+    // Declared last: dropped after the handles that point into it (shared with the preloader
+    // while another candidate with the same text is still to come).
+    _module: Arc<Module>,
 }
 
 /// Why a plan cannot be launched: the module is bad, or a launch breaks a limit.
@@ -119,6 +128,14 @@ fn attribute(f: sys::CUfunction, a: FnAttr, kernel: &str) -> Result<u32, String>
 impl LoadedPlan {
     /// Loads the module and resolves every kernel, reading its resources; checks no limits yet.
     pub fn load(ctx: &Arc<CudaContext>, plan: &LaunchPlan) -> Result<LoadedPlan, PlanError> {
+        LoadedPlan::load_with(plan, |ptx| Module::load(ctx, ptx).map(Arc::new))
+    }
+
+    /// [`LoadedPlan::load`] with the module from `module` (the preloader's, or loaded now).
+    pub fn load_with(
+        plan: &LaunchPlan,
+        module: impl FnOnce(&str) -> Result<Arc<Module>, String>,
+    ) -> Result<LoadedPlan, PlanError> {
         if plan.launches.is_empty() {
             return Err(PlanError::Load("plan has no launches".into()));
         }
@@ -137,7 +154,7 @@ impl LoadedPlan {
                 }
             }
         }
-        let module = Module::load(ctx, ptx).map_err(PlanError::Load)?;
+        let module = module(ptx).map_err(PlanError::Load)?;
         let mut functions = Vec::with_capacity(plan.launches.len());
         let mut resources: Vec<KernelResources> = Vec::new();
         for l in &plan.launches {

@@ -12,12 +12,13 @@
 //! process-wide (a new `Measurer` in the same process fails too, as seen on the H200): run it
 //! inside a [`Worker`](super::Worker) to survive faults.
 
-use super::cuda::{LoadedPlan, PlanError};
+use super::cuda::{LoadedPlan, Module, PlanError};
 use super::device::{cuda_device, init_driver, DeviceInfo};
 use super::error::{describe, is_sticky, RuntimeError};
 use super::host::{self, compare, POISON};
 use super::outcome::{MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
+use super::preload::{threads_from_env, Preloader};
 use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor;
@@ -67,6 +68,8 @@ pub struct Measurer {
     state: Option<ProblemState>,
     /// Set once a kernel faulted: the reason.
     lost: Option<String>,
+    /// Loads the modules of the candidates announced next while this one is timed.
+    preloader: Preloader<Module>,
 }
 
 impl Measurer {
@@ -85,6 +88,11 @@ impl Measurer {
             .map_err(|e| RuntimeError::driver("cuStreamCreate", "", e))?;
         let flush_bytes = (2 * device.l2_bytes).max(1 << 20) as usize;
         let flush = alloc(&stream, flush_bytes, "L2 flush buffer")?;
+        let loader_ctx = ctx.clone();
+        let preloader = Preloader::new(
+            threads_from_env(),
+            Arc::new(move |ptx: &str| Module::load(&loader_ctx, ptx)),
+        );
         Ok(Measurer {
             device,
             ctx,
@@ -93,7 +101,19 @@ impl Measurer {
             events: Vec::new(),
             state: None,
             lost: None,
+            preloader,
         })
+    }
+
+    /// Starts loading the PTX modules of the candidates that will be measured next, in that
+    /// order, on the loader threads; returns how many loads were queued. A module that fails
+    /// to load fails its candidate when it is measured, as if loaded then.
+    pub fn preload(&mut self, modules: &[crate::abi::Module]) -> usize {
+        if self.lost.is_some() {
+            return 0;
+        }
+        self.preloader
+            .preload(modules.iter().filter_map(|m| m.ptx().map(str::to_string)))
     }
 
     /// The device this measurer runs on.
@@ -112,6 +132,7 @@ impl Measurer {
         seed: u64,
     ) -> Result<f64, RuntimeError> {
         self.check_alive()?;
+        self.preloader.clear(); // the previous problem's candidates will not come
         self.state = None; // free the previous problem's memory first
         let dtype = problem.dtype();
         let written = problem.direction().written();
@@ -289,15 +310,20 @@ impl Measurer {
         stages: &mut MeasureStages,
     ) -> Result<(LoadedPlan, Vec<u8>), RunError> {
         let started = Instant::now();
-        let loaded = LoadedPlan::load(&self.ctx, plan)
-            .and_then(|l| {
-                l.prepare(self.device.max_shared_per_block_optin)
-                    .map(|()| l)
-            })
-            .map_err(|e| match e {
-                PlanError::Load(m) => RunError::Candidate(Outcome::LoadFailed(m)),
-                PlanError::Launch(m) => RunError::Candidate(Outcome::LaunchFailed(m)),
-            });
+        let preloader = &self.preloader;
+        let loaded = LoadedPlan::load_with(plan, |ptx| {
+            let taken = preloader.take(ptx);
+            stages.jit_s = taken.jit_s;
+            taken.module
+        })
+        .and_then(|l| {
+            l.prepare(self.device.max_shared_per_block_optin)
+                .map(|()| l)
+        })
+        .map_err(|e| match e {
+            PlanError::Load(m) => RunError::Candidate(Outcome::LoadFailed(m)),
+            PlanError::Launch(m) => RunError::Candidate(Outcome::LaunchFailed(m)),
+        });
         stages.load_s = started.elapsed().as_secs_f64();
         let loaded = loaded?;
         let started = Instant::now();

@@ -32,8 +32,13 @@ pub struct Timing {
 /// candidate goes, for the tuner's stage timings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MeasureStages {
-    /// Module load (JIT) and kernel preparation.
+    /// Module load (JIT) and kernel preparation: the wall time the measurement waited for
+    /// them (less than the JIT's own time when the module was preloaded on another thread).
     pub load_s: f64,
+    /// The JIT of this candidate's module, on whichever thread ran it (a loader thread when
+    /// preloaded): summed over candidates, the JIT's total work, which may overlap the GPU's.
+    #[serde(default)]
+    pub jit_s: f64,
     /// The checked run, copying the output back and comparing it with the reference.
     pub verify_s: f64,
     /// Warm-up and timed runs.

@@ -7,6 +7,7 @@
 use super::device::DeviceInfo;
 use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
+use crate::abi::Module;
 use crate::problem::ConvProblem;
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +82,9 @@ pub(crate) enum Request {
     },
     /// Load a plan and report its kernels' resources.
     Resources { plan: LaunchPlan },
+    /// Start loading the modules of the candidates measured next, in this order (answered at
+    /// once with `Preloading`; each `Measure` still carries its plan).
+    Preload { modules: Vec<Module> },
     /// Exit cleanly.
     Shutdown,
 }
@@ -100,6 +104,9 @@ pub(crate) enum Response {
     },
     /// Answer to `Resources`.
     Resources { kernels: Vec<KernelResources> },
+    /// Answer to `Preload`: how many new loads were queued (0 from a worker that loads each
+    /// module when it is measured).
+    Preloading { queued: usize },
     /// The request (or start-up) failed in the machinery; `fatal` means the worker exits next.
     Error { message: String, fatal: bool },
 }

@@ -11,6 +11,7 @@ use super::measure::Measurer;
 use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use super::protocol::{encode_response, read_request, Request, Response, MAX_REQUEST_BYTES};
+use crate::abi::Module;
 use crate::problem::ConvProblem;
 use std::io::{BufRead, Write};
 
@@ -39,6 +40,11 @@ pub(crate) trait Backend {
         self.measure(plan).map(|o| (o, None))
     }
     fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError>;
+    /// Starts loading the modules measured next; how many loads were queued. By default
+    /// none: each module is loaded when its candidate is measured.
+    fn preload(&mut self, _modules: &[Module]) -> usize {
+        0
+    }
     /// Whether the device context is dead and the process must exit.
     fn lost(&self) -> bool;
 }
@@ -64,6 +70,9 @@ impl Backend for Measurer {
     }
     fn resources(&mut self, plan: &LaunchPlan) -> Result<Vec<KernelResources>, RuntimeError> {
         Measurer::resources(self, plan)
+    }
+    fn preload(&mut self, modules: &[Module]) -> usize {
+        Measurer::preload(self, modules)
     }
     fn lost(&self) -> bool {
         Measurer::lost(self).is_some()
@@ -182,6 +191,9 @@ pub(crate) fn serve<B: Backend>(
             Ok(Request::Resources { plan }) => match backend.resources(&plan) {
                 Ok(kernels) => Response::Resources { kernels },
                 Err(e) => error(e, &backend),
+            },
+            Ok(Request::Preload { modules }) => Response::Preloading {
+                queued: backend.preload(&modules),
             },
         };
         if send(&mut out, &response).is_err() {
@@ -380,6 +392,9 @@ mod tests {
                 plan: plan("wrong"),
                 screen_us: None,
             },
+            Request::Preload {
+                modules: vec![Module::Ptx("next".into())],
+            },
             Request::Shutdown,
             Request::Measure {
                 plan: plan("never"),
@@ -388,7 +403,7 @@ mod tests {
         ]);
         let (code, r) = run(Ok((device(), Fake::default())), &input);
         assert_eq!(code, EXIT_OK);
-        assert_eq!(r.len(), 4, "{r:?}");
+        assert_eq!(r.len(), 5, "{r:?}");
         assert!(matches!(&r[0], Response::Ready { device } if device.arch == "sm_90"));
         assert!(
             matches!(&r[1], Response::Error { fatal: false, message } if message.contains("set_problem"))
@@ -401,6 +416,8 @@ mod tests {
                 ..
             }
         ));
+        // A backend that loads each module when measured queues nothing, and says so.
+        assert!(matches!(r[4], Response::Preloading { queued: 0 }));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::plan::{KernelResources, LaunchPlan};
 use super::protocol::{decode_response, Request, Response};
 use crate::problem::ConvProblem;
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, Stdio};
@@ -38,6 +39,9 @@ pub struct WorkerOptions {
     /// The per-candidate limit grows by this many reference-plan times, so that large problems,
     /// whose every run is slow, are not cut off.
     pub reference_multiple: f64,
+    /// Environment variables set on the child, over the parent's (the CUDA worker's JIT
+    /// cache, see [`jit_cache_env`](super::jit_cache::jit_cache_env)).
+    pub env: Vec<(String, OsString)>,
 }
 
 impl Default for WorkerOptions {
@@ -47,6 +51,7 @@ impl Default for WorkerOptions {
             problem_timeout: Duration::from_secs(300),
             measure_timeout: Duration::from_secs(10),
             reference_multiple: 50.0,
+            env: Vec::new(),
         }
     }
 }
@@ -104,9 +109,14 @@ fn pump(
 }
 
 impl Child {
-    fn start(exe: &PathBuf, args: &[String]) -> Result<Child, RuntimeError> {
+    fn start(
+        exe: &PathBuf,
+        args: &[String],
+        env: &[(String, OsString)],
+    ) -> Result<Child, RuntimeError> {
         let mut process = Command::new(exe)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -209,17 +219,26 @@ pub struct Worker {
     device: DeviceInfo,
     /// The `SetProblem` request line, replayed to every restarted child.
     problem: Option<String>,
+    /// Modules announced with [`Worker::preload`] whose candidates are not measured yet: a
+    /// restarted child (after a fault) is told them again, so it loads ahead as well.
+    preloaded: Vec<crate::abi::Module>,
     reference_us: f64,
     restarts: u32,
 }
 
 impl Worker {
-    /// Starts `convtune worker --device N` (this executable) with default time limits.
+    /// Starts `convtune worker --device N` (this executable) with default time limits and the
+    /// driver's JIT cache in a per-user directory of its own (see
+    /// [`jit_cache_env`](super::jit_cache::jit_cache_env)).
     pub fn spawn(device: usize) -> Result<Worker, RuntimeError> {
         let exe = std::env::current_exe()
             .map_err(|e| RuntimeError::Worker(format!("cannot find this executable: {e}")))?;
         let args = vec!["worker".into(), "--device".into(), device.to_string()];
-        Worker::spawn_with(exe, args, WorkerOptions::default())
+        let options = WorkerOptions {
+            env: super::jit_cache::jit_cache_env(),
+            ..WorkerOptions::default()
+        };
+        Worker::spawn_with(exe, args, options)
     }
 
     /// Starts `convtune worker --device N --runtime hip`: the same isolation on an AMD GPU,
@@ -254,6 +273,7 @@ impl Worker {
             child: Some(child),
             device,
             problem: None,
+            preloaded: Vec::new(),
             reference_us: 0.0,
             restarts: 0,
         })
@@ -283,6 +303,7 @@ impl Worker {
             seed,
         })?;
         self.problem = None;
+        self.preloaded.clear();
         self.ensure_child()?;
         let reference_us = self.send_problem(&line)?;
         self.problem = Some(line);
@@ -311,7 +332,11 @@ impl Worker {
             plan: plan.clone(),
             screen_us,
         })?;
+        // A restarted child is told what is still to come, this candidate included.
         self.ensure_child()?;
+        if let Some(i) = self.preloaded.iter().position(|m| *m == plan.module) {
+            self.preloaded.remove(i);
+        }
         match self.exchange(&line, self.measure_timeout(plan)) {
             Reply::Response(Response::Measured { outcome, stages }) => {
                 if outcome.lost_context() {
@@ -329,6 +354,55 @@ impl Worker {
                 Ok((Outcome::Fault(format!("{why}: {how}")), None))
             }
             Reply::Response(other) => Err(self.unexpected(other)),
+        }
+    }
+
+    /// Tells the worker which candidates come next, in measuring order, so that it loads
+    /// (JIT-compiles) their modules on its loader threads while it times the current one.
+    /// Returns how many loads it queued. Nothing here is a candidate's outcome: a worker that
+    /// does not answer is replaced at the next measurement, and each `measure` still sends
+    /// its plan, so a module that was not preloaded is loaded then.
+    pub fn preload(&mut self, plans: &[&LaunchPlan]) -> Result<usize, RuntimeError> {
+        if self.problem.is_none() {
+            return Err(RuntimeError::NoProblem);
+        }
+        let modules: Vec<crate::abi::Module> = plans
+            .iter()
+            .filter(|p| p.module.ptx().is_some())
+            .map(|p| p.module.clone())
+            .collect();
+        if modules.is_empty() {
+            return Ok(0);
+        }
+        self.ensure_child()?;
+        let queued = self.send_preload(&modules);
+        self.preloaded.extend(modules);
+        Ok(queued)
+    }
+
+    /// Sends `Preload` for `modules` to the live child; 0 when it does not take them.
+    fn send_preload(&mut self, modules: &[crate::abi::Module]) -> usize {
+        let Ok(line) = encode(&Request::Preload {
+            modules: modules.to_vec(),
+        }) else {
+            return 0;
+        };
+        match self.exchange(&line, self.options.measure_timeout) {
+            Reply::Response(Response::Preloading { queued }) => queued,
+            // An older worker answers with an error: it loads when measuring, as before.
+            Reply::Response(Response::Error { fatal: false, .. }) => 0,
+            Reply::Response(other) => {
+                let _ = self.unexpected(other);
+                0
+            }
+            Reply::TimedOut => {
+                self.discard_child(Duration::ZERO);
+                0
+            }
+            Reply::Broken(_) => {
+                self.discard_child(Duration::from_secs(2));
+                0
+            }
         }
     }
 
@@ -420,6 +494,10 @@ impl Worker {
         self.restarts += 1;
         if let Some(line) = self.problem.clone() {
             self.send_problem(&line)?;
+            if !self.preloaded.is_empty() {
+                let modules = self.preloaded.clone();
+                self.send_preload(&modules);
+            }
         }
         Ok(())
     }
@@ -455,7 +533,7 @@ fn start(
     args: &[String],
     options: &WorkerOptions,
 ) -> Result<(Child, DeviceInfo), RuntimeError> {
-    let mut child = Child::start(exe, args)?;
+    let mut child = Child::start(exe, args, &options.env)?;
     match child.receive(options.start_timeout) {
         Reply::Response(Response::Ready { device }) => Ok((child, device)),
         Reply::Response(Response::Error { message, .. }) => {

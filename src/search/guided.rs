@@ -27,6 +27,7 @@ use super::lattice::Lattice;
 use super::rng::SplitMix64;
 use super::{Measured, SearchContext, Strategy};
 use crate::config::{Field, PerField};
+use rayon::prelude::*;
 use std::collections::HashSet;
 
 /// Field pairs whose interaction the correction fits (besides every single field): block tile
@@ -134,9 +135,10 @@ impl Guided {
             .unwrap_or_else(|| CostArch::from_arch(ctx.arch, dtype));
         let model = CostModel::new(ctx.lowering, machine);
         let n = ctx.candidates.len();
+        // Spaces reach millions of candidates: the model and the sorts run on every core.
         let raw: Vec<f64> = ctx
             .candidates
-            .iter()
+            .par_iter()
             .map(|c| model.estimate(c).time_us)
             .collect();
         // Infeasible by the model's reckoning (it may be wrong): last, but still ordered.
@@ -156,8 +158,7 @@ impl Guided {
             })
             .collect();
         let lattice = Lattice::new(ctx.candidates);
-        let mut ranking: Vec<usize> = (0..n).collect();
-        ranking.sort_by(|&a, &b| prior[a].total_cmp(&prior[b]).then(a.cmp(&b)));
+        let ranking = rank_all(&prior, (0..n).collect());
         State {
             prior,
             ranking,
@@ -175,6 +176,25 @@ impl Guided {
             lattice,
         }
     }
+}
+
+/// An integer that orders like `x.total_cmp` (the IEEE total order): sorting (key, index)
+/// pairs, which are all distinct, gives the order of `total_cmp` then index, without looking
+/// the scores up at every comparison.
+fn order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
+/// `candidates` by `score`, best first, ties by index (the order of a stable sort by
+/// `total_cmp`).
+fn rank_all(score: &[f64], candidates: Vec<usize>) -> Vec<usize> {
+    let mut keyed: Vec<(i64, u32)> = candidates
+        .into_par_iter()
+        .map(|i| (order_key(score[i]), i as u32))
+        .collect();
+    keyed.par_sort_unstable();
+    keyed.into_iter().map(|(_, i)| i as usize).collect()
 }
 
 /// The tile shape of a lattice point ([`SHAPE`]).
@@ -274,21 +294,23 @@ impl State {
                 }
             }
         }
+        let this = &*self;
         (0..n)
+            .into_par_iter()
             .map(|i| {
-                let corr: f64 = if self.fit.weights.is_empty() {
+                let corr: f64 = if this.fit.weights.is_empty() {
                     0.0
                 } else {
-                    let ft = self.features(i);
-                    self.fit.bias
+                    let ft = this.features(i);
+                    this.fit.bias
                         + ft.iter()
                             .enumerate()
-                            .map(|(f, &v)| self.fit.weights[f][v])
+                            .map(|(f, &v)| this.fit.weights[f][v])
                             .sum::<f64>()
                 };
                 let rarest = Field::ALL
                     .into_iter()
-                    .map(|f| self.tried[f][self.lattice.level(i, f)])
+                    .map(|f| this.tried[f][this.lattice.level(i, f)])
                     .min()
                     .unwrap_or(0);
                 let bonus = EXPLORE / (1.0 + f64::from(rarest)).sqrt();
@@ -297,26 +319,29 @@ impl State {
                 let worst = Field::ALL
                     .into_iter()
                     .map(|f| {
-                        let (bad, all) = self.outcomes[f][self.lattice.level(i, f)];
+                        let (bad, all) = this.outcomes[f][this.lattice.level(i, f)];
                         (f64::from(bad) + 2.0 * base) / (f64::from(all) + 2.0)
                     })
                     .fold(0.0f64, f64::max);
                 let risky = FAIL_FIELD * (worst - base).max(0.0);
-                self.prior[i] + corr + self.penalty[i] + risky - bonus
+                this.prior[i] + corr + this.penalty[i] + risky - bonus
             })
             .collect()
     }
 
     /// The `k` unproposed candidates with the lowest scores, best first (ties by index).
     fn best_unproposed(&self, scores: &[f64], k: usize) -> Vec<usize> {
-        let cmp = |a: &usize, b: &usize| scores[*a].total_cmp(&scores[*b]).then(a.cmp(b));
-        let mut order: Vec<usize> = (0..scores.len()).filter(|&i| !self.proposed[i]).collect();
+        let mut order: Vec<(i64, u32)> = (0..scores.len())
+            .into_par_iter()
+            .filter(|&i| !self.proposed[i])
+            .map(|i| (order_key(scores[i]), i as u32))
+            .collect();
         if order.len() > k {
-            order.select_nth_unstable_by(k, cmp);
+            order.select_nth_unstable(k);
             order.truncate(k);
         }
-        order.sort_unstable_by(cmp);
-        order
+        order.par_sort_unstable();
+        order.into_iter().map(|(_, i)| i as usize).collect()
     }
 
     /// Unproposed candidates in `order`, one per unseen tile shape first.

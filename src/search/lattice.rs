@@ -3,6 +3,7 @@
 //! this lattice from the measured winners; failures push their neighbours down the ranking.
 
 use crate::config::{Field, PerField, PerfConfig};
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// Moves that change two fields together, so that the warp count stays the same when a block
@@ -17,20 +18,52 @@ pub(crate) struct Lattice {
     /// Position of each candidate's value in its field's value list.
     pos: Vec<PerField<u8>>,
     values: PerField<Vec<u32>>,
-    index: HashMap<PerField<u32>, usize>,
+    index: Index,
+}
+
+/// From a lattice point to the first candidate there. Spaces reach millions of candidates
+/// (5.9 M legal bwd-weight configs, where a hash map of 64-byte points took 10 s to build):
+/// when every field's position fits the `u8` of `pos` and the product of the field sizes fits
+/// a `u64`, a point is one mixed-radix number of its positions and the index a sorted list of
+/// those numbers; otherwise a hash map of the codes.
+#[derive(Debug, Clone)]
+enum Index {
+    /// (packed position key, candidate), sorted, one entry per key (the first candidate).
+    Packed {
+        stride: PerField<u64>,
+        keys: Vec<(u64, u32)>,
+    },
+    Hashed(HashMap<PerField<u32>, usize>),
 }
 
 impl Lattice {
     pub(crate) fn new(candidates: &[PerfConfig]) -> Self {
-        let points: Vec<PerField<u32>> = candidates.iter().map(PerfConfig::codes).collect();
-        let values = PerField::from_fn(|f| {
-            let mut v: Vec<u32> = points.iter().map(|p| p[f]).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        });
-        let pos = points
-            .iter()
+        let points: Vec<PerField<u32>> = candidates.par_iter().map(PerfConfig::codes).collect();
+        // Each field takes a handful of values: collect them in small sorted lists, in one
+        // pass over the points, rather than sorting a copy of every point's value per field.
+        let insert = |mut acc: PerField<Vec<u32>>, p: &PerField<u32>| {
+            for f in Field::ALL {
+                if let Err(at) = acc[f].binary_search(&p[f]) {
+                    acc[f].insert(at, p[f]);
+                }
+            }
+            acc
+        };
+        let values = points
+            .par_iter()
+            .fold(PerField::<Vec<u32>>::default, insert)
+            .reduce(PerField::<Vec<u32>>::default, |mut a, b| {
+                for f in Field::ALL {
+                    for &v in &b[f] {
+                        if let Err(at) = a[f].binary_search(&v) {
+                            a[f].insert(at, v);
+                        }
+                    }
+                }
+                a
+            });
+        let pos: Vec<PerField<u8>> = points
+            .par_iter()
             .map(|p| {
                 PerField::from_fn(|f| {
                     let at = values[f].binary_search(&p[f]).unwrap_or(0);
@@ -38,10 +71,7 @@ impl Lattice {
                 })
             })
             .collect();
-        let mut index = HashMap::with_capacity(points.len());
-        for (i, p) in points.iter().enumerate() {
-            index.entry(*p).or_insert(i);
-        }
+        let index = Index::new(&points, &pos, &values);
         Lattice {
             points,
             pos,
@@ -75,8 +105,8 @@ impl Lattice {
         let p = self.points[i];
         let mut out = Vec::new();
         let push = |q: PerField<u32>, out: &mut Vec<usize>| -> bool {
-            match self.index.get(&q) {
-                Some(&j) if j != i => {
+            match self.index.get(&q, &self.values) {
+                Some(j) if j != i => {
                     if !out.contains(&j) {
                         out.push(j);
                     }
@@ -120,8 +150,62 @@ impl Lattice {
     /// The candidate with these fields, if there is one.
     #[cfg(test)]
     pub(crate) fn find(&self, c: &PerfConfig) -> Option<usize> {
-        self.index.get(&c.codes()).copied()
+        self.index.get(&c.codes(), &self.values)
     }
+}
+
+impl Index {
+    fn new(points: &[PerField<u32>], pos: &[PerField<u8>], values: &PerField<Vec<u32>>) -> Index {
+        let mut stride = PerField::from_fn(|_| 0u64);
+        let mut size = Some(1u64);
+        for f in Field::ALL {
+            stride[f] = size.unwrap_or(0);
+            let levels = values[f].len().max(1);
+            size = size.and_then(|s| s.checked_mul(levels as u64));
+        }
+        let fits = u32::try_from(points.len()).is_ok()
+            && Field::ALL
+                .iter()
+                .all(|&f| values[f].len() <= 1 + u8::MAX as usize);
+        if size.is_none() || !fits {
+            let mut index = HashMap::with_capacity(points.len());
+            for (i, p) in points.iter().enumerate() {
+                index.entry(*p).or_insert(i);
+            }
+            return Index::Hashed(index);
+        }
+        let mut keys: Vec<(u64, u32)> = pos
+            .par_iter()
+            .enumerate()
+            .map(|(i, p)| (pack(&stride, p), i as u32))
+            .collect();
+        // By key, then candidate: the first of equal keys is the first candidate there.
+        keys.par_sort_unstable();
+        keys.dedup_by_key(|k| k.0);
+        Index::Packed { stride, keys }
+    }
+
+    /// The first candidate at point `q`, whose codes come from `values`.
+    fn get(&self, q: &PerField<u32>, values: &PerField<Vec<u32>>) -> Option<usize> {
+        match self {
+            Index::Hashed(map) => map.get(q).copied(),
+            Index::Packed { stride, keys } => {
+                let mut key = 0u64;
+                for f in Field::ALL {
+                    key += values[f].binary_search(&q[f]).ok()? as u64 * stride[f];
+                }
+                let at = keys.binary_search_by_key(&key, |k| k.0).ok()?;
+                Some(keys[at].1 as usize)
+            }
+        }
+    }
+}
+
+fn pack(stride: &PerField<u64>, p: &PerField<u8>) -> u64 {
+    Field::ALL
+        .iter()
+        .map(|&f| u64::from(p[f]) * stride[f])
+        .sum()
 }
 
 #[cfg(test)]
@@ -170,5 +254,28 @@ mod tests {
         assert_eq!(l.find(&c(256, 64, 32, 2)), Some(2));
         assert_eq!(l.levels(Field::Stages), 3);
         assert_eq!(l.level(4, Field::Stages), 2);
+    }
+
+    #[test]
+    fn packed_and_hashed_indexes_find_the_same_candidates() {
+        let p = "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
+            .parse()
+            .unwrap();
+        let mut cands = crate::search::synthetic::candidates(&p, &crate::arch::Arch::SM_90);
+        cands.truncate(3000);
+        cands.push(cands[5]); // a duplicate: the first candidate there is found
+        let l = Lattice::new(&cands);
+        assert!(matches!(l.index, Index::Packed { .. }));
+        let mut hashed = l.clone();
+        let mut map = HashMap::new();
+        for (i, p) in l.points.iter().enumerate() {
+            map.entry(*p).or_insert(i);
+        }
+        hashed.index = Index::Hashed(map);
+        for (i, c) in cands.iter().enumerate() {
+            assert_eq!(l.find(c), hashed.find(c), "{c}");
+            assert_eq!(l.find(c), Some(if i == cands.len() - 1 { 5 } else { i }));
+            assert_eq!(l.neighbours(i), hashed.neighbours(i), "{c}");
+        }
     }
 }

@@ -71,6 +71,10 @@ impl Evaluate for DeviceEval<'_> {
             }
         }
     }
+    fn prefetch(&mut self, plans: &[&LaunchPlan]) {
+        // A hint: a worker that cannot take it is replaced when the next candidate is measured.
+        let _ = self.device.prefetch(plans);
+    }
     fn fatal(&self) -> Option<&str> {
         self.fatal.as_deref()
     }

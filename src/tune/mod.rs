@@ -59,6 +59,9 @@ pub trait Evaluate {
     ) -> (Outcome, Option<MeasureStages>) {
         (self.measure(plan), None)
     }
+    /// Announces the plans measured next, in order, so the device can load their modules
+    /// while it times the current one. Only a hint: by default nothing.
+    fn prefetch(&mut self, _plans: &[&LaunchPlan]) {}
     /// Set when the device itself is gone (no worker can start): the run stops, since every
     /// further candidate would fail for the same reason.
     fn fatal(&self) -> Option<&str> {
@@ -201,6 +204,14 @@ impl Record for NoRecord {
 /// for one skipped because the deadline passed.
 type CompiledBatch = Vec<(usize, Option<(Result<LaunchPlan, String>, Duration)>)>;
 
+/// The plans of a compiled batch that compiled, in measuring order.
+fn compiled_plans(batch: &CompiledBatch) -> Vec<&LaunchPlan> {
+    batch
+        .iter()
+        .filter_map(|(_, c)| c.as_ref()?.0.as_ref().ok())
+        .collect()
+}
+
 /// Runs the search for one problem.
 ///
 /// `compile` turns a config into a launch plan (called from many threads at once); it runs one
@@ -253,7 +264,7 @@ where
 
     std::thread::scope(|scope| {
         let (to_compiler, jobs) = mpsc::channel::<Vec<usize>>();
-        let (done, compiled) = mpsc::channel::<CompiledBatch>();
+        let (done, compiled_rx) = mpsc::channel::<CompiledBatch>();
         let compile = &compile;
         let candidates = ctx.candidates;
         scope.spawn(move || {
@@ -277,6 +288,9 @@ where
 
         let mut in_flight = 0usize;
         let mut exhausted = false;
+        // The next compiled batch, taken as soon as it is ready so that the device loads its
+        // modules while it still measures the current batch.
+        let mut ahead: Option<CompiledBatch> = None;
         loop {
             out_of_time |= past();
             // Keep one batch compiling ahead of the one being measured.
@@ -325,12 +339,27 @@ where
             if in_flight == 0 || eval.fatal().is_some() {
                 break;
             }
-            let waiting = Instant::now();
-            let Ok(batch) = compiled.recv() else { break };
-            StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
-            in_flight -= 1;
-            progress.compiled(batch.len());
+            let batch = match ahead.take() {
+                Some(b) => b,
+                None => {
+                    let waiting = Instant::now();
+                    let Ok(b) = compiled_rx.recv() else { break };
+                    StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
+                    in_flight -= 1;
+                    progress.compiled(b.len());
+                    eval.prefetch(&compiled_plans(&b));
+                    b
+                }
+            };
             for (i, compiled) in batch {
+                if ahead.is_none() && in_flight > 0 {
+                    if let Ok(b) = compiled_rx.try_recv() {
+                        in_flight -= 1;
+                        progress.compiled(b.len());
+                        eval.prefetch(&compiled_plans(&b));
+                        ahead = Some(b);
+                    }
+                }
                 let Some((plan, cpu)) = compiled else {
                     out_of_time = true;
                     continue;
@@ -350,6 +379,7 @@ where
                         StageTimes::add(&mut stages.measure_s, measuring.elapsed());
                         if let Some(s) = split {
                             stages.load_s += s.load_s;
+                            stages.jit_s += s.jit_s;
                             stages.verify_s += s.verify_s;
                             stages.time_s += s.time_s;
                         }

@@ -5,7 +5,8 @@
 //! to about the problem's wall time; `codegen_s` is CPU time summed over the compile threads,
 //! so on many cores it can exceed the wall time it overlaps with. `load_s`, `verify_s` and
 //! `time_s` split `measure_s` as the device worker saw it (zero when the device does not
-//! report the split).
+//! report the split); `jit_s` is the JIT's own time, mostly on the worker's loader threads
+//! while the GPU timed other candidates, so like `codegen_s` it is work, not wall time.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -27,8 +28,12 @@ pub struct StageTimes {
     pub reference_s: f64,
     /// Wall time of every candidate measurement, sending the module to the worker included.
     pub measure_s: f64,
-    /// Of `measure_s`: module load and JIT in the worker.
+    /// Of `measure_s`: waiting for the module load and JIT in the worker.
     pub load_s: f64,
+    /// The JIT's own time summed over the candidates, on whichever worker thread ran it: with
+    /// modules preloaded on several threads while the GPU times, more than `load_s` (the part
+    /// not hidden), and it may exceed the wall time it overlaps with.
+    pub jit_s: f64,
     /// Of `measure_s`: the checked run and the comparison with the reference.
     pub verify_s: f64,
     /// Of `measure_s`: the timed runs.
@@ -49,7 +54,8 @@ impl fmt::Display for StageTimes {
         write!(
             f,
             "enumerate {:.2} s, rank {:.2} s, codegen {:.2} s CPU (waited {:.2} s), \
-             reference {:.2} s, measure {:.2} s (load {:.2}, verify {:.2}, time {:.2})",
+             reference {:.2} s, measure {:.2} s (load {:.2} waited of {:.2} JIT, verify {:.2}, \
+             time {:.2})",
             self.enumerate_s,
             self.rank_s,
             self.codegen_s,
@@ -57,6 +63,7 @@ impl fmt::Display for StageTimes {
             self.reference_s,
             self.measure_s,
             self.load_s,
+            self.jit_s,
             self.verify_s,
             self.time_s
         )

@@ -165,6 +165,9 @@ fn resume_measures_only_what_is_missing_and_ends_the_same() {
 struct Screening {
     delay: std::time::Duration,
     screens: Vec<Option<f64>>,
+    /// Kernel names announced through `prefetch`, and measured, in order.
+    prefetched: Vec<String>,
+    measured: Vec<String>,
 }
 
 impl Evaluate for Screening {
@@ -178,6 +181,11 @@ impl Evaluate for Screening {
     ) -> (Outcome, Option<MeasureStages>) {
         std::thread::sleep(self.delay);
         self.screens.push(screen_us);
+        self.measured.push(plan.launches[0].name.clone());
+        assert!(
+            self.prefetched.contains(&plan.launches[0].name),
+            "announced before it is measured"
+        );
         let bm: f64 = plan.launches[0].name.parse().unwrap();
         let us = 1000.0 / bm;
         let screened = screen_us.is_some_and(|s| us > s);
@@ -192,10 +200,15 @@ impl Evaluate for Screening {
         };
         let stages = MeasureStages {
             load_s: 0.001,
+            jit_s: 0.002,
             verify_s: 0.001,
             time_s: 0.001,
         };
         (Outcome::Ok(timing), Some(stages))
+    }
+    fn prefetch(&mut self, plans: &[&LaunchPlan]) {
+        self.prefetched
+            .extend(plans.iter().map(|p| p.launches[0].name.clone()));
     }
 }
 
@@ -216,6 +229,8 @@ fn run_screening(
     let mut eval = Screening {
         delay,
         screens: Vec::new(),
+        prefetched: Vec::new(),
+        measured: Vec::new(),
     };
     let r = tune(
         &ctx,
@@ -224,6 +239,11 @@ fn run_screening(
         &mut eval,
         &mut NoRecord,
         opts,
+    );
+    assert_eq!(
+        eval.prefetched[..eval.measured.len()],
+        eval.measured[..],
+        "announced in measuring order"
     );
     (r, eval.screens)
 }
@@ -255,7 +275,7 @@ fn adaptive_timing_screens_against_the_best_full_median_so_far() {
     );
     assert_eq!(r.best().unwrap().0.block_m, 96);
     assert!(
-        (r.stages.load_s - 0.006).abs() < 1e-9,
+        (r.stages.load_s - 0.006).abs() < 1e-9 && (r.stages.jit_s - 0.012).abs() < 1e-9,
         "the device's stage split adds up"
     );
     let full = TuneOptions {

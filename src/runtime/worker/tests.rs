@@ -45,7 +45,8 @@ fn problem() -> ConvProblem {
         .unwrap()
 }
 
-/// A worker in sh: logs `start` and `problem` to the file given as $1, answers `SetProblem`,
+/// A worker in sh: logs `start`, `problem` and `preload` (with the module texts `modN` it was
+/// given) to the file given as $1, answers `SetProblem` and `Preload`,
 /// and measures by kernel name: `die` kills itself, `hang` sleeps, `fault` reports a fault and
 /// exits like the real worker, anything else is `WrongResult` with `unwritten` = 7.
 fn stand_in(dir: &Path) -> PathBuf {
@@ -65,6 +66,7 @@ fn stand_in(dir: &Path) -> PathBuf {
         outcome: Outcome::Fault("CUDA_ERROR_ILLEGAL_ADDRESS".into()),
         stages: None,
     });
+    let preloading = encode_response(&Response::Preloading { queued: 2 });
     let script = format!(
         r#"#!/bin/sh
 echo start >> "$1"
@@ -73,6 +75,7 @@ echo '{ready}'
 while read -r line; do
   case "$line" in
     *SetProblem*) echo problem >> "$1"; echo '{problem_set}' ;;
+    *'{{"Preload"'*) echo "preload $(echo "$line" | grep -o 'mod[0-9]' | tr '\n' ' ')" >> "$1"; echo '{preloading}' ;;
     *'"name":"die"'*) echo 'dying on purpose' >&2; kill -9 $$ ;;
     *'"name":"hang"'*) exec sleep 1000 ;;
     *'"name":"fault"'*) echo '{fault}'; exit 4 ;;
@@ -109,6 +112,7 @@ fn options() -> WorkerOptions {
         problem_timeout: Duration::from_secs(10),
         measure_timeout: Duration::from_secs(1),
         reference_multiple: 50.0,
+        env: Vec::new(),
     }
 }
 
@@ -254,4 +258,47 @@ fn measuring_before_a_problem_is_an_error() {
         w.measure(&plan("a")),
         Err(RuntimeError::NoProblem)
     ));
+}
+
+fn plan_with(name: &str, ptx: &str) -> LaunchPlan {
+    LaunchPlan {
+        module: Module::Ptx(ptx.into()),
+        ..plan(name)
+    }
+}
+
+#[test]
+fn preloads_are_sent_and_told_again_to_a_restarted_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut w, log) = started(dir.path());
+    let (a, b, c) = (
+        plan_with("a", "mod1"),
+        plan_with("die", "mod2"),
+        plan_with("c", "mod3"),
+    );
+    assert_eq!(w.preload(&[&a, &b, &c]).unwrap(), 2);
+    assert!(is_wrong_result(&w.measure(&a).unwrap()));
+    // The second candidate kills the worker: it is recorded as a fault, and the fresh worker
+    // is told the problem and the one module still to come.
+    assert!(matches!(w.measure(&b).unwrap(), Outcome::Fault(_)));
+    assert!(is_wrong_result(&w.measure(&c).unwrap()));
+    assert_eq!(w.restarts(), 1);
+    assert_eq!(
+        log_lines(&log),
+        [
+            "start",
+            "problem",
+            "preload mod1 mod2 mod3 ",
+            "start",
+            "problem",
+            "preload mod3 "
+        ]
+    );
+    // Once every announced candidate is measured, a restart has nothing to preload.
+    assert!(matches!(
+        w.measure(&plan("fault")).unwrap(),
+        Outcome::Fault(_)
+    ));
+    assert!(is_wrong_result(&w.measure(&plan("next")).unwrap()));
+    assert_eq!(log_lines(&log).len(), 8);
 }

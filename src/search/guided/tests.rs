@@ -138,3 +138,45 @@ fn a_failure_penalises_its_neighbours_only() {
         }
     }
 }
+
+/// Scores with ties, signed zeros, infinities and NaN: what the keyed sorts must order exactly
+/// as the comparison sorts they replaced (`total_cmp`, then index).
+fn awkward_scores(n: usize) -> Vec<f64> {
+    let mut rng = SplitMix64::new(7);
+    (0..n)
+        .map(|i| match i % 11 {
+            0 => 1.5,
+            1 => -0.0,
+            2 => 0.0,
+            3 => f64::INFINITY,
+            4 => f64::NEG_INFINITY,
+            5 => f64::NAN,
+            _ => (rng.next_f64() * 8.0).round() / 4.0 - 1.0,
+        })
+        .collect()
+}
+
+#[test]
+fn keyed_ranking_equals_the_comparison_sort() {
+    let scores = awkward_scores(2000);
+    let mut full: Vec<usize> = (0..scores.len()).collect();
+    full.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+    assert_eq!(rank_all(&scores, (0..scores.len()).collect()), full);
+}
+
+#[test]
+fn top_k_of_the_unproposed_equals_the_head_of_the_full_sort() {
+    let (l, c) = setup();
+    let c = &c[..c.len().min(2000)];
+    let mut st = Guided::new(0).init(&ctx(&l, c));
+    let scores = awkward_scores(c.len());
+    for i in (0..c.len()).step_by(3) {
+        st.proposed[i] = true;
+    }
+    let mut full: Vec<usize> = (0..c.len()).filter(|&i| !st.proposed[i]).collect();
+    full.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+    for k in [0, 1, 7, 65, full.len(), full.len() + 5] {
+        let top = st.best_unproposed(&scores, k);
+        assert_eq!(top, full[..k.min(full.len())], "k = {k}");
+    }
+}
