@@ -334,10 +334,11 @@ impl Worker {
         })?;
         // A restarted child is told what is still to come, this candidate included.
         self.ensure_child()?;
+        let timeout = self.measure_timeout(plan);
         if let Some(i) = self.preloaded.iter().position(|m| *m == plan.module) {
             self.preloaded.remove(i);
         }
-        match self.exchange(&line, self.measure_timeout(plan)) {
+        match self.exchange(&line, timeout) {
             Reply::Response(Response::Measured { outcome, stages }) => {
                 if outcome.lost_context() {
                     // The worker exits after a fault; collect it now.
@@ -429,8 +430,20 @@ impl Worker {
     /// 7.8 and 11.3 s for 0.74, 0.87 and 2.1 MB of PTX (f32 kernels with a deep K step and
     /// several bwd-data phases), so a large module timed out before it ran. A hang still ends
     /// within seconds of what its JIT can need.
+    ///
+    /// With preloading, the candidate's module may still be queued behind (or JIT-compiled
+    /// beside) the other announced modules when it is asked for: on the H200 the first
+    /// one-launch strided bwd-data candidates of a problem timed out that way. So the JIT
+    /// allowance covers every announced module not measured yet, this one included.
     fn measure_timeout(&self, plan: &LaunchPlan) -> Duration {
-        let jit_s = JIT_SECONDS_PER_MB * plan.module.bytes().len() as f64 / (1u64 << 20) as f64;
+        let own = (!self.preloaded.contains(&plan.module)).then(|| plan.module.bytes().len());
+        let bytes: usize = self
+            .preloaded
+            .iter()
+            .map(|m| m.bytes().len())
+            .chain(own)
+            .sum();
+        let jit_s = JIT_SECONDS_PER_MB * bytes as f64 / (1u64 << 20) as f64;
         self.options.measure_timeout
             + Duration::from_secs_f64(
                 (self.reference_us * 1e-6 * self.options.reference_multiple).clamp(0.0, 3600.0)

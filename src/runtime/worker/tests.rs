@@ -302,3 +302,21 @@ fn preloads_are_sent_and_told_again_to_a_restarted_worker() {
     assert!(is_wrong_result(&w.measure(&plan("next")).unwrap()));
     assert_eq!(log_lines(&log).len(), 8);
 }
+
+/// A candidate asked for while other announced modules are still being JIT-compiled waits for
+/// them too: its limit allows for every announced module not yet measured (the first one-launch
+/// bwd-data candidates of a problem timed out on the H200 when it allowed for its own only).
+#[test]
+fn the_measure_limit_allows_for_the_jit_of_every_announced_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut w, _log) = started(dir.path());
+    let big = |name: &str, c: char| plan_with(name, &c.to_string().repeat(1 << 20));
+    let (a, b) = (big("a", 'a'), big("b", 'b'));
+    let alone = w.measure_timeout(&a);
+    w.preload(&[&a, &b]).unwrap();
+    let queued = w.measure_timeout(&a);
+    let one_mib = Duration::from_secs_f64(super::JIT_SECONDS_PER_MB);
+    assert_eq!(queued, alone + one_mib, "a's own MiB plus b's");
+    w.measure(&a).unwrap();
+    assert_eq!(w.measure_timeout(&b), alone, "only b is left");
+}
