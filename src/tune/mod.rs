@@ -336,7 +336,7 @@ where
                     }
                 }
             }
-            if in_flight == 0 || eval.fatal().is_some() {
+            if (in_flight == 0 && ahead.is_none()) || eval.fatal().is_some() {
                 break;
             }
             let batch = match ahead.take() {
