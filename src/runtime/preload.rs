@@ -20,16 +20,19 @@ use std::time::Instant;
 /// Turns module text into a loaded module, or the loader's error (the JIT log).
 pub(crate) type LoadFn<M> = Arc<dyn Fn(&str) -> Result<M, String> + Send + Sync>;
 
-/// Environment variable that sets the number of loader threads (0: load when measured, as
-/// before; unset: [`default_threads`]).
+/// Environment variable that sets the number of loader threads (unset or 0: each module is
+/// loaded when its candidate is measured; see [`default_threads`]).
 pub const JIT_THREADS_ENV: &str = "CONVTUNE_JIT_THREADS";
 
-/// Loader threads by default: the host's cores less one (the measuring thread also loads what
-/// it needs and nobody has started), at most 8: a compile batch is 32 candidates, and more
-/// threads than the GPU can time candidates only load modules that the deadline may discard.
+/// Loader threads by default: none. Measured on the H200 (BENCHMARKS, session 6 final pass B,
+/// `scripts/session6/fast-check.sh`, `--time 10`, cold JIT caches): with 15 loader threads the
+/// tuner evaluated 2.4 and 1.6 candidates/s on a 1x1 and a 3x3 fwd problem against 5.3 and 3.7
+/// for the base build and 4.4 for this build with 0 threads, and one candidate (instead of 15-17)
+/// on a bwd-weight and a strided bwd-data problem: concurrent `cuModuleLoadDataEx` calls on one
+/// context did not overlap with the timing, they slowed it. The pool stays for an explicit
+/// `CONVTUNE_JIT_THREADS=N`.
 pub(crate) fn default_threads() -> usize {
-    let cores = thread::available_parallelism().map_or(1, |n| n.get());
-    cores.saturating_sub(1).clamp(1, 8)
+    0
 }
 
 /// The loader thread count the environment asks for (see [`JIT_THREADS_ENV`]).
