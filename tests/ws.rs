@@ -167,3 +167,17 @@ fn ws_ptx_shape() {
     assert!(ptx.contains("cp.async.mbarrier.arrive.noinc.shared::cta.b64"));
     assert!(ptx.contains(".im2col."), "dY through the im2col map");
 }
+
+/// Split-K where the last slices get no K tile (6 K tiles in 4 slices of 2): the producer and
+/// the consumers of an empty slice agree on zero stages and the block ends. (Ruled out as the
+/// cause of the two `ld=ws` split-K candidates with 196 K tiles and sk = 16/32 that hung on the
+/// H200 until the worker's timeout; that hang is not reproduced on the CPU yet.)
+#[test]
+fn ws_split_k_with_an_empty_slice() {
+    let wgrad = problem("convbfp16 -n 2 -c 64 -H 12 -W 16 -k 64 -y 1 -x 1 -F 4 --layout NHWC");
+    let c = PerfConfig {
+        split_k: 4,
+        ..cfg("v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws")
+    };
+    assert!(check(&wgrad, &c), "refused");
+}
