@@ -4,7 +4,7 @@ use std::ptr::null;
 
 const SEED_003: &str = "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC";
 const SEED_003_CONFIG: &str =
-    "v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg";
+    "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma";
 
 fn zeroed() -> ConfigC {
     // SAFETY: ConfigC is plain integers, a float and byte arrays: all-zero is a valid value.
@@ -74,7 +74,7 @@ fn string_and_struct_find_the_shipped_seed_003_entry_in_any_layout_spelling() {
         (from_str.warp_m, from_str.warp_n, from_str.stages),
         (64, 128, 3)
     );
-    assert_eq!((from_str.lds, from_str.raster, from_str.mma), (1, 8, 1));
+    assert_eq!((from_str.lds, from_str.raster, from_str.mma), (1, 1, 1));
     assert!(text(&from_str.problem_key).ends_with("-I NHWGC -f GKYXC -O NHWGC"));
 
     for spelling in [c"NHWC", c"nhwgc", c"NHWGC"] {

@@ -5,7 +5,7 @@ import pytest
 
 SEED_003 = ("convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 "
             "-j 1 -g 1 -F 2 --layout NHWC")
-SEED_003_CONFIG = "v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg"
+SEED_003_CONFIG = "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma"
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
     f = r["fields"]
     assert (f["block_m"], f["block_n"], f["block_k"]) == (128, 128, 64)
     assert (f["warp_m"], f["warp_n"], f["stages"]) == (64, 128, 3)
-    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (8, 8, 8)
-    assert (f["lds"], f["split_k"], f["raster"], f["mma"]) == ("swz", 1, 8, "wg")
+    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (2, 8, 8)
+    assert (f["lds"], f["split_k"], f["raster"], f["mma"], f["ld"]) == ("swz", 1, 1, "wg", "tma")
     line = convtune.problem_string(16, 2048, 1, 512, 2048, 1, 2, direction="bwd-data",
                                    dtype="bf16", stride=(1, 2), layout="NHWGC")
     again = convtune.lookup(line, "sm_90", db=no_user_db)
