@@ -53,6 +53,14 @@ pub(crate) fn host_map(spec: &TensorMapSpec, base: usize) -> [u64; MAP_WORDS] {
     m
 }
 
+/// The host map at `map`, as a copy's runtime function receives it.
+///
+/// # Safety
+/// `map` points at the [`MAP_WORDS`] words of a host map the emulator passed (any alignment).
+pub(super) unsafe fn read_map(map: *const u64) -> [u64; MAP_WORDS] {
+    std::ptr::read_unaligned(map as *const [u64; MAP_WORDS])
+}
+
 /// The fields of a host map that both modes read.
 pub(super) struct HostMap {
     pub base: u64,
@@ -288,9 +296,8 @@ pub(crate) extern "C" fn emu_tma_load(
     c4: i32,
     bar: *const u8,
 ) {
-    // SAFETY: as above; `map` is the host map the emulator passed (MAP_WORDS words).
-    let t = unsafe { thread(ctx) };
-    let m: [u64; MAP_WORDS] = unsafe { std::ptr::read_unaligned(map as *const [u64; MAP_WORDS]) };
+    // SAFETY: as above; `map` is the host map the emulator passed.
+    let (t, m) = unsafe { (thread(ctx), read_map(map)) };
     let coords = [c0, c1, c2, c3, c4];
     let n = (n as usize).min(TENSOR_MAP_RANK);
     let d = (dst as usize).wrapping_sub(t.block.smem as usize);
