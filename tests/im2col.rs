@@ -6,14 +6,14 @@
 //! `cp.async` cannot pass for a working im2col path.
 
 use convtune::arch::Arch;
-use convtune::codegen::{compile_conv, CodegenError, Target};
+use convtune::codegen::{compile_conv, Target};
 use convtune::config::PerfConfig;
 use convtune::legality;
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, emulate_exact, problem};
+use common::{cfg, emulate_where_legal, problem};
 
 const H200: Target = Target::of(Arch::SM_90);
 const IM2COL: &str = ".global.im2col.mbarrier::complete_tx::bytes";
@@ -21,25 +21,9 @@ const IM2COL: &str = ".global.im2col.mbarrier::complete_tx::bytes";
 /// Emulates one candidate; `Some(uses im2col)` when it ran, `None` when codegen refused it
 /// (legality must agree either way).
 fn run(p: &ConvProblem, c: &PerfConfig) -> Option<bool> {
-    let legal = legality::check(&lower(p), c, &Arch::SM_90);
-    match emulate_exact(p, c, H200, 7) {
-        Ok(_) => {
-            assert!(
-                legal.is_ok(),
-                "{p} {c}: codegen ran what legality refuses: {legal:?}"
-            );
-            let ptx = compile_conv(&lower(p), c, H200).unwrap();
-            Some(ptx.module.ptx().unwrap().contains(IM2COL))
-        }
-        Err(CodegenError::Config { reason, .. }) => {
-            assert!(
-                legal.is_err(),
-                "{p} {c}: legal, but codegen refused: {reason}"
-            );
-            None
-        }
-        Err(e) => panic!("{p} {c}: {e}"),
-    }
+    emulate_where_legal(p, c, Arch::SM_90, 7)?;
+    let ptx = compile_conv(&lower(p), c, H200).unwrap();
+    Some(ptx.module.ptx().unwrap().contains(IM2COL))
 }
 
 const CONFIGS: [&str; 5] = [

@@ -5,37 +5,20 @@
 //! refused by legality and codegen alike, with a reason.
 
 use convtune::arch::Arch;
-use convtune::codegen::{compile_conv, CodegenError, Target};
+use convtune::codegen::{compile_conv, Target};
 use convtune::config::{LoadPath, PerfConfig};
 use convtune::legality;
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, emulate_exact, problem};
+use common::{cfg, emulate_where_legal, problem};
 
 const H200: Target = Target::of(Arch::SM_90);
 
 /// Emulates one candidate; `false` when codegen refuses it (and legality must agree).
 fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
-    let legal = legality::check(&lower(p), c, &Arch::SM_90);
-    match emulate_exact(p, c, H200, 5) {
-        Ok(_) => {
-            assert!(
-                legal.is_ok(),
-                "{p} {c}: codegen ran what legality refuses: {legal:?}"
-            );
-            true
-        }
-        Err(CodegenError::Config { reason, .. }) => {
-            assert!(
-                legal.is_err(),
-                "{p} {c}: legal, but codegen refused: {reason}"
-            );
-            false
-        }
-        Err(e) => panic!("{p} {c}: {e}"),
-    }
+    emulate_where_legal(p, c, Arch::SM_90, 5).is_some()
 }
 
 const CONFIGS: [&str; 5] = [

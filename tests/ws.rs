@@ -7,42 +7,29 @@
 //! codegen alike, with a reason.
 
 use convtune::arch::Arch;
-use convtune::codegen::{compile_conv, CodegenError, Target};
+use convtune::codegen::{compile_conv, Target};
 use convtune::config::{LoadPath, PerfConfig};
 use convtune::legality;
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, emulate_exact, problem};
+use common::{cfg, emulate_where_legal, problem};
 
 const H200: Target = Target::of(Arch::SM_90);
 
 /// Emulates one candidate bit-exactly; `false` when codegen refuses it (legality must agree).
+/// A ws block is whole warpgroups.
 fn check(p: &ConvProblem, c: &PerfConfig) -> bool {
-    let legal = legality::check(&lower(p), c, &Arch::SM_90);
-    match emulate_exact(p, c, H200, 7) {
-        Ok(r) => {
-            assert!(
-                legal.is_ok(),
-                "{p} {c}: codegen ran what legality refuses: {legal:?}"
-            );
-            assert_eq!(
-                r.kernels.last().map(|k| k.block[0] % 128),
-                Some(0),
-                "{p} {c}"
-            );
-            true
-        }
-        Err(CodegenError::Config { reason, .. }) => {
-            assert!(
-                legal.is_err(),
-                "{p} {c}: legal, but codegen refused: {reason}"
-            );
-            false
-        }
-        Err(e) => panic!("{p} {c}: {e}"),
-    }
+    let Some(r) = emulate_where_legal(p, c, Arch::SM_90, 7) else {
+        return false;
+    };
+    assert_eq!(
+        r.kernels.last().map(|k| k.block[0] % 128),
+        Some(0),
+        "{p} {c}"
+    );
+    true
 }
 
 /// wg and wg1, stages 2..4, one and two consumer warpgroups, staged and direct epilogues.

@@ -32,7 +32,7 @@ cases=(
   "odd-fwd3x3g|convbfp16 -n 1 -c 128 -H 6 -W 7 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 -F 1 --layout NHWC|bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1"
   "odd-wgrad|convbfp16 -n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2 -F 4 --layout NHWC|bm=64,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg"
 )
-. scripts/lib/tma-ab.sh
+. scripts/lib/check.sh
 log "== 0. ptxas on the ld=tma kernels (wgmma serialisation warnings C7510/C7511/C7515 are failures)"
 for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
@@ -43,9 +43,9 @@ for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
   tma_ab "$name" "$prob" "$cfg" 120
 done
-tma_tables
+tables cp tma
 log "== cuDNN and the matmul rate (same problems)"
-tma_cudnn 240
+cudnn_compare tma 240
 log "== 3. short guided search, ld in {cp, tma}"
 sed 's/^mma = .*/mma = ["wg", "wg1"]/' search-spaces/nvidia.toml > "$R/spaces/search.toml"
 grep -q '^ld' "$R/spaces/search.toml" || sed -i '/^\[params\]/a ld = ["cp", "tma"]' "$R/spaces/search.toml"

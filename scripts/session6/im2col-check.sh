@@ -42,7 +42,7 @@ cases=(
   "odd-fwd-g|convbfp16 -n 1 -c 128 -H 6 -W 7 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 1 --layout NHWC|bm=64,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1"
   "odd-dgrad-s2|convbfp16 -n 2 -c 64 -H 9 -W 7 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC|$W4"
 )
-. scripts/lib/tma-ab.sh
+. scripts/lib/check.sh
 log "== 0. ptxas and SASS of the ld=tma kernels"
 for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
@@ -55,9 +55,9 @@ for c in "${cases[@]}"; do
   [ "$left" -gt 15 ] || { log "$name: skipped (time budget)"; continue; }
   tma_ab "$name" "$prob" "$cfg" $(( left / 2 < 40 ? left / 2 : 40 ))
 done
-tma_tables
+tables cp tma
 left=$((145 - (SECONDS - start)))
 log "== 2. cuDNN and the matmul rate (same problems), ${left} s left"
-[ "$left" -gt 10 ] && tma_cudnn "$left" || log "cuDNN skipped (time budget)"
+[ "$left" -gt 10 ] && cudnn_compare tma "$left" || log "cuDNN skipped (time budget)"
 log "== done in $((SECONDS - start)) s"
 tar czf "$OUT/im2col-results.tgz" -C "$OUT" im2col 2>/dev/null

@@ -15,7 +15,7 @@ OUT=${OUT:-out}
 BIN=${BIN:-target/release/convtune}
 R=$OUT/ws
 mkdir -p "$R/spaces"
-. scripts/session6/check-lib.sh
+. scripts/lib/check.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv > "$R/gpu.txt" 2>&1
 S=$OUT/ws-summary.txt
 : > "$S"
@@ -38,8 +38,6 @@ odd=(
 )
 
 log "== 0. ptxas on the ld=ws kernels"
-PTXAS=$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)
-CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
 for c in "${cases[@]}" "${odd[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
   if ! "$BIN" compile --arch sm_90 --problem "$prob" --config "v3:$cfg,ld=ws" -o "$R/$name.ptx" > "$R/$name.compile.txt" 2>&1; then
@@ -54,33 +52,20 @@ done
 [ -x "$PTXAS" ] || log "ptxas not found"
 
 log "== 1+2. verification and A/B (ld=cp vs tma vs ws, same config; every run through the worker)"
-run_case() { # name problem cfg ld
-  local name=$1 prob=$2 cfg=$3 ld=$4
-  echo "$prob" > "$R/spaces/$name.txt"
-  space "ws-check" "$cfg" "ld=$ld" > "$R/spaces/$name-$ld.toml"
-  timeout 40 "$BIN" --problems "$R/spaces/$name.txt" --space "$R/spaces/$name-$ld.toml" \
-    --arch sm_90 --strategy exhaustive --quiet --db "$R/db-$ld.toml" \
-    --journal "$R/journal-$ld.jsonl" --report "$R/report-$ld.json" >> "$R/log-$ld.txt" 2>&1
-  log "$name ld=$ld: exit $? ($(( $(date +%s) - T0 )) s)"
-}
 for c in "${cases[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
-  for ld in cp tma ws; do run_case "$name" "$prob" "$cfg" "$ld"; done
+  for ld in cp tma ws; do worker_run "$name" "$prob" "$cfg" "$ld" 40; done
 done
 for c in "${odd[@]}"; do
   IFS='|' read -r name prob cfg <<< "$c"
-  run_case "$name" "$prob" "$cfg" ws
+  worker_run "$name" "$prob" "$cfg" ws 40
 done
-ab_table "$R" cp tma ws | tee -a "$S"
-log "-- every measured candidate (journals): outcome, time, config, problem"
-journals "$R" | tee -a "$S"
+tables cp tma ws
 
 log "== cuDNN and the matmul rate (same problems)"
 left=$(( 190 - ($(date +%s) - T0) ))
 if [ "$left" -gt 20 ]; then
-  timeout "$left" python3 scripts/compare-cudnn.py --convtune "$R/report-ws.json" --json "$R/cudnn.json" > "$R/compare.txt" 2>&1
-  log "compare-cudnn exit $?"
-  tail -n 14 "$R/compare.txt" | tee -a "$S"
+  cudnn_compare ws "$left"
 else
   log "no time left for cuDNN ($left s)"
 fi

@@ -50,6 +50,7 @@ mod report;
 mod schedule;
 mod schedule_phase;
 mod simple;
+mod smem;
 mod spec;
 mod streamk;
 mod target;

@@ -71,3 +71,32 @@ pub fn emulate_exact(
     }
     Ok(rep)
 }
+
+/// Emulates one candidate bit-exactly (see [`emulate_exact`]) on a target like `arch`:
+/// `Some(report)` when it ran, `None` when codegen refused it with a config reason. Legality
+/// must agree either way: a kernel codegen runs must be legal, and one it refuses illegal.
+pub fn emulate_where_legal(
+    p: &ConvProblem,
+    c: &convtune::config::PerfConfig,
+    arch: convtune::arch::Arch,
+    seed: u64,
+) -> Option<convtune::codegen::emu::EmuReport> {
+    let legal = convtune::legality::check(&convtune::lowering::lower(p), c, &arch);
+    match emulate_exact(p, c, convtune::codegen::Target::of(arch), seed) {
+        Ok(r) => {
+            assert!(
+                legal.is_ok(),
+                "{p} {c}: codegen ran what legality refuses: {legal:?}"
+            );
+            Some(r)
+        }
+        Err(convtune::codegen::CodegenError::Config { reason, .. }) => {
+            assert!(
+                legal.is_err(),
+                "{p} {c}: legal, but codegen refused: {reason}"
+            );
+            None
+        }
+        Err(e) => panic!("{p} {c}: {e}"),
+    }
+}

@@ -16,7 +16,7 @@
 //! reported violation (the kernel side never needs one).
 
 use super::runtime::thread;
-use super::tma::{land, queue, HostMap, IM2COL_WORD, MAP_WORDS};
+use super::tma::{land, queue, read_map, HostMap, IM2COL_WORD, MAP_WORDS};
 use crate::abi::TENSOR_MAP_RANK;
 
 /// The corners and element strides of an im2col host map.
@@ -121,9 +121,8 @@ pub(crate) extern "C" fn emu_tma_load_im2col(
     bar: *const u8,
 ) {
     // SAFETY: called by emulated kernels with their context; `map` is the host map the
-    // emulator passed (MAP_WORDS words).
-    let t = unsafe { thread(ctx) };
-    let m: [u64; MAP_WORDS] = unsafe { std::ptr::read_unaligned(map as *const [u64; MAP_WORDS]) };
+    // emulator passed.
+    let (t, m) = unsafe { (thread(ctx), read_map(map)) };
     if m[IM2COL_WORD] != 1 {
         t.record("an im2col TMA copy from a tile-mode tensor map");
         return;

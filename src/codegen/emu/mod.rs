@@ -25,6 +25,7 @@ mod im2col;
 mod pipeline;
 mod runtime;
 pub(crate) mod spec;
+mod sync;
 mod tma;
 mod wgmma;
 
@@ -347,5 +348,5 @@ fn run_block(block: &Block, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WOR
             });
         }
     });
-    block.tma.finish(block);
+    block.sync.finish(block);
 }

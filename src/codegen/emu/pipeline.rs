@@ -1,6 +1,6 @@
 //! The warp-specialised pipeline's instructions in the emulator (`ld=ws`), written from the PTX
 //! ISA ("mbarrier.arrive", "cp.async.mbarrier.arrive", "bar.sync", "setmaxnreg") independently
-//! of the kernel side (`codegen/ws.rs`), on the `mbarrier`s of `tma.rs`:
+//! of the kernel side (`codegen/ws.rs`), on the `mbarrier`s of `sync.rs`:
 //! - `mbarrier.arrive`: one arrival on the current phase; more arrivals than the count (with
 //!   the phase not yet observed complete) are reported.
 //! - `cp.async.mbarrier.arrive.noinc`: the arrival is made once every `cp.async` the thread
@@ -14,11 +14,11 @@
 //! - `setmaxnreg`: no registers to move on the host; the value must be in range, a multiple of
 //!   8, and the same for every thread of a warpgroup at the same point of its program.
 //!
-//! Waits go through the block's deadlock test (`tma.rs`): when every thread still running is
+//! Waits go through the block's deadlock test (`sync.rs`): when every thread still running is
 //! blocked and none can go on, that is reported at once and the block's waits end.
 
 use super::runtime::{thread, Thread};
-use super::tma::{bar_offset, with_bar, Landing, Named, Wait};
+use super::sync::{bar_offset, with_bar, Landing, Named, Wait};
 
 pub(crate) extern "C" fn emu_mbar_arrive(ctx: *const u8, bar: *const u8) {
     // SAFETY: called by emulated kernels with their context.
@@ -80,7 +80,7 @@ pub(crate) extern "C" fn emu_named_barrier(ctx: *const u8, id: u32, count: u32) 
         ));
         return;
     }
-    let tma = &b.tma;
+    let tma = &b.sync;
     let generation = {
         let mut st = tma.lock();
         let n = st.named.entry(id).or_insert_with(Named::default);
@@ -120,7 +120,7 @@ pub(crate) extern "C" fn emu_setmaxnreg(ctx: *const u8, inc: u32, regs: u32) {
         ));
     }
     let key = (t.tid / (4 * t.block.warp), t.next_realloc());
-    let mut st = t.block.tma.lock();
+    let mut st = t.block.sync.lock();
     match st.regs.get(&key) {
         Some(&seen) if seen != (inc, regs) => {
             drop(st);
@@ -174,7 +174,7 @@ mod tests {
         {
             let mut block = Block::new(threads, 32, [0; 3], &mut smem, buffers, &violations);
             // Long enough that only the stuck test can end a wait within the test's bound.
-            block.tma.wait_limit = Duration::from_secs(30);
+            block.sync.wait_limit = Duration::from_secs(30);
             let ts: Vec<Thread> = (0..threads).map(|i| Thread::new(i, &block)).collect();
             let ctxs: Vec<*const u8> = ts.iter().map(|t| t as *const Thread as *const u8).collect();
             f(&ctxs, block.smem as usize, buffers[0].0);

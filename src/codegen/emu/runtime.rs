@@ -91,7 +91,7 @@ pub(crate) struct Block<'r> {
     pub warps: Vec<Warp>,
     pub violations: &'r Mutex<Violations>,
     /// The block's `mbarrier`s and the TMA copies in flight on them.
-    pub tma: super::tma::BlockTma,
+    pub sync: super::sync::BlockSync,
 }
 
 // SAFETY: the raw pointers are the block's shared memory and the run's buffers, which outlive
@@ -124,7 +124,7 @@ impl<'r> Block<'r> {
                 })
                 .collect(),
             violations,
-            tma: Default::default(),
+            sync: Default::default(),
         }
     }
 
@@ -215,7 +215,7 @@ impl<'b, 'r> Thread<'b, 'r> {
     /// Checks the thread ended with no copies in flight, and counts it out of the block's
     /// waits.
     pub fn finish(&self) {
-        self.block.tma.exit();
+        self.block.sync.exit();
         if !self.groups.borrow().is_empty() || !self.open.borrow().is_empty() {
             self.record("cp.async copies still pending at kernel exit");
         }

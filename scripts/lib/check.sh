@@ -1,6 +1,12 @@
-# Helpers of the session's GPU check scripts (sourced; bash). The single-config search spaces,
-# the A/B table over reports and the journal listing that scripts/session4/tma-check.sh wrote
-# inline, shared so that each check script only says what it checks.
+# Helpers of the GPU check scripts (sourced; bash): scripts/session4/tma-check.sh,
+# scripts/session6/im2col-check.sh and scripts/session6/ws-check.sh. Single-config search
+# spaces, ptxas/SASS inspection, the A/B table over reports and the journal listing live here
+# once, so that each check script only says what it checks. The tma_* functions need BIN (the
+# convtune binary), R (the results folder), S (the summary file) and a `log` function; all run
+# from the repo root.
+
+PTXAS=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)}
+CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)}
 
 # space NAME CONFIG-FIELDS [KEY=VALUE ...] -> a search-space file on stdout holding exactly that
 # config (fields as in a config string without the version, e.g. "bm=128,...,mma=wg"); each
@@ -79,4 +85,54 @@ ptxas_report() {
     hg=$(grep -c HGMMA "$dir/$name.sass"); tl=$(grep -c UTMALDG "$dir/$name.sass")
   fi
   echo "$name: ptxas exit $rc, serialisation warnings (C7510/11/14/15) $ser, setmaxnreg ignored (C7508) $ign, $regs, HGMMA ${hg:-?}, UTMALDG ${tl:-?}"
+}
+
+# tma_ptxas NAME PROBLEM CONFIG-FIELDS: compiles the ld=tma kernel, counts its im2col/tile TMA
+# and cp.async.cg copies, and (with ptxas) adds ptxas_report's line.
+tma_ptxas() {
+  local name=$1 prob=$2 cfg=$3
+  "$BIN" compile --arch sm_90 --problem "$prob" --config "v3:$cfg,red=atomic,ld=tma" -o "$R/$name.ptx" > "$R/$name.compile.txt" 2>&1 \
+    || { log "$name: compile refused: $(tail -1 "$R/$name.compile.txt")"; return; }
+  local im tile cp
+  im=$(grep -c "global.im2col" "$R/$name.ptx"); tile=$(grep -c "global.tile" "$R/$name.ptx"); cp=$(grep -c "cp.async.cg" "$R/$name.ptx")
+  if [ -x "$PTXAS" ]; then
+    log "$name: PTX im2col/tile/cp.async.cg copies $im/$tile/$cp; $(ptxas_report "$name" "$R/$name.ptx" "$R")"
+    grep -i "warn" "$R/$name.ptxas.txt" | head -3 | sed 's/^/    /' | tee -a "$S"
+  else
+    log "$name: PTX im2col/tile/cp.async.cg copies $im/$tile/$cp (ptxas not found)"
+  fi
+}
+
+# worker_run NAME PROBLEM CONFIG-FIELDS LD [TIMEOUT]: the config with that ld through the
+# tuner's worker (every candidate is checked against the reference kernel; a hung pipeline is the
+# worker's measure timeout, recorded in the journal) into R's db/journal/report/log-LD files.
+worker_run() {
+  local name=$1 prob=$2 cfg=$3 ld=$4 t=${5:-60}
+  mkdir -p "$R/spaces"
+  echo "$prob" > "$R/spaces/$name.txt"
+  space check "$cfg" "ld=$ld" > "$R/spaces/$name-$ld.toml"
+  timeout "$t" "$BIN" --problems "$R/spaces/$name.txt" --space "$R/spaces/$name-$ld.toml" \
+    --arch sm_90 --strategy exhaustive --quiet --db "$R/db-$ld.toml" \
+    --journal "$R/journal-$ld.jsonl" --report "$R/report-$ld.json" >> "$R/log-$ld.txt" 2>&1
+  log "$name ld=$ld: exit $? (${SECONDS} s)"
+}
+
+# tma_ab NAME PROBLEM CONFIG-FIELDS [TIMEOUT]: worker_run with ld=cp and ld=tma.
+tma_ab() {
+  local ld
+  for ld in cp tma; do worker_run "$1" "$2" "$3" "$ld" "${4:-60}"; done
+}
+
+# tables LD...: ab_table over R's reports of those lds, then every journal entry.
+tables() {
+  ab_table "$R" "$@" | tee -a "$S"
+  log "-- every measured candidate (journals): outcome, time, config, problem"
+  journals "$R" | tee -a "$S"
+}
+
+# cudnn_compare LD SECONDS: cuDNN and the bf16 matmul rate on the ld=LD report's problems.
+cudnn_compare() {
+  timeout "${2:-240}" python3 scripts/compare-cudnn.py --convtune "$R/report-$1.json" --json "$R/cudnn.json" > "$R/compare.txt" 2>&1
+  log "compare-cudnn exit $?"
+  tail -n 14 "$R/compare.txt" | tee -a "$S"
 }
