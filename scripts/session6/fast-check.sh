@@ -3,8 +3,9 @@
 # worker and the faster guided ranking, old binary BASE against new BIN, alternating, with
 # `--time 10` on four problems of different kinds (a 1x1 fwd, a 3x3 fwd, a bwd-weight, a
 # strided bwd-data). Every run gets an empty driver JIT cache of its own (CUDA_CACHE_PATH), so
-# neither binary profits from the other's JITs; then BIN once more with 0 loader threads
-# (CONVTUNE_JIT_THREADS=0: the JIT as before, inside the new binary) and once more with its
+# neither binary profits from the other's JITs; then BIN once more with loader threads
+# (CONVTUNE_JIT_THREADS=15: the JIT of the next candidates in parallel; off by default since
+# this script's first run showed it slower) and once more with its
 # first run's warm cache (what a rerun or resume sees). Per run: wall time, candidates/s at
 # steady state (evaluated / measure stage), fixed cost (enumerate + rank + reference + waiting
 # for the first compiled batch), JIT work vs load wait, best time. About 130 s, at most 200.
@@ -72,9 +73,9 @@ for i in "${!PROBLEMS[@]}"; do
   run base "$BASE" "$i" "$OUT/cache/base-$i"
   run new "$BIN" "$i" "$OUT/cache/new-$i"
 done
-say "== BIN without loader threads (CONVTUNE_JIT_THREADS=0), cold cache, problems 1 and 3"
+say "== BIN with loader threads (CONVTUNE_JIT_THREADS=15), cold cache, problems 1 and 3"
 for i in 0 2; do
-  run new-jit0 "$BIN" "$i" "$OUT/cache/jit0-$i" CONVTUNE_JIT_THREADS=0
+  run new-jit15 "$BIN" "$i" "$OUT/cache/jit15-$i" CONVTUNE_JIT_THREADS=15
 done
 say "== BIN again on its own warm JIT cache, problem 1"
 run new-warm "$BIN" 0 "$OUT/cache/new-0"
