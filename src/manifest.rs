@@ -226,15 +226,17 @@ pub struct KernelLaunch {
     /// (CUDA: `cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)`;
     /// AMD needs no opt-in).
     pub needs_shared_opt_in: bool,
-    /// Parameters after `arguments` that are TMA tensor maps (`ld=tma` kernels only): each a
-    /// 128-byte `CUtensorMap` passed by value, encoded with `cuTensorMapEncodeTiled` over the
-    /// named tensor's pointer plus `map.offset` (dims innermost first, strides in bytes,
-    /// element strides 1, no interleave, L2 promotion 256 B, OOB fill none, 128-byte swizzle
-    /// when `map.swizzle128`); with `map.im2col` present, `cuTensorMapEncodeIm2col` instead
-    /// (its corners and element strides, `channelsPerPixel = boxes[0]`,
-    /// `pixelsPerColumn = boxes[1]`).
+    /// Parameters after `arguments` that are TMA tensor maps (`ld=tma`/`ld=ws` kernels only):
+    /// each a 128-byte `CUtensorMap` passed by value, encoded by the driver call that its
+    /// `encode` spells out in full (function and every argument) over the named tensor's
+    /// pointer plus `encode.address_offset`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tensor_maps: Vec<TensorMapArg>,
+    /// Every parameter's place in the kernel's parameter space (offset, size, alignment): the
+    /// four pointers at 0, 8, 16, 24, then the tensor maps at multiples of 64. Hand
+    /// `cuLaunchKernel` one pointer per parameter into a 64-byte aligned buffer laid out so.
+    #[serde(default)]
+    pub params: Vec<crate::abi::ParamSlot>,
 }
 
 /// The tensor-map parameters of a kernel with arguments `args` (its mode in each `map`).
@@ -246,6 +248,7 @@ pub fn tensor_map_args(args: &[crate::abi::KernelArg]) -> Vec<TensorMapArg> {
                 index,
                 tensor: a.role.name().to_string(),
                 map,
+                encode: map.encode_args(),
             }),
             crate::abi::ArgKind::DevicePtr => None,
         })
@@ -261,6 +264,8 @@ pub struct TensorMapArg {
     pub tensor: String,
     /// What to encode.
     pub map: crate::abi::TensorMapSpec,
+    /// The driver call that encodes it ([`crate::abi::TensorMapSpec::encode_args`]).
+    pub encode: crate::abi::TensorMapEncode,
 }
 
 /// What a kernel parameter is.
@@ -350,6 +355,7 @@ impl Manifest {
                     dynamic_shared_bytes: k.shared_bytes,
                     needs_shared_opt_in: opt_in(k.shared_bytes),
                     tensor_maps: tensor_map_args(&k.args),
+                    params: crate::abi::param_layout(&k.args).slots,
                 })
                 .collect(),
         }

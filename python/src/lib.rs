@@ -185,11 +185,14 @@ fn compile<'py>(
         "lookup": lookup,
         "module": { "kind": kind, "bytes": bytes.len() },
         "args": ["x", "w", "y", "workspace"],
-        // `tensor_maps`: the TMA maps an `ld=tma` kernel takes after the four pointers (tiled or
-        // im2col, as each `map` says); the launcher in convtune/torch.py does not encode them.
+        // `tensor_maps`: the TMA maps an `ld=tma`/`ld=ws` kernel takes after the four pointers,
+        // each with the driver call that encodes it (`encode`: function and arguments, from
+        // `TensorMapSpec::encode_args`); `params`: where every parameter sits in the kernel's
+        // parameter buffer (`abi::param_layout`). convtune/_cuda.py launches from these alone.
         "kernels": compiled.kernels.iter().map(|k| json!({
             "name": k.name, "grid": k.grid, "block": k.block, "shared_bytes": k.shared_bytes,
             "tensor_maps": convtune::manifest::tensor_map_args(&k.args),
+            "params": convtune::abi::param_layout(&k.args).slots,
         })).collect::<Vec<_>>(),
         "workspace_bytes": compiled.workspace_bytes,
     });

@@ -20,6 +20,15 @@ use crate::problem::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod encode;
+mod params;
+
+pub use encode::{
+    EncodeFunction, MapDataType, MapInterleave, MapL2Promotion, MapOobFill, MapSwizzle,
+    TensorMapEncode,
+};
+pub use params::{param_layout, ParamLayout, ParamSlot, TENSOR_MAP_ALIGN};
+
 /// A compiled module, in the form its vendor's driver loads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Module {
@@ -136,6 +145,23 @@ impl ArgKind {
         match self {
             ArgKind::DevicePtr => 8,
             ArgKind::TensorMap(_) => TENSOR_MAP_BYTES,
+        }
+    }
+
+    /// Alignment of the parameter value, bytes: what the kernel's `.param` declaration asks
+    /// (`.align 64` for a `__grid_constant__` tensor map, 8 for a `.u64`).
+    pub fn align(self) -> usize {
+        match self {
+            ArgKind::DevicePtr => 8,
+            ArgKind::TensorMap(_) => TENSOR_MAP_ALIGN,
+        }
+    }
+
+    /// The kind's name in manifests (`device-pointer`, `tensor-map`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgKind::DevicePtr => "device-pointer",
+            ArgKind::TensorMap(_) => "tensor-map",
         }
     }
 }
