@@ -38,7 +38,7 @@ class _Plan:
 
     def __init__(self, manifest, launches):
         self.manifest = manifest
-        self.launches = launches  # [(function, grid, block, shared_bytes)]
+        self.launches = launches  # [(function, the manifest's kernel)]
         self.workspace_bytes = int(manifest["workspace_bytes"])
 
 
@@ -80,17 +80,18 @@ def _plan(device, line):
         if manifest["module"]["kind"] != "ptx":
             raise Fallback("module", f"a {manifest['module']['kind']} cannot run through the "
                            "CUDA driver")
-        if any(k.get("tensor_maps") for k in manifest["kernels"]):
-            modes = sorted({m["map"].get("im2col") and "im2col" or "tiled"
-                            for k in manifest["kernels"] for m in k.get("tensor_maps", [])})
-            raise Fallback("tensor-maps", f"the kernels take TMA tensor maps ({', '.join(modes)}), "
-                           "which this launcher does not encode: use an ld=cp config")
         drv = _cuda.driver()
+        # Every tensor map must be one the driver encodes: tried now over a stand-in address
+        # (256-byte aligned, as allocations are), so a map the driver refuses is a fallback
+        # here with its numbers, not an error at the first launch. The Rust runtime does the
+        # same when it loads a plan.
+        for k in manifest["kernels"]:
+            for m in k.get("tensor_maps", []):
+                drv.encode_tensor_map(m["encode"], 1 << 32)
         with torch.cuda.device(device):
             drv.make_current(device.index)
             _, functions = drv.load(module, manifest["kernels"])
-        launches = [(f, k["grid"], k["block"], int(k["shared_bytes"]))
-                    for f, k in zip(functions, manifest["kernels"])]
+        launches = list(zip(functions, manifest["kernels"]))
         result = _Plan(manifest, launches)
     except ValueError as e:  # an arch or problem convtune refuses
         result = Fallback("unsupported", str(e))
@@ -111,13 +112,15 @@ def _run(plan, x, w, y):
         ws = None
         if plan.workspace_bytes:
             ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=x.device)
-        pointers = (x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr() if ws is not None
-                    else 0)
+        pointers = {"x": x.data_ptr(), "w": w.data_ptr(), "y": y.data_ptr(),
+                    "workspace": ws.data_ptr() if ws is not None else 0}
         stream = torch.cuda.current_stream(x.device).cuda_stream
         drv = _cuda.driver()
         drv.make_current(x.device.index)
-        for function, grid, block, shared in plan.launches:
-            drv.launch(function, grid, block, shared, stream, pointers)
+        for function, k in plan.launches:
+            # Tensor maps are encoded over this call's pointers (a microsecond or two each).
+            params = _cuda.kernel_params(k, pointers, drv.encode_tensor_map)
+            drv.launch(function, k["grid"], k["block"], int(k["shared_bytes"]), stream, params)
     with _lock:
         _stats["convtune"] += 1
 

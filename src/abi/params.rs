@@ -11,7 +11,7 @@
 //! assert_eq!(l.bytes, 32);
 //! ```
 
-use super::{ArgKind, KernelArg};
+use super::KernelArg;
 use serde::{Deserialize, Serialize};
 
 /// Alignment of a tensor-map parameter (`CUtensorMap` is declared `alignas(64)`).
@@ -77,7 +77,7 @@ pub fn param_layout(args: &[KernelArg]) -> ParamLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::{ArgRole, TensorMapSpec, CONV_ARGS, TENSOR_MAP_BYTES};
+    use crate::abi::{ArgKind, ArgRole, TensorMapSpec, CONV_ARGS, TENSOR_MAP_BYTES};
     use crate::problem::DType;
 
     #[test]
