@@ -5,7 +5,12 @@
    compared with PyTorch's float64 result: relative L2 error within the dtype's tolerance.
    NCHW/NHWC problems also run through the autograd-facing ops (conv2d, conv2d_input,
    conv2d_weight) on torch tensors in that memory format.
-2. A ResNet-50 bottleneck block (1x1 -> 3x3 -> 1x1, + residual, batch norm and ReLU, bf16
+2. Tensor-map kernels: a shipped ld=tma config (seed 003, bwd-data: a tiled filter map and an
+   im2col map of dy) and a shipped ld=ws config (fwd 3x3 stride 2 pad 1: a tiled filter map and
+   an im2col map of x with padding corners and element strides 2) through convtune.torch.launch
+   with that config, and the same problems through the torch ops (their looked-up configs):
+   within tolerance of PyTorch's float64 result, every map encoded (no "fallback").
+3. A ResNet-50 bottleneck block (1x1 -> 3x3 -> 1x1, + residual, batch norm and ReLU, bf16
    channels_last) forward and backward with convtune's Conv2d against the same block on cuDNN:
    loss and every gradient within tolerance, and step times side by side.
 
@@ -70,7 +75,37 @@ def reference(info, x4, w4, y4):
     return torch.nn.grad.conv2d_weight(x4.double(), w4.shape, y4.double(), **conv)
 
 
-def check_problem(line, device):
+# (problem, config, load path): shipped tuned-db/sm_90.toml entries whose kernels take tensor
+# maps of both modes.
+TENSOR_MAP_CASES = [
+    ("convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 "
+     "-F 2 --layout NHWC",
+     "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,"
+     "red=atomic,ld=tma", "tma"),
+    ("convbfp16 -F 1 -n 64 -c 128 -H 56 -W 56 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 1 -j 1 "
+     "-g 1 -I NHWGC -f GKYXC -O NHWGC",
+     "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,"
+     "red=atomic,ld=ws", "ws"),
+]
+
+
+def check_tensor_map_case(line, config, ld, device):
+    """One tensor-map config through launch (that config) and the torch op (the lookup's):
+    both run in convtune's kernels with every map encoded, within tolerance."""
+    ct.reset_stats()
+    row = check_problem(line, device, config)
+    plan = ct._plan(device, line, config)
+    modes = sorted({m["encode"]["function"] for k in plan.manifest["kernels"]
+                    for m in k.get("tensor_maps", [])})
+    stats = ct.stats()
+    row.update({"ld": ld, "encode_functions": modes, "fallbacks": stats["fallback"],
+                "convtune_runs": stats["convtune"]})
+    row["ok"] = (row["ok"] and row.get("torch_op_ok", False) and not stats["fallback"]
+                 and f"ld={ld}" in row["config"] and len(modes) == 2)
+    return row
+
+
+def check_problem(line, device, config=None):
     info = convtune.problem(line)
     dt = DTYPES[info["dtype"]]
     flats = {}
@@ -81,7 +116,7 @@ def check_problem(line, device):
         else:
             buf.normal_()
         flats[name] = buf
-    ct.launch(line, flats["x"], flats["w"], flats["y"])
+    ct.launch(line, flats["x"], flats["w"], flats["y"], config=config)
     torch.cuda.synchronize(device)
     x4 = logical4(flats["x"], info["tensors"]["x"], "act")
     w4 = logical4(flats["w"], info["tensors"]["w"], "fil")
@@ -89,7 +124,7 @@ def check_problem(line, device):
     written = {"fwd": y4, "bwd-data": x4, "bwd-weight": w4}[info["direction"]]
     ref = reference(info, x4, w4, y4)
     err = rel_err(written, ref)
-    lookup = ct._plan(device, line).manifest["lookup"]
+    lookup = ct._plan(device, line, config).manifest["lookup"]
     row = {"problem": line, "key": info["key"], "direction": info["direction"],
            "dtype": info["dtype"], "rel_err": err, "tolerance": info["tolerance"],
            "ok": err <= info["tolerance"], "source": lookup["source"], "config": lookup["config"]}
@@ -120,8 +155,11 @@ def check_torch_ops(info, x4, w4, y4, ref):
     torch.cuda.synchronize()
     ran = ct.stats()["convtune"] - before
     err = rel_err(out, ref)
+    # The op looked the config up as convtune.lookup does.
+    arch = "sm_{}{}".format(*torch.cuda.get_device_capability(out.device))
     return {"torch_op": "convtune" if ran else "fallback", "torch_op_rel_err": err,
-            "torch_op_ok": bool(ran) and err <= info["tolerance"]}
+            "torch_op_ok": bool(ran) and err <= info["tolerance"],
+            "torch_op_config": convtune.lookup(info["key"], arch)["config"]}
 
 
 class Bottleneck(torch.nn.Module):
@@ -243,6 +281,22 @@ def main():
             op = row.get("torch_op")
             print(f"{'ok  ' if row['ok'] else 'FAIL'} {row['rel_err']:.2e} <= {row['tolerance']:.0e} "
                   f"{row['source']:<9} op:{op:<9} {line}")
+    print("\ntensor-map kernels (launch with the config; torch op with the lookup's):")
+    tmaps = []
+    for line, config, ld in TENSOR_MAP_CASES:
+        try:
+            row = check_tensor_map_case(line, config, ld, device)
+        except Exception as e:
+            row = {"problem": line, "ld": ld, "ok": False, "error": f"{type(e).__name__}: {e}"}
+        tmaps.append(row)
+        if "error" in row:
+            print(f"ERROR ld={ld} {line}\n      {row['error']}")
+        else:
+            print(f"{'ok  ' if row['ok'] else 'FAIL'} ld={ld:<3} launch {row['rel_err']:.2e} "
+                  f"op:{row['torch_op']} {row.get('torch_op_rel_err', float('nan')):.2e} "
+                  f"(<= {row['tolerance']:.0e}) maps {'+'.join(row['encode_functions'])} "
+                  f"fallback: {sum(row['fallbacks'].values())} {row['fallbacks'] or ''}")
+            print(f"      op config: {row.get('torch_op_config')}")
     blocks = []
     for cfg in [(64, 256, 64, 1, 56), (64, 256, 128, 2, 56), (64, 1024, 256, 1, 14)]:
         try:
@@ -266,15 +320,18 @@ def main():
     n_ok = sum(r["ok"] for r in rows)
     print(f"\nsuite problems: {n_ok} of {len(rows)} within tolerance; through the torch ops: "
           f"{sum(r.get('torch_op_ok', False) for r in ops)} of {len(ops)}; "
+          f"tensor-map kernels: {sum(r['ok'] for r in tmaps)} of {len(tmaps)} (fallbacks: "
+          f"{sum(sum(r.get('fallbacks', {}).values()) for r in tmaps)}); "
           f"blocks: {sum(b['ok'] for b in blocks)} of {len(blocks)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
-                       "convtune": convtune.__version__, "problems": rows, "blocks": blocks},
+                       "convtune": convtune.__version__, "problems": rows,
+                       "tensor_map_kernels": tmaps, "blocks": blocks},
                       f, indent=1)
         print(f"wrote {args.json}")
     all_ok = n_ok == len(rows) and all(r.get("torch_op_ok", True) for r in ops) and \
-        all(b["ok"] for b in blocks)
+        all(b["ok"] for b in blocks) and all(r["ok"] for r in tmaps)
     return 0 if all_ok else 1
 
 

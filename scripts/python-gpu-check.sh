@@ -2,8 +2,10 @@
 # The Python package on an NVIDIA GPU (needs python3 with torch; no Rust, no network): installs
 # the wheel built by scripts/test.sh (target/wheels/convtune-*.whl, or the one given) into a
 # temporary folder, then runs scripts/python-gpu-check.py: every suite problem through
-# convtune.torch against PyTorch's float64 result, and ResNet-50 bottleneck blocks forward and
-# backward with convtune's ops against cuDNN. Writes $OUT/python-gpu-check.json when $OUT is set.
+# convtune.torch against PyTorch's float64 result, one ld=tma and one ld=ws config (tiled and
+# im2col tensor maps encoded by the launcher; "fallback: 0" expected), and ResNet-50 bottleneck
+# blocks forward and backward with convtune's ops against cuDNN. Writes
+# $OUT/python-gpu-check.json when $OUT is set.
 #   scripts/python-gpu-check.sh [WHEEL] [SUITE.txt ...]   (default: every scripts/suites/*.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -90,7 +90,10 @@ def compile(problem, arch, config=None, db=None, system_db=True):
     ``problem`` (as :func:`problem` describes it), ``lookup`` (as :func:`lookup` returns, or
     source ``given`` when ``config`` was passed), ``module`` (kind and size), ``args`` (the kernel
     argument order: device pointers x, w, y, workspace), ``kernels`` in launch order (name,
-    grid, block, dynamic shared bytes) and ``workspace_bytes``. Its ``format`` is a draft until
+    grid, block, dynamic shared bytes, ``params``: every parameter's offset, size and
+    alignment in the parameter buffer, and ``tensor_maps``: the TMA maps of ``ld=tma``/``ld=ws``
+    kernels, each with ``encode``, the driver call that encodes it over its tensor's pointer)
+    and ``workspace_bytes``. Its ``format`` is a draft until
     the manifest of ``convtune compile --manifest`` is shared with it.
     """
     manifest, module = _native.compile(_text(problem), arch, config, _path(db), bool(system_db))

@@ -67,16 +67,17 @@ def _fell_back(reason):
                       stacklevel=4)
 
 
-def _plan(device, line):
-    """The loaded kernels of a problem on a device, or the Fallback that says why not."""
+def _plan(device, line, config=None):
+    """The loaded kernels of a problem on a device (with the looked-up config, or ``config``),
+    or the Fallback that says why not."""
     arch = arch_name(device.type, torch.cuda.get_device_capability(device))
-    key = (device.index, arch, line)
+    key = (device.index, arch, line, config)
     with _lock:
         hit = _plans.get(key)
     if hit is not None:
         return hit
     try:
-        manifest, module = _compile(line, arch)
+        manifest, module = _compile(line, arch, config=config)
         if manifest["module"]["kind"] != "ptx":
             raise Fallback("module", f"a {manifest['module']['kind']} cannot run through the "
                            "CUDA driver")
@@ -125,12 +126,13 @@ def _run(plan, x, w, y):
         _stats["convtune"] += 1
 
 
-def launch(problem, x, w, y):
+def launch(problem, x, w, y, config=None):
     """Runs one problem line's kernels on flat buffers: ``x``, ``w``, ``y`` are contiguous CUDA
     tensors of the problem's dtype holding each tensor in the problem's own layout (any layout
     the problem names, not only torch's two memory formats; ``convtune.problem(line)`` gives
-    each tensor's element count and strides). The written tensor is fully overwritten. Raises
-    RuntimeError where convtune cannot run the problem (no fallback here)."""
+    each tensor's element count and strides). The written tensor is fully overwritten.
+    ``config``: a config string to compile instead of the looked-up one (checked for legality).
+    Raises RuntimeError where convtune cannot run the problem (no fallback here)."""
     info = _native_problem(problem)
     for name, t in (("x", x), ("w", w), ("y", y)):
         want = info["tensors"][name]["elements"]
@@ -139,7 +141,7 @@ def launch(problem, x, w, y):
                              f"{t.numel()} on {t.device} (contiguous: {t.is_contiguous()})")
         if dtype_name(t.dtype) != info["dtype"]:
             raise ValueError(f"{name}: dtype {t.dtype}, the problem is {info['dtype']}")
-    plan = _plan(x.device, problem)
+    plan = _plan(x.device, problem, config)
     if isinstance(plan, Fallback):
         raise RuntimeError(f"convtune cannot run {problem!r}: {plan}")
     _run(plan, x, w, y)
