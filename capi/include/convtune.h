@@ -5,13 +5,19 @@
  * convtune_c`) is convtune's lookup part only: the tuned database compiled in (system layer),
  * an optional user database on disk over it, the shipped quick list and the cost model's
  * heuristic as fallbacks, with legality re-checked for the problem at hand. It contains no code
- * generator (no LLVM): compile the kernels with `convtune compile --config ...` or the Python
- * package. Static linking needs -lpthread -ldl -lm.
+ * generator (no LLVM): compile the kernels with `convtune compile --config ... --manifest FILE`
+ * or the Python package. For kernels that take TMA tensor maps (ld=tma / ld=ws configs),
+ * convtune_manifest_tensor_maps reads the manifest and gives the driver call that encodes each
+ * map; with <cuda.h> included first, convtune_encode_tensor_map (inline, below) makes that
+ * call. Static linking needs -lpthread -ldl -lm.
  *
  * Every function is safe to call from several threads at once. No function panics across the
  * boundary: an internal error is returned as CONVTUNE_ERR_INTERNAL. Strings passed in are
  * NUL-terminated UTF-8. Written by hand; capi/src/lib.rs mirrors every type here and the C test
- * checks the sizes agree (convtune_abi_sizes).
+ * checks the sizes agree (convtune_abi_sizes, convtune_tensor_map_size). The config struct's
+ * tuning fields and their enums are checked against convtune's one field declaration
+ * (src/config/fields.rs) by capi/src/tests.rs: a field added there fails that test until it
+ * is added here.
  */
 #ifndef CONVTUNE_H
 #define CONVTUNE_H
@@ -24,7 +30,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a type or function below changes incompatibly. */
-#define CONVTUNE_ABI_VERSION 1
+#define CONVTUNE_ABI_VERSION 2
 
 /* Return codes. On anything but CONVTUNE_OK, convtune_last_error() says what happened. */
 typedef enum convtune_status {
@@ -42,7 +48,14 @@ typedef enum convtune_status {
     /* Not even the heuristic found a legal config for this problem on this arch. */
     CONVTUNE_ERR_NO_CONFIG = 6,
     /* A bug in convtune (a caught panic); the message says where. */
-    CONVTUNE_ERR_INTERNAL = 7
+    CONVTUNE_ERR_INTERNAL = 7,
+    /* The config's fields are not a config (a named field out of its enum, a zero size). */
+    CONVTUNE_ERR_CONFIG = 8,
+    /* The text is not a launch manifest, or it has no such kernel. */
+    CONVTUNE_ERR_MANIFEST = 9,
+    /* An output buffer is too small; the message (and a count, where there is one) says how
+     * much is needed. */
+    CONVTUNE_ERR_BUFFER = 10
 } convtune_status;
 
 /* Which gradient the convolution computes; the values are MIOpenDriver's -F flag. */
@@ -78,18 +91,35 @@ typedef struct convtune_problem {
     const char *out_layout;
 } convtune_problem;
 
+/* The named tuning fields. Each constant's comment starts with the value as the config string
+ * writes it (`lds=pad`); capi/src/tests.rs checks them against src/config/fields.rs. */
+
 /* Shared-memory tile layout. */
 typedef enum convtune_lds {
-    CONVTUNE_LDS_PADDED = 0,
-    CONVTUNE_LDS_SWIZZLED = 1
+    CONVTUNE_LDS_PADDED = 0,  /* lds=pad */
+    CONVTUNE_LDS_SWIZZLED = 1 /* lds=swz */
 } convtune_lds;
 
 /* Matrix instruction path (NVIDIA). */
 typedef enum convtune_mma {
-    CONVTUNE_MMA_SYNC = 0,           /* mma.sync (MFMA/FMA on other targets) */
-    CONVTUNE_MMA_WGMMA = 1,          /* Hopper wgmma, wait_group 0 */
-    CONVTUNE_MMA_WGMMA_IN_FLIGHT = 2 /* Hopper wgmma, one group in flight */
+    CONVTUNE_MMA_SYNC = 0,           /* mma=sync: mma.sync (MFMA/FMA on other targets) */
+    CONVTUNE_MMA_WGMMA = 1,          /* mma=wg: Hopper wgmma, wait_group 0 */
+    CONVTUNE_MMA_WGMMA_IN_FLIGHT = 2 /* mma=wg1: Hopper wgmma, one group in flight */
 } convtune_mma;
+
+/* How split-K slices are added up. */
+typedef enum convtune_red {
+    CONVTUNE_RED_ATOMIC = 0, /* red=atomic: f32 atomics (and a finishing launch for f16/bf16) */
+    CONVTUNE_RED_FIXUP = 1,  /* red=fixup: the last slice of a tile adds the others' partials */
+    CONVTUNE_RED_STREAM = 2  /* red=stream: stream-K, a persistent grid splitting K itself */
+} convtune_red;
+
+/* How tiles reach shared memory on the wgmma path. */
+typedef enum convtune_ld {
+    CONVTUNE_LD_CP = 0,  /* ld=cp: cp.async from every thread */
+    CONVTUNE_LD_TMA = 1, /* ld=tma: TMA copies from tensor maps (kernel parameters) */
+    CONVTUNE_LD_WS = 2   /* ld=ws: TMA from a producer warpgroup (warp-specialised) */
+} convtune_ld;
 
 /* Where the config came from. */
 typedef enum convtune_source {
@@ -107,8 +137,9 @@ typedef enum convtune_source {
  * at a character boundary. */
 typedef struct convtune_config {
     /* The tuning parameters, in the order of the config string (bm bn bk wm wn st va vb vc lds
-     * sk rs mma): block tile, warp tile, pipeline stages, vector widths of A/B/C, LDS layout,
-     * split-K factor, block rasterisation group, matrix instruction path. */
+     * sk rs mma red ld) and named as in search-space files: block tile, warp tile, pipeline
+     * stages, vector widths of A/B/C, LDS layout, split-K factor, block rasterisation group,
+     * matrix instruction path, split-K reduction, load path. */
     uint32_t block_m, block_n, block_k;
     uint32_t warp_m, warp_n;
     uint32_t stages;
@@ -117,6 +148,9 @@ typedef struct convtune_config {
     uint32_t split_k;
     uint32_t raster;
     int32_t mma; /* convtune_mma */
+    int32_t red; /* convtune_red */
+    int32_t ld;  /* convtune_ld */
+    /* End of the tuning parameters. */
     int32_t source; /* convtune_source */
     /* For CONVTUNE_SOURCE_NEAREST: the distance to the tuned problem; 0 otherwise. */
     double nearest_distance;
@@ -147,6 +181,100 @@ int convtune_lookup(const convtune_problem *problem, const char *arch, const cha
  */
 int convtune_lookup_str(const char *problem, const char *arch, const char *user_db,
                         convtune_config *out);
+
+/*
+ * The config string of `config`'s tuning fields (block_m .. ld; the other members are not
+ * read), as `convtune compile --config` takes it: what convtune_lookup wrote in `config` for an
+ * unchanged struct, so a caller can change fields and print the result. Writes at most `len`
+ * bytes, NUL included; CONVTUNE_ERR_BUFFER when that is too short, CONVTUNE_ERR_CONFIG for
+ * fields that are no config (legality is not checked: that needs the problem).
+ */
+int convtune_config_format(const convtune_config *config, char *out, size_t len);
+
+/* Which driver function encodes a tensor map. */
+typedef enum convtune_encode_function {
+    CONVTUNE_ENCODE_TILED = 0, /* cuTensorMapEncodeTiled */
+    CONVTUNE_ENCODE_IM2COL = 1 /* cuTensorMapEncodeIm2col */
+} convtune_encode_function;
+
+#define CONVTUNE_TENSOR_MAP_RANK 5
+/* Bytes of a CUtensorMap kernel parameter (passed by value, 64-byte aligned). */
+#define CONVTUNE_TENSOR_MAP_BYTES 128
+
+/*
+ * One TMA tensor map a kernel takes, and the driver call that encodes it, with the argument
+ * names of cuda.h (the rules are convtune's: src/abi/encode.rs). globalAddress is the device
+ * pointer of argument `tensor` plus address_offset. Arrays are full length; the driver reads
+ * `rank` entries (rank - 1 of global_strides, rank - 2 of the corners). Tiled maps use box_dim;
+ * im2col maps the corners, channels_per_pixel and pixels_per_column (the others are 0).
+ * data_type, interleave, swizzle, l2_promotion and oob_fill hold the values of cuda.h's
+ * CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion and
+ * CUtensorMapFloatOOBfill.
+ */
+typedef struct convtune_tensor_map {
+    uint32_t param_index;  /* the kernel parameter it is passed as (after the 4 pointers) */
+    uint32_t param_offset; /* its offset in the kernel's parameter buffer (a multiple of 64) */
+    uint32_t tensor;       /* the pointer argument whose memory it describes: 0 x, 1 w, 2 y */
+    int32_t function;      /* convtune_encode_function */
+    uint32_t data_type;
+    uint32_t rank;
+    uint64_t address_offset;
+    uint64_t global_dim[CONVTUNE_TENSOR_MAP_RANK];
+    uint64_t global_strides[CONVTUNE_TENSOR_MAP_RANK - 1];
+    uint32_t box_dim[CONVTUNE_TENSOR_MAP_RANK];
+    int32_t pixel_box_lower_corner[CONVTUNE_TENSOR_MAP_RANK - 2];
+    int32_t pixel_box_upper_corner[CONVTUNE_TENSOR_MAP_RANK - 2];
+    uint32_t channels_per_pixel;
+    uint32_t pixels_per_column;
+    uint32_t element_strides[CONVTUNE_TENSOR_MAP_RANK];
+    uint32_t interleave;
+    uint32_t swizzle;
+    uint32_t l2_promotion;
+    uint32_t oob_fill;
+} convtune_tensor_map;
+
+/*
+ * The tensor maps of kernel `kernel` (its position in `kernels`) of a launch manifest: the
+ * JSON text `convtune compile --manifest FILE` wrote. Fills up to `capacity` entries of `out`
+ * (NULL when capacity is 0) in parameter order and sets *count to the kernel's number of maps
+ * (0 for a kernel without TMA: it takes the four pointers only). CONVTUNE_ERR_BUFFER (with
+ * *count set) when capacity is smaller; CONVTUNE_ERR_MANIFEST for text that is not a
+ * manifest or has no such kernel.
+ *
+ * Launching such a kernel: encode each map over its tensor's pointer (convtune_encode_tensor_map
+ * or the driver call by hand) into a 64-byte aligned CUtensorMap, and pass cuLaunchKernel one
+ * pointer per parameter: the four u64 pointers (x, w, y, workspace), then the maps in order.
+ */
+int convtune_manifest_tensor_maps(const char *manifest_json, uint32_t kernel,
+                                  convtune_tensor_map *out, size_t capacity, size_t *count);
+
+/* sizeof(convtune_tensor_map) as the library sees it. */
+size_t convtune_tensor_map_size(void);
+
+#if defined(CUDA_VERSION) && CUDA_VERSION >= 12000
+/* With <cuda.h> included before this header: encodes `map` over the tensor at device address
+ * `tensor` into *out, by the driver call the map names. Returns the driver's result. */
+static inline CUresult convtune_encode_tensor_map(const convtune_tensor_map *map,
+                                                  CUdeviceptr tensor, CUtensorMap *out) {
+    void *address = (void *)(uintptr_t)(tensor + map->address_offset);
+    if (map->function == CONVTUNE_ENCODE_IM2COL) {
+        return cuTensorMapEncodeIm2col(
+            out, (CUtensorMapDataType)map->data_type, map->rank, address,
+            (const cuuint64_t *)map->global_dim, (const cuuint64_t *)map->global_strides,
+            (const int *)map->pixel_box_lower_corner, (const int *)map->pixel_box_upper_corner,
+            map->channels_per_pixel, map->pixels_per_column,
+            (const cuuint32_t *)map->element_strides, (CUtensorMapInterleave)map->interleave,
+            (CUtensorMapSwizzle)map->swizzle, (CUtensorMapL2promotion)map->l2_promotion,
+            (CUtensorMapFloatOOBfill)map->oob_fill);
+    }
+    return cuTensorMapEncodeTiled(
+        out, (CUtensorMapDataType)map->data_type, map->rank, address,
+        (const cuuint64_t *)map->global_dim, (const cuuint64_t *)map->global_strides,
+        (const cuuint32_t *)map->box_dim, (const cuuint32_t *)map->element_strides,
+        (CUtensorMapInterleave)map->interleave, (CUtensorMapSwizzle)map->swizzle,
+        (CUtensorMapL2promotion)map->l2_promotion, (CUtensorMapFloatOOBfill)map->oob_fill);
+}
+#endif
 
 /* The message of the last failed call on this thread ("" if none). Valid until the next call
  * into this library on the same thread. */

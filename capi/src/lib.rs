@@ -8,22 +8,25 @@
 //! the header one for one; the C test compares their sizes through [`convtune_abi_sizes`].
 #![deny(missing_docs)]
 
+mod config;
 mod problem;
+mod tensor_map;
 
 use convtune::arch::Arch;
 use convtune::db::Source;
 use convtune::lookup::{find_config_with_user_db, Found, LookupError};
 use convtune::problem::ConvProblem;
-use convtune::space::{LdsLayout, MmaPath};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
+pub use config::convtune_config_format;
 pub use problem::ProblemC;
+pub use tensor_map::{convtune_manifest_tensor_maps, convtune_tensor_map_size, TensorMapC};
 
 /// `CONVTUNE_ABI_VERSION` of the header this crate implements.
-pub const ABI_VERSION: c_int = 1;
+pub const ABI_VERSION: c_int = 2;
 /// `CONVTUNE_CONFIG_LEN`.
 pub const CONFIG_LEN: usize = 128;
 /// `CONVTUNE_KEY_LEN`.
@@ -51,9 +54,17 @@ pub enum Status {
     NoConfig = 6,
     /// `CONVTUNE_ERR_INTERNAL`: a caught panic.
     Internal = 7,
+    /// `CONVTUNE_ERR_CONFIG`: fields that are no config.
+    Config = 8,
+    /// `CONVTUNE_ERR_MANIFEST`: not a launch manifest, or no such kernel.
+    Manifest = 9,
+    /// `CONVTUNE_ERR_BUFFER`: an output buffer too small.
+    Buffer = 10,
 }
 
-/// `convtune_config`: the answer of a lookup, fields as in `PerfConfig`.
+/// `convtune_config`: the answer of a lookup, the tuning fields as in `PerfConfig` (one member
+/// per field, named as the field: see `config::set_field`, whose exhaustive match makes a new
+/// field a compile error here until it has a member).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ConfigC {
@@ -83,6 +94,10 @@ pub struct ConfigC {
     pub raster: u32,
     /// `convtune_mma`.
     pub mma: i32,
+    /// `convtune_red`.
+    pub red: i32,
+    /// `convtune_ld`.
+    pub ld: i32,
     /// `convtune_source`.
     pub source: i32,
     /// Distance to the tuned problem for a nearest hit.
@@ -107,7 +122,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(status: Status, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: Status, message: impl Into<String>) -> Self {
         Failure {
             status,
             message: message.into(),
@@ -135,7 +150,7 @@ fn set_last_error(message: &str) {
 }
 
 /// Runs `f`, records its failure (or a panic) as the thread's last error, returns the status.
-fn guard(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
+pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
     let failure = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return Status::Ok as c_int,
         Ok(Err(failure)) => failure,
@@ -183,7 +198,7 @@ pub(crate) unsafe fn optional_str<'a>(
 }
 
 /// Copies `s` into a fixed C buffer, cut at a character boundary, always NUL-terminated.
-fn fill(buf: &mut [c_char], s: &str) {
+pub(crate) fn fill(buf: &mut [c_char], s: &str) {
     let mut end = s.len().min(buf.len() - 1);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -207,27 +222,7 @@ pub fn lookup(problem: &ConvProblem, arch: &str, user_db: Option<&str>) -> Resul
 
 /// Writes a lookup's answer into the C struct.
 fn write_config(problem: &ConvProblem, found: &Found, out: &mut ConfigC) {
-    let c = &found.config;
-    out.block_m = c.block_m;
-    out.block_n = c.block_n;
-    out.block_k = c.block_k;
-    out.warp_m = c.warp_m;
-    out.warp_n = c.warp_n;
-    out.stages = c.stages;
-    out.vec_a = c.vec_a;
-    out.vec_b = c.vec_b;
-    out.vec_c = c.vec_c;
-    out.lds = match c.lds {
-        LdsLayout::Padded => 0,
-        LdsLayout::Swizzled => 1,
-    };
-    out.split_k = c.split_k;
-    out.raster = c.raster;
-    out.mma = match c.mma {
-        MmaPath::Sync => 0,
-        MmaPath::Wgmma => 1,
-        MmaPath::WgmmaInFlight => 2,
-    };
+    config::write_fields(&found.config, out);
     let (source, distance, nearest) = match &found.source {
         Source::Exact => (0, 0.0, ""),
         Source::Nearest { key, distance } => (1, *distance, key.as_str()),
@@ -237,7 +232,7 @@ fn write_config(problem: &ConvProblem, found: &Found, out: &mut ConfigC) {
     };
     out.source = source;
     out.nearest_distance = distance;
-    fill(&mut out.config, &c.to_string());
+    fill(&mut out.config, &found.config.to_string());
     fill(&mut out.problem_key, &problem.key());
     fill(&mut out.nearest_key, nearest);
     fill(&mut out.reason, &found.reason);

@@ -1,4 +1,6 @@
 use super::*;
+use convtune::config::{Domain, Field};
+use convtune::space::PerfConfig;
 use std::ffi::CStr;
 use std::ptr::null;
 
@@ -169,4 +171,213 @@ fn long_text_is_cut_at_a_character_boundary() {
     let mut buf = [1 as c_char; 4];
     fill(&mut buf, "aé€");
     assert_eq!(text(&buf), "aé");
+}
+
+const HEADER: &str = include_str!("../include/convtune.h");
+
+/// The text between `start` and `end` in the header.
+fn header_part<'a>(start: &str, end: &str) -> &'a str {
+    let from = HEADER.find(start).unwrap_or_else(|| panic!("header lacks {start:?}")) + start.len();
+    let len = HEADER[from..].find(end).unwrap_or_else(|| panic!("header lacks {end:?}"));
+    &HEADER[from..from + len]
+}
+
+fn without_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + rest[i..].find("*/").expect("closed comment") + 2..];
+    }
+    out + rest
+}
+
+#[test]
+fn the_header_config_struct_has_every_declared_field_in_order() {
+    let body = without_comments(header_part(
+        "typedef struct convtune_config {",
+        "} convtune_config;",
+    ));
+    let mut members = Vec::new();
+    for decl in body.split(';').map(str::trim).filter(|d| !d.is_empty()) {
+        let mut words = decl.splitn(2, char::is_whitespace);
+        let (ty, names) = (words.next().unwrap(), words.next().unwrap_or_default());
+        for name in names.split(',') {
+            members.push((ty, name.trim().split('[').next().unwrap().to_string()));
+        }
+    }
+    let tuning: Vec<_> = members
+        .iter()
+        .take_while(|(_, n)| n != "source")
+        .collect();
+    let names: Vec<&str> = tuning.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        Field::NAMES,
+        "convtune.h's convtune_config must declare every field of src/config/fields.rs, in \
+         order, before `source`"
+    );
+    for ((ty, name), f) in tuning.iter().zip(Field::ALL) {
+        let want = if f.domain().is_number() { "uint32_t" } else { "int32_t" };
+        assert_eq!(*ty, want, "member {name}");
+    }
+}
+
+#[test]
+fn the_header_enums_name_every_value_of_the_named_fields() {
+    for f in Field::ALL {
+        let Domain::Named(names) = f.domain() else {
+            continue;
+        };
+        let tag = format!("typedef enum convtune_{} {{", f.name());
+        let body = header_part(&tag, &format!("}} convtune_{};", f.name()));
+        let got: Vec<(u32, String)> = body
+            .lines()
+            .filter(|l| l.contains('='))
+            .map(|l| {
+                let value = l.split('=').nth(1).unwrap();
+                let value: u32 = value
+                    .trim_start()
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{}: {l}", f.name()));
+                let comment = l.split("/*").nth(1).unwrap_or_default().trim();
+                let spelled = comment.split([':', '*']).next().unwrap().trim().to_string();
+                (value, spelled)
+            })
+            .collect();
+        let want: Vec<(u32, String)> = names
+            .iter()
+            .zip(0..)
+            .map(|(n, i)| (i, format!("{}={n}", f.key())))
+            .collect();
+        assert_eq!(got, want, "enum convtune_{} in convtune.h", f.name());
+    }
+}
+
+#[test]
+fn every_shipped_config_round_trips_through_the_struct() {
+    let mut seen = 0;
+    for arch in convtune::db::system_archs() {
+        let db = convtune::db::system(arch).unwrap().unwrap();
+        for e in db.entries() {
+            let cfg: PerfConfig = e.config.parse().unwrap();
+            let mut c = zeroed();
+            config::write_fields(&cfg, &mut c);
+            assert_eq!(config::read_fields(&c).unwrap(), cfg, "{}", e.config);
+            let mut buf = [0 as c_char; CONFIG_LEN];
+            let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), buf.len()) };
+            assert_eq!(rc, 0, "{}", last_error());
+            assert_eq!(text(&buf).parse::<PerfConfig>().unwrap(), cfg);
+            assert_eq!(text(&buf), cfg.to_string());
+            seen += 1;
+        }
+    }
+    assert!(seen > 30, "{seen} shipped entries");
+}
+
+#[test]
+fn the_new_fields_come_back_from_a_lookup() {
+    let db = no_user_db();
+    // A shipped split-K entry that adds its slices in the kernel, loaded warp-specialised.
+    let line = c"convbfp16 -F 4 -n 32 -c 512 -H 28 -W 28 -k 1024 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2 -l 1 -j 1 -g 1 -I NHWGC -f GKYXC -O NHWGC";
+    let mut out = zeroed();
+    let rc =
+        unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
+    assert_eq!(rc, 0, "{}", last_error());
+    assert_eq!(out.source, 0, "{}", text(&out.reason));
+    assert!(text(&out.config).ends_with("red=fixup,ld=ws"), "{}", text(&out.config));
+    assert_eq!((out.split_k, out.red, out.ld), (4, 1, 2));
+    let line = CString::new(SEED_003).unwrap();
+    let rc =
+        unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
+    assert_eq!(rc, 0, "{}", last_error());
+    assert_eq!((out.red, out.ld), (0, 1));
+}
+
+#[test]
+fn format_refuses_values_outside_a_field_and_short_buffers() {
+    let cfg: PerfConfig = SEED_003_CONFIG.parse().unwrap();
+    let mut c = zeroed();
+    config::write_fields(&cfg, &mut c);
+    let mut buf = [0 as c_char; CONFIG_LEN];
+    c.ld = 3;
+    let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(rc, Status::Config as c_int);
+    assert!(last_error().contains("`ld`"), "{}", last_error());
+    c.ld = 0;
+    c.stages = 0;
+    let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(rc, Status::Config as c_int);
+    assert!(last_error().contains("`stages`"), "{}", last_error());
+    c.stages = 3;
+    let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), 10) };
+    assert_eq!(rc, Status::Buffer as c_int);
+    assert!(last_error().contains("needs"), "{}", last_error());
+    let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(rc, 0);
+    let cp = PerfConfig {
+        ld: convtune::config::LoadPath::Cp,
+        ..cfg
+    };
+    assert_eq!(text(&buf), cp.to_string());
+}
+
+/// Seed 003's kernel as `convtune compile --manifest` writes it (the maps only, and a kernel
+/// without maps after it).
+const SEED_003_MANIFEST: &str = r#"{"manifest_version": 1, "kernels": [
+  {"name": "convtune_gemm0", "tensor_maps": [
+    {"index": 4, "tensor": "w", "map": {"boxes": [64, 64, 1, 1, 1], "dims": [4096, 2048, 1, 1, 1],
+     "dtype": "BF16", "offset": 0, "rank": 2, "strides": [8192, 0, 0, 0], "swizzle128": true}},
+    {"index": 5, "tensor": "y", "map": {"boxes": [64, 128, 1, 1, 1], "dims": [2048, 256, 1, 16, 1],
+     "dtype": "BF16", "im2col": {"element_strides": [1, 1, 1, 1, 1], "lower": [0, 0, 0],
+     "upper": [1, 0, 0]}, "offset": 0, "rank": 4, "strides": [4096, 1048576, 1048576, 0],
+     "swizzle128": true}}]},
+  {"name": "convtune_zero"}]}"#;
+
+#[test]
+fn manifest_tensor_maps_give_the_encode_calls_and_offsets() {
+    let json = CString::new(SEED_003_MANIFEST).unwrap();
+    let mut maps = [TensorMapC::default(); 4];
+    let mut count = 99;
+    let rc = unsafe {
+        convtune_manifest_tensor_maps(json.as_ptr(), 0, maps.as_mut_ptr(), 4, &mut count)
+    };
+    assert_eq!(rc, 0, "{}", last_error());
+    assert_eq!(count, 2);
+    let (w, y) = (maps[0], maps[1]);
+    assert_eq!((w.param_index, w.param_offset, w.tensor, w.function), (4, 64, 1, 0));
+    assert_eq!((w.data_type, w.rank, w.swizzle, w.l2_promotion), (9, 2, 3, 3));
+    assert_eq!((&w.global_dim[..2], w.global_strides[0]), (&[4096, 2048][..], 8192));
+    assert_eq!((w.box_dim, w.element_strides), ([64, 64, 1, 1, 1], [1; 5]));
+    assert_eq!((y.param_index, y.param_offset, y.tensor, y.function), (5, 192, 2, 1));
+    assert_eq!((y.channels_per_pixel, y.pixels_per_column), (64, 128));
+    assert_eq!(y.pixel_box_upper_corner, [1, 0, 0]);
+    assert_eq!(y.box_dim, [0; 5]);
+    assert_eq!(std::mem::size_of::<TensorMapC>(), convtune_tensor_map_size());
+
+    let rc = unsafe {
+        convtune_manifest_tensor_maps(json.as_ptr(), 1, std::ptr::null_mut(), 0, &mut count)
+    };
+    assert_eq!((rc, count), (0, 0), "{}", last_error());
+    let rc = unsafe {
+        convtune_manifest_tensor_maps(json.as_ptr(), 0, maps.as_mut_ptr(), 1, &mut count)
+    };
+    assert_eq!((rc, count), (Status::Buffer as c_int, 2));
+    let rc = unsafe {
+        convtune_manifest_tensor_maps(json.as_ptr(), 2, maps.as_mut_ptr(), 4, &mut count)
+    };
+    assert_eq!(rc, Status::Manifest as c_int);
+    assert!(last_error().contains("kernel 2"), "{}", last_error());
+    let bad = CString::new(SEED_003_MANIFEST.replace("\"index\": 5", "\"index\": 7")).unwrap();
+    let rc =
+        unsafe { convtune_manifest_tensor_maps(bad.as_ptr(), 0, maps.as_mut_ptr(), 4, &mut count) };
+    assert_eq!(rc, Status::Manifest as c_int);
+    assert!(last_error().contains("index"), "{}", last_error());
+    let rc = unsafe {
+        convtune_manifest_tensor_maps(c"{}".as_ptr(), 0, maps.as_mut_ptr(), 4, &mut count)
+    };
+    assert_eq!(rc, Status::Manifest as c_int);
 }
