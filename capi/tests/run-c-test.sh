@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds the C library (release, lookup only), checks it carries no LLVM, then compiles
 # tests/c/test_lookup.c with the system cc against include/convtune.h and runs it, linked
-# statically and dynamically. Called by scripts/test.sh.
+# statically and dynamically; then tests/c/test_tensor_map.c (the tensor maps of seed 003's
+# ld=tma kernel, read from the manifest that `convtune compile --manifest` writes, encoded by
+# the header's inline helper over a recording stand-in for the driver). Called by
+# scripts/test.sh (after its cargo test, whose build of the CLI this reuses).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -p convtune_c
@@ -21,3 +24,14 @@ echo "C API test, static library:"
 "$out/test_lookup_static"
 echo "C API test, shared library:"
 "$out/test_lookup_shared"
+# Tensor maps: the CLI (all features, as scripts/test.sh's cargo test builds it) writes the
+# manifest of seed 003's shipped ld=tma config; the C test reads it through the library.
+cargo build --release --all-features --bin convtune
+target/release/convtune compile --arch sm_90 --no-system-db \
+  --problem "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC" \
+  --config "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma" \
+  -o "$out/seed003.ptx" --manifest "$out/seed003.json" > /dev/null
+cc "${flags[@]}" capi/tests/c/test_tensor_map.c "$lib/libconvtune_c.a" -lpthread -ldl -lm \
+  -o "$out/test_tensor_map"
+echo "C API test, tensor maps:"
+"$out/test_tensor_map" "$out/seed003.json"

@@ -67,6 +67,8 @@ static void seed_003_is_found_exactly(void) {
               from_str.raster == 1 && from_str.mma == CONVTUNE_MMA_WGMMA,
           "lds %d sk %u rs %u mma %d", from_str.lds, from_str.split_k, from_str.raster,
           from_str.mma);
+    CHECK(from_str.red == CONVTUNE_RED_ATOMIC && from_str.ld == CONVTUNE_LD_TMA, "red %d ld %d",
+          from_str.red, from_str.ld);
     CHECK(strstr(from_str.problem_key, "-I NHWGC -f GKYXC -O NHWGC") != NULL, "key %s",
           from_str.problem_key);
     CHECK(from_str.nearest_key[0] == '\0', "nearest key %s", from_str.nearest_key);
@@ -92,6 +94,35 @@ static void seed_003_is_found_exactly(void) {
     rc = convtune_lookup(&p, "sm_90", NO_USER_DB, &from_struct);
     CHECK(rc == CONVTUNE_OK && from_struct.source == CONVTUNE_SOURCE_EXACT, "rc %d source %d: %s",
           rc, from_struct.source, convtune_last_error());
+}
+
+/* A shipped split-K entry with the in-kernel fix-up, loaded warp-specialised. */
+static void new_fields_round_trip(void) {
+    convtune_config c;
+    char text[CONVTUNE_CONFIG_LEN];
+    int rc = convtune_lookup_str(
+        "convbfp16 -F 4 -n 32 -c 512 -H 28 -W 28 -k 1024 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2 -l 1 -j 1 "
+        "-g 1 -I NHWGC -f GKYXC -O NHWGC", "sm_90", NO_USER_DB, &c);
+    CHECK(rc == CONVTUNE_OK && c.source == CONVTUNE_SOURCE_EXACT, "rc %d source %d: %s", rc,
+          c.source, convtune_last_error());
+    CHECK(c.split_k == 4 && c.red == CONVTUNE_RED_FIXUP && c.ld == CONVTUNE_LD_WS,
+          "sk %u red %d ld %d (%s)", c.split_k, c.red, c.ld, c.config);
+    rc = convtune_config_format(&c, text, sizeof text);
+    CHECK(rc == CONVTUNE_OK && strcmp(text, c.config) == 0, "rc %d: %s vs %s", rc, text,
+          c.config);
+    /* Change fields, print the config. */
+    c.red = CONVTUNE_RED_ATOMIC;
+    c.ld = CONVTUNE_LD_TMA;
+    rc = convtune_config_format(&c, text, sizeof text);
+    CHECK(rc == CONVTUNE_OK && strstr(text, ",sk=4,") && strstr(text, "red=atomic,ld=tma"),
+          "rc %d: %s", rc, text);
+    c.ld = 7;
+    rc = convtune_config_format(&c, text, sizeof text);
+    CHECK(rc == CONVTUNE_ERR_CONFIG && strstr(convtune_last_error(), "ld"), "rc %d: %s", rc,
+          convtune_last_error());
+    c.ld = CONVTUNE_LD_CP;
+    rc = convtune_config_format(&c, text, 8);
+    CHECK(rc == CONVTUNE_ERR_BUFFER, "rc %d", rc);
 }
 
 static void untuned_problem_falls_back(void) {
@@ -150,6 +181,7 @@ static void errors_are_codes_and_messages(void) {
 int main(void) {
     abi_matches();
     seed_003_is_found_exactly();
+    new_fields_round_trip();
     untuned_problem_falls_back();
     errors_are_codes_and_messages();
     printf("%d passed, %d failed\n", passed, failed);
