@@ -8,7 +8,8 @@ check it against PyTorch's convolution in f64.
 
 Everything the launch needs comes from the manifest (docs/abi.md): the module, the kernels in
 order with grid/block/dynamic shared memory and the >48 KiB opt-in, the four pointer
-parameters, the workspace size, and each tensor's shape and element strides. Needs python3,
+parameters, the tensor maps of ld=tma/ld=ws kernels (each with the driver call that encodes it)
+and every parameter's offset, the workspace size, and each tensor's shape and element strides. Needs python3,
 torch with CUDA, and libcuda.so.1 (no nvcc, no cuda-python). Exit status 0 when the result is
 within the manifest's tolerance, 1 when not, 2 on a usage or launch error.
 """
@@ -72,10 +73,43 @@ class Driver:
             self.check(status, f"cuFuncSetAttribute({name}, {shared} B shared)")
         return f
 
-    def launch(self, f, grid, block, shared: int, stream: int, pointers):
-        # Every parameter is a u64 device pointer; kernelParams holds the address of each value.
-        values = [ctypes.c_uint64(p) for p in pointers]
-        params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    def encode_tensor_map(self, e, base: int) -> bytes:
+        """The 128-byte CUtensorMap of a manifest's `encode` over the tensor at `base`: the
+        driver call it names with its arguments, in the driver's parameter order."""
+        u32, u64, i32 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int
+        arr = lambda t, v: (t * len(v))(*v)  # noqa: E731
+        head = [i32(e["data_type"]), u32(e["rank"]),
+                ctypes.c_void_p(base + e["address_offset"]), arr(u64, e["global_dim"]),
+                arr(u64, e["global_strides"])]
+        tail = [arr(u32, e["element_strides"]), i32(e["interleave"]), i32(e["swizzle"]),
+                i32(e["l2_promotion"]), i32(e["oob_fill"])]
+        if e["function"] == "cuTensorMapEncodeIm2col":
+            middle = [arr(i32, e["pixel_box_lower_corner"]), arr(i32, e["pixel_box_upper_corner"]),
+                      u32(e["channels_per_pixel"]), u32(e["pixels_per_column"])]
+        else:
+            middle = [arr(u32, e["box_dim"])]
+        raw = ctypes.create_string_buffer(128 + 64)  # a CUtensorMap is 64-byte aligned
+        out = (ctypes.addressof(raw) + 63) // 64 * 64
+        fn = getattr(self.lib, e["function"])
+        self.check(fn(ctypes.c_void_p(out), *head, *middle, *tail), e["function"])
+        return ctypes.string_at(out, 128)
+
+    def launch(self, f, k, shared: int, stream: int, pointers):
+        # One buffer laid out as the manifest's `params` say (u64 pointers, then 128-byte tensor
+        # maps at multiples of 64); kernelParams holds the address of each value in it.
+        maps = {t["index"]: t for t in k.get("tensor_maps", [])}
+        size = max(p["offset"] + p["bytes"] for p in k["params"])
+        raw = ctypes.create_string_buffer(size + 64)
+        base = (ctypes.addressof(raw) + 63) // 64 * 64
+        for p in k["params"]:
+            ptr = pointers[p["tensor"]]
+            if p["kind"] == "tensor-map":
+                value = self.encode_tensor_map(maps[p["index"]]["encode"], ptr)
+            else:
+                value = ptr.to_bytes(8, "little")
+            ctypes.memmove(base + p["offset"], value, p["bytes"])
+        params = (ctypes.c_void_p * len(k["params"]))(*[base + p["offset"] for p in k["params"]])
+        grid, block = k["grid"], k["block"]
         status = self.lib.cuLaunchKernel(
             f, *[ctypes.c_uint(g) for g in grid], *[ctypes.c_uint(b) for b in block],
             ctypes.c_uint(shared), ctypes.c_void_p(stream), params, None)
@@ -133,19 +167,19 @@ def main():
 
     # Buffers in argument order: inputs random, the written tensor and the workspace poisoned
     # (NaN / 0xff bytes) to show that the kernels write every element and need no zeroing.
-    pointers, views, keep = [], {}, []
+    pointers, views, keep = {}, {}, []
     for arg in m["arguments"]:
         info = arg["tensor"]
         if info is None:  # the workspace
             n = m["workspace"]["bytes"]
             if n == 0:
-                pointers.append(0)
+                pointers[arg["name"]] = 0
                 continue
             ws = torch.full((n,), 0xFF, dtype=torch.uint8, device=dev)
             if m["workspace"]["must_be_zeroed"]:
                 ws.zero_()
             keep.append(ws)
-            pointers.append(ws.data_ptr())
+            pointers[arg["name"]] = ws.data_ptr()
             continue
         dtype = DTYPES[info["dtype"]]
         buf = torch.empty(info["elements"], dtype=dtype, device=dev)
@@ -154,14 +188,14 @@ def main():
         else:
             buf.copy_(torch.randn(info["elements"], device=dev).to(dtype))
         keep.append(buf)
-        pointers.append(buf.data_ptr())
+        pointers[arg["name"]] = buf.data_ptr()
         views[arg["name"]] = (logical_view(buf, info), arg)
 
     module = cu.load(ptx)
     stream = torch.cuda.current_stream().cuda_stream
     for k in m["kernels"]:
         f = cu.function(module, k["name"], k["dynamic_shared_bytes"], k["needs_shared_opt_in"])
-        cu.launch(f, k["grid"], k["block"], k["dynamic_shared_bytes"], stream, pointers)
+        cu.launch(f, k, k["dynamic_shared_bytes"], stream, pointers)
     torch.cuda.synchronize()
 
     ref_dev = torch.device(args.ref_device)
