@@ -474,6 +474,63 @@ mod tests {
     }
 
     #[test]
+    fn tma_kernels_carry_their_encode_calls_and_parameter_offsets() {
+        // Seed 003's shipped ld=tma config: a tiled map of the filter, an im2col map of dy.
+        let m = manifest(
+            "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+            "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma",
+            "sm_90",
+        );
+        let k = &m.kernels[0];
+        let functions: Vec<_> = k
+            .tensor_maps
+            .iter()
+            .map(|t| (t.index, t.tensor.as_str(), t.encode.function.name()))
+            .collect();
+        assert_eq!(
+            functions,
+            [
+                (4, "w", "cuTensorMapEncodeTiled"),
+                (5, "y", "cuTensorMapEncodeIm2col")
+            ]
+        );
+        for t in &k.tensor_maps {
+            assert_eq!(t.encode, t.map.encode_args());
+        }
+        let w = &k.tensor_maps[0].encode;
+        assert_eq!(
+            (&w.global_dim[..2], w.global_strides[0]),
+            (&[4096, 2048][..], 8192)
+        );
+        assert_eq!(&w.box_dim[..2], &[64, 64]);
+        let y = &k.tensor_maps[1].encode;
+        assert_eq!((y.channels_per_pixel, y.pixels_per_column), (64, 128));
+        let offsets: Vec<_> = k
+            .params
+            .iter()
+            .map(|p| (p.offset, p.kind.as_str()))
+            .collect();
+        assert_eq!(
+            offsets,
+            [
+                (0, "device-pointer"),
+                (8, "device-pointer"),
+                (16, "device-pointer"),
+                (24, "device-pointer"),
+                (64, "tensor-map"),
+                (192, "tensor-map")
+            ]
+        );
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(
+            text.contains(r#""function":"cuTensorMapEncodeIm2col""#),
+            "{text}"
+        );
+        let back: Manifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
     fn split_k_workspace_is_cleared_by_the_plan_and_opt_in_follows_the_limit() {
         let m = manifest(
             "convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",

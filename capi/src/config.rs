@@ -110,7 +110,10 @@ pub unsafe extern "C" fn convtune_config_format(
         if text.len() >= len {
             return Err(Failure::new(
                 Status::Buffer,
-                format!("the config string needs {} bytes, the buffer has {len}", text.len() + 1),
+                format!(
+                    "the config string needs {} bytes, the buffer has {len}",
+                    text.len() + 1
+                ),
             ));
         }
         // SAFETY: `out` is writable for `len` bytes, more than the text and its NUL.

@@ -177,8 +177,13 @@ const HEADER: &str = include_str!("../include/convtune.h");
 
 /// The text between `start` and `end` in the header.
 fn header_part<'a>(start: &str, end: &str) -> &'a str {
-    let from = HEADER.find(start).unwrap_or_else(|| panic!("header lacks {start:?}")) + start.len();
-    let len = HEADER[from..].find(end).unwrap_or_else(|| panic!("header lacks {end:?}"));
+    let from = HEADER
+        .find(start)
+        .unwrap_or_else(|| panic!("header lacks {start:?}"))
+        + start.len();
+    let len = HEADER[from..]
+        .find(end)
+        .unwrap_or_else(|| panic!("header lacks {end:?}"));
     &HEADER[from..from + len]
 }
 
@@ -206,10 +211,7 @@ fn the_header_config_struct_has_every_declared_field_in_order() {
             members.push((ty, name.trim().split('[').next().unwrap().to_string()));
         }
     }
-    let tuning: Vec<_> = members
-        .iter()
-        .take_while(|(_, n)| n != "source")
-        .collect();
+    let tuning: Vec<_> = members.iter().take_while(|(_, n)| n != "source").collect();
     let names: Vec<&str> = tuning.iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -218,7 +220,11 @@ fn the_header_config_struct_has_every_declared_field_in_order() {
          order, before `source`"
     );
     for ((ty, name), f) in tuning.iter().zip(Field::ALL) {
-        let want = if f.domain().is_number() { "uint32_t" } else { "int32_t" };
+        let want = if f.domain().is_number() {
+            "uint32_t"
+        } else {
+            "int32_t"
+        };
         assert_eq!(*ty, want, "member {name}");
     }
 }
@@ -288,7 +294,11 @@ fn the_new_fields_come_back_from_a_lookup() {
         unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
     assert_eq!(rc, 0, "{}", last_error());
     assert_eq!(out.source, 0, "{}", text(&out.reason));
-    assert!(text(&out.config).ends_with("red=fixup,ld=ws"), "{}", text(&out.config));
+    assert!(
+        text(&out.config).ends_with("red=fixup,ld=ws"),
+        "{}",
+        text(&out.config)
+    );
     assert_eq!((out.split_k, out.red, out.ld), (4, 1, 2));
     let line = CString::new(SEED_003).unwrap();
     let rc =
@@ -348,15 +358,30 @@ fn manifest_tensor_maps_give_the_encode_calls_and_offsets() {
     assert_eq!(rc, 0, "{}", last_error());
     assert_eq!(count, 2);
     let (w, y) = (maps[0], maps[1]);
-    assert_eq!((w.param_index, w.param_offset, w.tensor, w.function), (4, 64, 1, 0));
-    assert_eq!((w.data_type, w.rank, w.swizzle, w.l2_promotion), (9, 2, 3, 3));
-    assert_eq!((&w.global_dim[..2], w.global_strides[0]), (&[4096, 2048][..], 8192));
+    assert_eq!(
+        (w.param_index, w.param_offset, w.tensor, w.function),
+        (4, 64, 1, 0)
+    );
+    assert_eq!(
+        (w.data_type, w.rank, w.swizzle, w.l2_promotion),
+        (9, 2, 3, 3)
+    );
+    assert_eq!(
+        (&w.global_dim[..2], w.global_strides[0]),
+        (&[4096, 2048][..], 8192)
+    );
     assert_eq!((w.box_dim, w.element_strides), ([64, 64, 1, 1, 1], [1; 5]));
-    assert_eq!((y.param_index, y.param_offset, y.tensor, y.function), (5, 192, 2, 1));
+    assert_eq!(
+        (y.param_index, y.param_offset, y.tensor, y.function),
+        (5, 192, 2, 1)
+    );
     assert_eq!((y.channels_per_pixel, y.pixels_per_column), (64, 128));
     assert_eq!(y.pixel_box_upper_corner, [1, 0, 0]);
     assert_eq!(y.box_dim, [0; 5]);
-    assert_eq!(std::mem::size_of::<TensorMapC>(), convtune_tensor_map_size());
+    assert_eq!(
+        std::mem::size_of::<TensorMapC>(),
+        convtune_tensor_map_size()
+    );
 
     let rc = unsafe {
         convtune_manifest_tensor_maps(json.as_ptr(), 1, std::ptr::null_mut(), 0, &mut count)

@@ -88,8 +88,8 @@ class Driver:
                       u32(e["channels_per_pixel"]), u32(e["pixels_per_column"])]
         else:
             middle = [arr(u32, e["box_dim"])]
-        raw = ctypes.create_string_buffer(128 + 64)  # a CUtensorMap is 64-byte aligned
-        out = (ctypes.addressof(raw) + 63) // 64 * 64
+        raw = ctypes.create_string_buffer(128 + 128)  # CUtensorMap: alignas(64), 128 in CUDA 13
+        out = (ctypes.addressof(raw) + 127) // 128 * 128
         fn = getattr(self.lib, e["function"])
         self.check(fn(ctypes.c_void_p(out), *head, *middle, *tail), e["function"])
         return ctypes.string_at(out, 128)

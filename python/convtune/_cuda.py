@@ -21,9 +21,11 @@ _MAX_DYNAMIC_SHARED = 8
 _c_ptr = ctypes.c_void_p
 _u32, _u64, _int = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int
 
-# Bytes of a CUtensorMap, and its alignment (cuda.h declares it alignas(64)).
+# Bytes of a CUtensorMap, and the alignment of the one the driver encodes into: cuda.h 12
+# declares it alignas(64), cuda.h 13 alignas(128); 128 satisfies both. (As a kernel parameter
+# its alignment is the manifest's `params` `align`, 64.)
 TENSOR_MAP_BYTES = 128
-TENSOR_MAP_ALIGN = 64
+TENSOR_MAP_ALIGN = 128
 
 # The encode functions' parameters after the output map, in the driver's order: (name in the
 # manifest's `encode`, ctypes type; a list type is an array argument). Enums are C ints.

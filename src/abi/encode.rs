@@ -242,6 +242,9 @@ mod tests {
         let mut bad = serde_json::to_value(e).unwrap();
         bad["swizzle"] = 2.into();
         let err = serde_json::from_value::<TensorMapEncode>(bad).unwrap_err();
-        assert!(err.to_string().contains("CUtensorMapSwizzle value 2"), "{err}");
+        assert!(
+            err.to_string().contains("CUtensorMapSwizzle value 2"),
+            "{err}"
+        );
     }
 }

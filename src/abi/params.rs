@@ -101,7 +101,10 @@ mod tests {
         }
         let l = param_layout(&args);
         let at: Vec<_> = l.slots.iter().map(|s| (s.offset, s.bytes)).collect();
-        assert_eq!(at, [(0, 8), (8, 8), (16, 8), (24, 8), (64, 128), (192, 128)]);
+        assert_eq!(
+            at,
+            [(0, 8), (8, 8), (16, 8), (24, 8), (64, 128), (192, 128)]
+        );
         assert_eq!((l.bytes, l.align), (320, 64));
         assert_eq!(l.slots[4].kind, "tensor-map");
         assert_eq!(l.slots[5].tensor, "w");

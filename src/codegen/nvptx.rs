@@ -476,8 +476,10 @@ impl BulkTensorCopy for Nvptx {
         ir.func
             .add_attribute(loc, ctx.create_type_attribute(byval, map_ty.into()));
         let align = Attribute::get_named_enum_kind_id("align");
-        ir.func
-            .add_attribute(loc, ctx.create_enum_attribute(align, crate::abi::TENSOR_MAP_ALIGN as u64));
+        ir.func.add_attribute(
+            loc,
+            ctx.create_enum_attribute(align, crate::abi::TENSOR_MAP_ALIGN as u64),
+        );
         // "grid_constant" lists parameters counting from 1.
         let node = ctx.metadata_node(&[
             ir.func.as_global_value().as_pointer_value().into(),
