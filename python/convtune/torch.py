@@ -86,11 +86,11 @@ def _plan(device, line, config=None):
         # (256-byte aligned, as allocations are), so a map the driver refuses is a fallback
         # here with its numbers, not an error at the first launch. The Rust runtime does the
         # same when it loads a plan.
-        for k in manifest["kernels"]:
-            for m in k.get("tensor_maps", []):
-                drv.encode_tensor_map(m["encode"], 1 << 32)
         with torch.cuda.device(device):
             drv.make_current(device.index)
+            for k in manifest["kernels"]:
+                for m in k.get("tensor_maps", []):
+                    drv.encode_tensor_map(m["encode"], 1 << 32)
             _, functions = drv.load(module, manifest["kernels"])
         launches = list(zip(functions, manifest["kernels"]))
         result = _Plan(manifest, launches)
