@@ -3,7 +3,9 @@
 # statically, which also needs Polly and zstd), lld to link AMDGPU code objects, and the HIP
 # headers (src/runtime/hip/ffi.rs was written from them; the build does not link the HIP
 # runtime, which is opened at run time). Then a Python virtual environment (target/venv, or
-# $CONVTUNE_VENV) with maturin and pytest, which scripts/test.sh uses to build and test the wheel.
+# $CONVTUNE_VENV) with maturin and pytest, which scripts/test.sh uses to build and test the wheel,
+# and the CUDA 13.0 toolkit's ptxas (the pip wheel nvidia-cuda-nvcc, no GPU needed), which the
+# tests use to assemble generated kernels (src/runtime/ptxas.rs); without it those tests skip.
 set -euo pipefail
 pkgs=(llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libxml2-dev lld-19 libamdhip64-dev)
 missing=()
@@ -24,3 +26,5 @@ fi
 venv=${CONVTUNE_VENV:-"$(dirname "$0")/../target/venv"}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "nvidia-cuda-nvcc==13.0.*" \
+  || echo "NOTE: the ptxas wheel (nvidia-cuda-nvcc) did not install: the ptxas tests will skip"

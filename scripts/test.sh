@@ -3,6 +3,14 @@
 # below); run them on a GPU machine with scripts/gpu-tests.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The toolkit's ptxas that setup.sh put into the virtual environment, for the assembler tests.
+venv=${CONVTUNE_VENV:-target/venv}
+if [ -z "${CONVTUNE_PTXAS:-}" ]; then
+  for p in "$venv"/lib/python3*/site-packages/nvidia/cu13/bin/ptxas; do
+    case $p in /*) ;; *) p=$PWD/$p ;; esac
+    [ -x "$p" ] && export CONVTUNE_PTXAS="$p"
+  done
+fi
 cargo test --all-features --release "$@"
 # The C API: the lookup-only library, its unit tests, and the C test compiled with cc.
 cargo test --release -p convtune_c

@@ -8,6 +8,7 @@ use convtune::config::PerfConfig;
 use convtune::legality;
 use convtune::lowering::lower;
 use convtune::manifest::{ConfigSource, Manifest};
+use convtune::runtime::{Ptxas, PTXAS_ENV};
 use convtune::tune::target_for;
 use std::path::PathBuf;
 
@@ -29,9 +30,15 @@ pub struct CompileArgs {
     /// Also write the launch manifest (JSON, see docs/abi.md) here.
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
-    /// Print the summary as JSON (`{"manifest", "ptx": instruction counts, "amd_resources"}`).
+    /// Print the summary as JSON (`{"manifest", "ptx": instruction counts, "amd_resources",
+    /// "ptxas"}`).
     #[arg(long)]
     json: bool,
+    /// Also assemble the PTX with the toolkit's `ptxas` (found as the tuner finds it, see
+    /// CONVTUNE_PTXAS) and print its resource report and warnings; exits non-zero on a warning
+    /// that the tuner treats as a failure (serialised wgmma, ignored setmaxnreg).
+    #[arg(long)]
+    ptxas: bool,
 }
 
 /// Compiles and writes the module (and the manifest), then prints the resource report.
@@ -82,16 +89,44 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(&manifest)?;
         super::out::write_file(path, format!("{text}\n").as_bytes())?;
     }
+    let assembled = match (args.ptxas, c.module.ptx()) {
+        (false, _) => None,
+        (true, None) => return Err(bad_input(anyhow!("--ptxas: {} makes no PTX", arch.name))),
+        (true, Some(ptx)) => {
+            let asm = Ptxas::find().ok_or_else(|| {
+                anyhow!("--ptxas: no ptxas found (set {PTXAS_ENV} or put ptxas on PATH)")
+            })?;
+            Some(asm.assemble(ptx).map_err(|e| anyhow!("--ptxas: {e}"))?)
+        }
+    };
+    let fatal = assembled
+        .as_ref()
+        .and_then(|a| a.fatal_warning().map(|w| w.trim().to_string()));
     if args.json {
-        return super::out::json(&serde_json::json!({
+        super::out::json(&serde_json::json!({
             "manifest": manifest,
             "manifest_file": args.manifest.as_ref().map(|m| m.display().to_string()),
             "ptx": c.module.ptx().map(PtxCounts::of),
             "amd_resources": c.resources,
-        }));
+            "ptxas": assembled.as_ref().map(|a| serde_json::json!({
+                "log": a.log,
+                "spill_bytes": a.spill_bytes(),
+                "fatal_warning": fatal,
+            })),
+        }))?;
+    } else {
+        outln!("{cfg}");
+        outln!("{}", resource_report(&c));
+        if let Some(a) = &assembled {
+            outln!("ptxas: {}", a.log.trim().replace('\n', "\n  "));
+        }
     }
-    outln!("{cfg}");
-    outln!("{}", resource_report(&c));
+    if let Some(w) = fatal {
+        return Err(anyhow!("ptxas: {w}"));
+    }
+    if args.json {
+        return Ok(());
+    }
     outln!("wrote {}", args.output.display());
     if let Some(path) = &args.manifest {
         outln!("wrote {}", path.display());

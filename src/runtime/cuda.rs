@@ -51,6 +51,19 @@ impl Module {
     /// JIT-compiles and loads PTX text. The error message carries the JIT's log.
     pub fn load(ctx: &Arc<CudaContext>, ptx: &str) -> Result<Module, String> {
         let image = CString::new(ptx).map_err(|_| "module text contains a NUL byte".to_string())?;
+        Self::load_image(ctx, image.as_bytes_with_nul())
+    }
+
+    /// Loads machine code that `ptxas` made (a cubin: an ELF image, no JIT).
+    pub fn load_cubin(ctx: &Arc<CudaContext>, cubin: &[u8]) -> Result<Module, String> {
+        if !cubin.starts_with(b"\x7fELF") {
+            return Err("the assembled module is not an ELF image".into());
+        }
+        Self::load_image(ctx, cubin)
+    }
+
+    /// `cuModuleLoadDataEx` on a NUL-terminated PTX text or an ELF image.
+    fn load_image(ctx: &Arc<CudaContext>, image: &[u8]) -> Result<Module, String> {
         ctx.bind_to_thread().map_err(describe)?;
         let mut log = vec![0u8; JIT_LOG_BYTES];
         let mut options = [
@@ -60,8 +73,9 @@ impl Module {
         // The driver reads the size option's *value* from the pointer slot itself.
         let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
         let mut raw = std::ptr::null_mut();
-        // SAFETY: `image` is NUL-terminated; option arrays have matching lengths; `log` outlives
-        // the call and its size is passed alongside.
+        // SAFETY: `image` is NUL-terminated PTX or an ELF image (whose header gives its size);
+        // option arrays have matching lengths; `log` outlives the call and its size is passed
+        // alongside.
         let r = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut raw,

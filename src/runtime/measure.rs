@@ -19,6 +19,7 @@ use super::host::{self, compare, POISON};
 use super::outcome::{MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
 use super::preload::{threads_from_env, Preloader};
+use super::ptxas::{Image, Ptxas};
 use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor;
@@ -68,8 +69,8 @@ pub struct Measurer {
     state: Option<ProblemState>,
     /// Set once a kernel faulted: the reason.
     lost: Option<String>,
-    /// Loads the modules of the candidates announced next while this one is timed.
-    preloader: Preloader<Module>,
+    /// Assembles the modules of the candidates announced next while this one is timed.
+    preloader: Preloader<Image>,
 }
 
 impl Measurer {
@@ -88,10 +89,11 @@ impl Measurer {
             .map_err(|e| RuntimeError::driver("cuStreamCreate", "", e))?;
         let flush_bytes = (2 * device.l2_bytes).max(1 << 20) as usize;
         let flush = alloc(&stream, flush_bytes, "L2 flush buffer")?;
-        let loader_ctx = ctx.clone();
+        let ptxas = Ptxas::find();
+        let threads = threads_from_env(ptxas.is_some());
         let preloader = Preloader::new(
-            threads_from_env(),
-            Arc::new(move |ptx: &str| Module::load(&loader_ctx, ptx)),
+            threads,
+            Arc::new(move |ptx: &str| Ok(Ptxas::image(ptxas.as_ref(), ptx))),
         );
         Ok(Measurer {
             device,
@@ -310,11 +312,29 @@ impl Measurer {
         stages: &mut MeasureStages,
     ) -> Result<(LoadedPlan, Vec<u8>), RunError> {
         let started = Instant::now();
-        let preloader = &self.preloader;
+        let (preloader, ctx) = (&self.preloader, &self.ctx);
         let loaded = LoadedPlan::load_with(plan, |ptx| {
             let taken = preloader.take(ptx);
-            stages.jit_s = taken.jit_s;
-            taken.module
+            let image = taken.module?;
+            let started = Instant::now();
+            let module = match &*image {
+                Image::Cubin(done) => match done.fatal_warning() {
+                    Some(w) => Err(format!("ptxas: {}", w.trim())),
+                    None => Module::load_cubin(ctx, &done.cubin),
+                },
+                Image::Jit(why) => {
+                    if let Some(why) = why {
+                        static SAID: std::sync::Once = std::sync::Once::new();
+                        SAID.call_once(|| {
+                            eprintln!("convtune: ptxas refused a module, the driver JITs it: {why}")
+                        });
+                    }
+                    Module::load(ctx, ptx)
+                }
+            };
+            // The assembler's time (on a loader thread, or here) and the driver's.
+            stages.jit_s = taken.jit_s + started.elapsed().as_secs_f64();
+            module.map(Arc::new)
         })
         .and_then(|l| {
             l.prepare(self.device.max_shared_per_block_optin)

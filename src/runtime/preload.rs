@@ -1,16 +1,16 @@
-//! Loading the modules of the next candidates on a few threads while the GPU times the current
-//! one.
+//! Assembling the modules of the next candidates on a few threads while the GPU times the
+//! current one (with `ptxas`, [`super::ptxas`]; the driver then loads machine code).
 //!
 //! On the H200 the driver's PTX JIT (`cuModuleLoadDataEx`) was 90–96% of the measure stage of
-//! small problems, at 0.15–0.4 s a module, one module after the other. The JIT is thread-safe
-//! on one context, so the worker hands the modules of the candidates it was told come next to a
-//! few loader threads ([`Preloader::preload`]); measuring a candidate then takes its module
-//! ([`Preloader::take`]), waiting only for what is still compiling. A module that fails to load
-//! fails the same way when taken: the error stays that candidate's outcome. Identical module
-//! text (the same PTX from two configs) is loaded once.
+//! small problems, at 0.15–0.4 s a module, one module after the other. The worker hands the
+//! modules of the candidates it was told come next to a few loader threads
+//! ([`Preloader::preload`]), each running `ptxas` on one; measuring a candidate then takes its
+//! machine code ([`Preloader::take`]), waiting only for what is still assembling. A module that
+//! fails to assemble fails the same way when taken: the error stays that candidate's outcome.
+//! Identical module text (the same PTX from two configs) is assembled once.
 //!
-//! The type is generic over the loaded module so its ordering and error handling are tested
-//! without a GPU; the CUDA measurer instantiates it with the driver's module.
+//! The type is generic over what a load makes so its ordering and error handling are tested
+//! without a GPU; the CUDA measurer instantiates it with [`super::ptxas::Image`].
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -20,27 +20,31 @@ use std::time::Instant;
 /// Turns module text into a loaded module, or the loader's error (the JIT log).
 pub(crate) type LoadFn<M> = Arc<dyn Fn(&str) -> Result<M, String> + Send + Sync>;
 
-/// Environment variable that sets the number of loader threads (unset or 0: each module is
-/// loaded when its candidate is measured; see [`default_threads`]).
+/// Environment variable that sets the number of loader threads (0: each module is assembled
+/// when its candidate is measured; unset: see [`default_threads`]).
 pub const JIT_THREADS_ENV: &str = "CONVTUNE_JIT_THREADS";
 
-/// Loader threads by default: none. Measured on the H200 (BENCHMARKS, session 6 final pass B,
-/// `scripts/session6/fast-check.sh`, `--time 10`, cold JIT caches): with 15 loader threads the
-/// tuner evaluated 2.4 and 1.6 candidates/s on a 1x1 and a 3x3 fwd problem against 5.3 and 3.7
-/// for the base build and 4.4 for this build with 0 threads, and one candidate (instead of 15-17)
-/// on a bwd-weight and a strided bwd-data problem: concurrent `cuModuleLoadDataEx` calls on one
-/// context did not overlap with the timing, they slowed it. The pool stays for an explicit
-/// `CONVTUNE_JIT_THREADS=N`.
-pub(crate) fn default_threads() -> usize {
-    0
+/// Loader threads by default: one per core but one (at most 16) when `ptxas` assembles the
+/// modules ([`super::ptxas`]), none when the driver JITs them. Measured on the H200 (BENCHMARKS,
+/// session 6 final pass B, `scripts/session6/fast-check.sh`): concurrent driver JITs
+/// (`cuModuleLoadDataEx` on PTX) on one context slowed the timing thread instead of overlapping
+/// with it (2.4 vs 4.4 candidates/s on a 1x1 problem), so driver JITs stay on the measuring
+/// thread; `ptxas` runs in processes of its own and holds no context.
+pub(crate) fn default_threads(assembler: bool) -> usize {
+    if !assembler {
+        return 0;
+    }
+    thread::available_parallelism()
+        .map_or(1, |n| n.get().saturating_sub(1))
+        .clamp(1, 16)
 }
 
 /// The loader thread count the environment asks for (see [`JIT_THREADS_ENV`]).
-pub(crate) fn threads_from_env() -> usize {
+pub(crate) fn threads_from_env(assembler: bool) -> usize {
     std::env::var(JIT_THREADS_ENV)
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(default_threads)
+        .unwrap_or_else(|| default_threads(assembler))
 }
 
 enum State<M> {
