@@ -148,6 +148,11 @@ fn a_ring_reset_per_unit_is_caught() {
             .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
         let w = p.direction().written() as usize;
         let bad = mismatches(&p, &t[w], &want).len();
+        eprintln!(
+            "ring reset per unit, {p}: {} violations {:?}, {bad} wrong elements",
+            rep.violations,
+            rep.messages.first()
+        );
         assert!(
             rep.violations > 0 || bad > 0,
             "{p} {c}: the wrong ring went unnoticed"

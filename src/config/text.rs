@@ -140,6 +140,7 @@ mod tests {
             mma: MmaPath::Sync,
             red: Reduction::Atomic,
             ld: LoadPath::Cp,
+            persistent: crate::config::Grid::PerTile,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -178,7 +179,7 @@ mod tests {
             w
         );
         assert!(matches!(
-            "v4:bm=1".parse::<PerfConfig>(),
+            "v5:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         let e = s

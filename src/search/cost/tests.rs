@@ -20,6 +20,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         mma: crate::config::MmaPath::Sync,
         red: crate::config::Reduction::Atomic,
         ld: crate::config::LoadPath::Cp,
+        persistent: crate::config::Grid::PerTile,
     }
 }
 
