@@ -112,6 +112,16 @@ fn persistent_bwd_weight_split_k() {
         assert_eq!(run(&p, &c, 1), 1, "{c}");
         assert_eq!(run(&p, &c, 132), 4, "{c}");
     }
+    // 5 K tiles in 4 slices of 2: slice 3 is [6, 5), past the end (the unit adds no ring
+    // position either way).
+    let past = problem("convbfp16 -n 2 -c 64 -H 10 -W 16 -k 64 -y 1 -x 1 -F 4 --layout NHWC");
+    for red in [Reduction::Fixup, Reduction::Atomic] {
+        let c = with(&cfg(WS), |c| {
+            c.split_k = 4;
+            c.red = red;
+        });
+        assert_eq!(run(&past, &c, 3), 3, "{c}");
+    }
     // Two output tiles × 3 slices = 6 units over 4 blocks, wg1.
     let p = problem("convbfp16 -n 2 -c 64 -H 12 -W 16 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
     let c = with(&cfg(WS), |c| {

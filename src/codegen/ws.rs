@@ -240,7 +240,15 @@ pub(crate) fn emit<'ctx>(
         let produce = |kb: &Kb<'_, 'ctx>, io: Option<&Issue<'_, '_, 'ctx>>| match (work, io) {
             (Work::One { lo, hi, .. }, Some(io)) => {
                 produce_unit(kb, io, *lo, *hi, None);
-                tail(kb, *hi, *lo);
+                // A split-K slice past the last K tile has `lo > hi`: its ring ends at
+                // position 0, not at the negative `hi - lo` (whose unsigned parity names a
+                // phase a fresh barrier never completes: the producer hung).
+                let end = if plan.cfg.split_k > 1 {
+                    kb.umax(*lo, *hi)
+                } else {
+                    *hi
+                };
+                tail(kb, end, *lo);
             }
             (Work::Walk, _) => {
                 let end = walk(kb, plan, |kb, tile, lo, hi, base| {
