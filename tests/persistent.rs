@@ -48,7 +48,10 @@ fn pk_is_a_v4_field_that_older_strings_leave_off() {
     assert_eq!(c.to_string(), WS);
     let off = with(&c, |c| c.persistent = Grid::PerTile);
     // pk=0 prints as v3 (what every database entry already says) and v3 means pk=0.
-    assert_eq!(off.to_string(), WS.replace("v4:", "v3:").replace(",pk=1", ""));
+    assert_eq!(
+        off.to_string(),
+        WS.replace("v4:", "v3:").replace(",pk=1", "")
+    );
     assert_eq!(cfg(&off.to_string()), off);
     assert!("v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,pk=2"
         .parse::<PerfConfig>()
@@ -94,6 +97,10 @@ fn persistent_fwd_long_k_and_wg1() {
 #[test]
 fn persistent_bwd_data() {
     let p = problem("convbfp16 -n 4 -c 128 -H 8 -W 8 -k 80 -y 1 -x 1 -F 2 --layout NHWC");
+    assert_eq!(run(&p, &cfg(WS), 3), 3);
+    // Seed 003's shape (stride = filter width: one dense GEMM), small.
+    let p =
+        problem("convbfp16 -n 2 -c 128 -H 1 -W 32 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
     assert_eq!(run(&p, &cfg(WS), 3), 3);
 }
 
@@ -214,7 +221,11 @@ fn persistent_ptx_and_grid_for_the_h200() {
     let l = lower(&p);
     legality::check(&l, &c, &Arch::SM_90).unwrap();
     let compiled = compile_conv(&l, &c, Target::of(Arch::SM_90)).unwrap();
-    for k in compiled.kernels.iter().filter(|k| k.name.starts_with("convtune_gemm")) {
+    for k in compiled
+        .kernels
+        .iter()
+        .filter(|k| k.name.starts_with("convtune_gemm"))
+    {
         assert_eq!(k.grid, [132, 1, 1], "{k:?}");
         assert_eq!(k.block[0], 256 + 128);
     }

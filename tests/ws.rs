@@ -179,7 +179,10 @@ fn ws_split_k_slice_past_the_end_does_not_hang() {
     let wgrad = problem("convbfp16 -n 2 -c 64 -H 10 -W 16 -k 64 -y 1 -x 1 -F 4 --layout NHWC");
     let base =
         cfg("v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws");
-    for red in [convtune::config::Reduction::Atomic, convtune::config::Reduction::Fixup] {
+    for red in [
+        convtune::config::Reduction::Atomic,
+        convtune::config::Reduction::Fixup,
+    ] {
         let c = PerfConfig {
             split_k: 4,
             red,

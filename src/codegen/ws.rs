@@ -190,11 +190,13 @@ pub(crate) fn emit<'ctx>(
     });
     kb.barrier();
     // (stage, parity of the use's phase) of ring position `rel`.
-    let slot_rel = |kb: &Kb<'_, 'ctx>, rel: IntValue<'ctx>| {
-        (kb.uremc(rel, s), kb.uremc(kb.udivc(rel, s), 2))
-    };
+    let slot_rel =
+        |kb: &Kb<'_, 'ctx>, rel: IntValue<'ctx>| (kb.uremc(rel, s), kb.uremc(kb.udivc(rel, s), 2));
     // The ring position of K tile `kt` of a unit starting at `lo` at position `base`.
-    let pos = |kb: &Kb<'_, 'ctx>, kt: IntValue<'ctx>, lo: IntValue<'ctx>, base: Option<IntValue<'ctx>>| {
+    let pos = |kb: &Kb<'_, 'ctx>,
+               kt: IntValue<'ctx>,
+               lo: IntValue<'ctx>,
+               base: Option<IntValue<'ctx>>| {
         let rel = kb.sub(kt, lo);
         match base {
             Some(b) => kb.add(b, rel),
@@ -253,7 +255,13 @@ pub(crate) fn emit<'ctx>(
             (Work::Walk, _) => {
                 let end = walk(kb, plan, |kb, tile, lo, hi, base| {
                     let (a, b) = loaders(kb, tile);
-                    produce_unit(kb, &issue(kb, plan, [&a, &b], ptid, bars), lo, hi, Some(base))
+                    produce_unit(
+                        kb,
+                        &issue(kb, plan, [&a, &b], ptid, bars),
+                        lo,
+                        hi,
+                        Some(base),
+                    )
                 });
                 tail(kb, end, kb.c(0));
             }
@@ -264,7 +272,9 @@ pub(crate) fn emit<'ctx>(
             Work::One { tile, .. } => Some(loaders(kb, tile)),
             Work::Walk => None,
         };
-        let io = first.as_ref().map(|(a, b)| issue(kb, plan, [a, b], ptid, bars));
+        let io = first
+            .as_ref()
+            .map(|(a, b)| issue(kb, plan, [a, b], ptid, bars));
         let leader = match &io {
             Some(io) => io.leader,
             None => kb.eq(ptid, kb.c(0)),

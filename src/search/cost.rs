@@ -395,9 +395,9 @@ fn estimate_with(
             * (steps_per_block as f64 * step_slots + epilogue_slots)
             * slot_us
             * spill;
-        let math =
-            padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff) * spill
-                * persistent_gain(c, k_steps, blocks, sms * u64::from(bps.max(1)));
+        let math = padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff)
+            * spill
+            * persistent_gain(c, k_steps, blocks, sms * u64::from(bps.max(1)));
         // `ld=ws`: a producer warpgroup of its own issues the copies while the consumers
         // multiply, so they overlap instead of adding up.
         let compute = if c.ld.warp_specialised() {
