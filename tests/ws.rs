@@ -168,3 +168,26 @@ fn ws_split_k_with_an_empty_slice() {
     };
     assert!(check(&wgrad, &c), "refused");
 }
+
+/// Split-K whose last slice starts past the last K tile (5 K tiles in 4 slices of 2: slice 3
+/// is `[6, 5)`): the producer's tail measured ring positions from the slice's `lo`, so they
+/// were negative, and as unsigned numbers named a parity a fresh `mbarrier` never completes;
+/// the producer waited forever. The cause of the `ld=ws` split-K candidates that hung on the
+/// H200 (bwd-weight with 392 K tiles at sk = 32: slice 31 is `[403, 392)`).
+#[test]
+fn ws_split_k_slice_past_the_end_does_not_hang() {
+    let wgrad = problem("convbfp16 -n 2 -c 64 -H 10 -W 16 -k 64 -y 1 -x 1 -F 4 --layout NHWC");
+    let base =
+        cfg("v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws");
+    for red in [
+        convtune::config::Reduction::Atomic,
+        convtune::config::Reduction::Fixup,
+    ] {
+        let c = PerfConfig {
+            split_k: 4,
+            red,
+            ..base
+        };
+        assert!(check(&wgrad, &c), "refused: {c}");
+    }
+}

@@ -26,6 +26,21 @@ impl WsBlock {
     pub fn threads(&self) -> u32 {
         self.consumers + self.producers
     }
+
+    /// Blocks of this shape resident on one SM of `arch` with `smem` bytes of shared memory
+    /// each (at least 1): what a persistent grid launches per SM. The registers at entry
+    /// (`.maxnreg` × threads) usually make it 1.
+    pub fn resident_blocks(&self, arch: &Arch, smem: u32) -> u32 {
+        let threads = self.threads();
+        let by_regs = arch.regs_per_sm / (self.entry_regs * threads).max(1);
+        let by_threads = arch.max_threads_per_sm / threads.max(1);
+        let by_smem = arch.smem_per_sm.checked_div(smem).unwrap_or(u32::MAX);
+        by_regs
+            .min(by_threads)
+            .min(by_smem)
+            .min(arch.max_blocks_per_sm)
+            .max(1)
+    }
 }
 
 fn round_down(x: u32, granule: u32) -> u32 {
@@ -121,5 +136,8 @@ mod tests {
             .unwrap_err()
             .contains("setmaxnreg"));
         assert!(ws_block(&h, 96).is_err());
+        // The whole register file at entry: one block per SM, whatever its shared memory.
+        assert_eq!(ws_block(&h, 128).unwrap().resident_blocks(&h, 1024), 1);
+        assert_eq!(ws_block(&h, 256).unwrap().resident_blocks(&h, 200_000), 1);
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn emit_fixup<'ctx>(
     let counters = fx.counters_per_tile();
     let tile_counter = kb.mulc(share.tile, counters as i64);
     if !fx.grouped() {
-        let last = arrive_last(kb, ws, tid, tile_counter, share.count, 0);
+        let last = arrive_last(kb, plan, ws, tid, tile_counter, share.count, 0);
         kb.if_then(last, |kb| {
             kb.fence_device(ws);
             epilogue(kb, slots.sum(kb, n, kb.c(0), fx.slices, share.count));
@@ -107,7 +107,7 @@ pub(crate) fn emit_fixup<'ctx>(
     let first = kb.mulc(group, GROUP as i64);
     let in_group = kb.umin(kb.sub(share.count, first), kb.c(GROUP as i64));
     let group_counter = kb.add(kb.addc(tile_counter, 1), group);
-    let last_in_group = arrive_last(kb, ws, tid, group_counter, in_group, 0);
+    let last_in_group = arrive_last(kb, plan, ws, tid, group_counter, in_group, 0);
     kb.if_then(last_in_group, |kb| {
         kb.fence_device(ws);
         let sums = slots.sum(kb, n, first, GROUP, in_group);
@@ -119,7 +119,7 @@ pub(crate) fn emit_fixup<'ctx>(
         groups.store(kb, group, &sums);
         // Level 2: the tile's groups.
         let count = kb.udivc(kb.addc(share.count, GROUP as i64 - 1), GROUP);
-        let last = arrive_last(kb, ws, tid, tile_counter, count, 1);
+        let last = arrive_last(kb, plan, ws, tid, tile_counter, count, 1);
         kb.if_then(last, |kb| {
             kb.fence_device(ws);
             epilogue(kb, groups.sum(kb, n, kb.c(0), fx.groups(), count));
@@ -186,8 +186,10 @@ impl<'ctx> Slots<'ctx> {
 /// Publishes this block's stores and counts it in at counter `index` of `expected` arrivals;
 /// returns whether it arrived last (block-uniform, through shared-memory word `slot`), and then
 /// resets the counter for the next launch.
+#[allow(clippy::too_many_arguments)]
 fn arrive_last<'ctx>(
     kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
     ws: PointerValue<'ctx>,
     tid: IntValue<'ctx>,
     index: IntValue<'ctx>,
@@ -199,7 +201,12 @@ fn arrive_last<'ctx>(
     // verdict, and thread 0's release covers the whole block's stores.
     kb.barrier();
     let i32t = kb.i32t();
-    let verdict = kb.gep(i32t.into(), kb.shared_base(), kb.c(slot as i64));
+    let words = match plan.smem.epilogue {
+        None => kb.shared_base(),
+        // pk=1: the epilogue's own region (the producer is refilling the stages).
+        Some(at) => kb.gep_bytes(kb.shared_base(), at as i64),
+    };
+    let verdict = kb.gep(i32t.into(), words, kb.c(slot as i64));
     kb.if_then(kb.eq(tid, kb.c(0)), |kb| {
         let counter = kb.gep(i32t.into(), ws, index);
         let before = kb.arrive(counter);

@@ -10,9 +10,11 @@ use super::loader::Loader;
 use super::mainloop::{MainLoop, MultistageLoop};
 use super::math::WarpMath;
 use super::plan::{CStage, GemmPlan, MainLoopKind, SchedulerKind};
-use super::schedule::{RasterScheduler, TileScheduler};
+use super::schedule::{RasterScheduler, Tile, TileScheduler};
+use super::schedule_persistent::PersistentScheduler;
 use super::schedule_phase::PhaseScheduler;
 use super::tma::TmaLoop;
+use super::ws::Work;
 use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::{FloatValue, IntValue};
@@ -47,17 +49,27 @@ pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bo
 }
 
 /// The body of a warp-specialised plan ([`super::ws`]): the same tile, K range, epilogue and
-/// fix-up, the loads and the multiplies in warpgroups of their own.
+/// fix-up, the loads and the multiplies in warpgroups of their own; with `pk=1` each block
+/// walks the persistent grid's work units.
 fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
-    let scheduler = scheduler(plan);
     let tid = kb.thread_idx();
+    let write = |kb: &Kb<'_, 'ctx>, math: &WarpMath<'_, 'ctx>, tile: &Tile<'ctx>| {
+        write_tile(kb, plan, math, tile, tid)
+    };
+    if let SchedulerKind::Persistent(_) = plan.scheduler {
+        super::ws::emit(kb, plan, &Work::Walk, tid, write);
+        if fault {
+            emit_fault(kb, plan, tid, kb.block_idx(2));
+        }
+        return;
+    }
+    let scheduler = scheduler(plan);
     let tile = scheduler.tile(kb, plan);
     let (lo, hi) = scheduler.k_range(kb, plan, &tile);
-    super::ws::emit(kb, plan, &tile, tid, lo, hi, |kb, math| {
-        write_tile(kb, plan, math, &tile, tid)
-    });
+    let z = tile.z;
+    super::ws::emit(kb, plan, &Work::One { tile, lo, hi }, tid, write);
     if fault {
-        emit_fault(kb, plan, tid, tile.z);
+        emit_fault(kb, plan, tid, z);
     }
 }
 
@@ -67,7 +79,7 @@ fn write_tile<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     math: &WarpMath<'_, 'ctx>,
-    tile: &super::schedule::Tile<'ctx>,
+    tile: &Tile<'ctx>,
     tid: IntValue<'ctx>,
 ) {
     let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
@@ -110,7 +122,9 @@ pub(crate) fn emit_fault<'ctx>(
 pub(crate) fn grid(plan: &GemmPlan) -> [u64; 3] {
     match plan.scheduler {
         SchedulerKind::StreamK(sk) => [sk.blocks as u64, 1, 1],
-        SchedulerKind::Raster | SchedulerKind::Phase { .. } => scheduler(plan).grid(plan),
+        SchedulerKind::Raster | SchedulerKind::Phase { .. } | SchedulerKind::Persistent(_) => {
+            scheduler(plan).grid(plan)
+        }
     }
 }
 
@@ -120,6 +134,7 @@ fn scheduler(plan: &GemmPlan) -> &'static dyn TileScheduler {
     match plan.scheduler {
         SchedulerKind::Raster => &RasterScheduler,
         SchedulerKind::Phase { .. } => &PhaseScheduler,
+        SchedulerKind::Persistent(_) => &PersistentScheduler,
         SchedulerKind::StreamK(_) => panic!("a stream-K plan has no per-block tile scheduler"),
     }
 }
@@ -204,7 +219,11 @@ pub(crate) fn epilogue_staged<'ctx>(
 ) {
     let dt = plan.dt;
     let et = kb.elem_ty(dt);
-    let base = kb.shared_base();
+    let base = match plan.smem.c_at {
+        None => kb.shared_base(),
+        // pk=1: a region of its own (the producer is refilling the stages).
+        Some(at) => kb.gep_bytes(kb.shared_base(), at as i64),
+    };
     let gemm = plan.gemm;
     let addr = Addressing::new(plan.problem, gemm, &gemm.c);
     let gpart = addr.part(kb, Dim::G, g, false);
@@ -215,7 +234,8 @@ pub(crate) fn epilogue_staged<'ctx>(
     let lay = math.layout(kb);
     let vals = vals.unwrap_or_else(|| math.values(kb));
     let passes = st.passes();
-    // The A/B tiles are dead once every warp is past its last multiply.
+    // The A/B tiles are dead once every warp is past its last multiply (pk=1: the previous
+    // unit's last pass was read by everyone).
     kb.barrier();
     for pass in 0..passes {
         let first = pass * st.lines_per_pass;

@@ -48,6 +48,7 @@ mod phased;
 mod plan;
 mod report;
 mod schedule;
+mod schedule_persistent;
 mod schedule_phase;
 mod simple;
 mod smem;
@@ -64,6 +65,8 @@ pub use error::CodegenError;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;
+#[doc(hidden)]
+pub use ws::with_ring_reset_per_unit;
 
 pub use crate::abi::Module;
 

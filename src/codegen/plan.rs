@@ -10,7 +10,7 @@ use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
 use crate::arch::fit;
 use crate::arch::ws::WsBlock;
 use crate::config::fixup::Fixup;
-use crate::config::{Field, LdsLayout, PerfConfig, Reduction};
+use crate::config::{Field, Grid, LdsLayout, PerfConfig, PersistentGrid, Reduction};
 use crate::lowering::tma::{tma_operands, TmaTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
@@ -71,6 +71,9 @@ pub(crate) enum SchedulerKind {
     },
     /// [`super::streamk`]: a persistent grid walking (tile, K tile) iterations (`red=stream`).
     StreamK(crate::config::StreamK),
+    /// [`super::schedule_persistent::PersistentScheduler`]: a fixed grid whose blocks walk
+    /// work units (group, split-K slice, tile), `pk=1` with `ld=ws`.
+    Persistent(crate::config::PersistentGrid),
 }
 
 /// How one operand's tile moves from global to shared memory.
@@ -315,14 +318,43 @@ impl<'l> GemmPlan<'l> {
         let split = c.split_k > 1;
         let atomic = (split && c.red == Reduction::Atomic).then_some(dt != DType::F32);
         let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
-        let c_stage = if c.vec_c > 1 && atomic.is_none() {
-            Some(c_stage(p, gemm, c, smem_bytes).map_err(|r| fail(format!("vec_c: {r}")))?)
-        } else {
-            None
-        };
         if smem_bytes > u32::MAX as u64 / 2 {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
+        if let Some(why) = c.persistent_refusal() {
+            return Err(fail(format!("pk=1: {why}")));
+        }
+        let persistent = c.persistent == Grid::Persistent;
+        // The mbarriers go after everything the staged epilogue may reuse.
+        let barriers_at = smem_bytes.next_multiple_of(8);
+        let pipeline_end = if c.ld.uses_tma() {
+            barriers_at + 8 * (c.ld.mbarriers_per_stage() * c.stages) as u64
+        } else {
+            smem_bytes
+        };
+        // pk=1: the producer refills stages while the consumers run the epilogue, so the
+        // epilogue's shared memory (the fix-up's verdict words, the staged C tile) is a region
+        // of its own after the barriers ([`persistent_epilogue`]).
+        let epilogue = persistent.then(|| persistent_epilogue(pipeline_end));
+        let c_stage = if c.vec_c > 1 && atomic.is_none() {
+            let budget = match epilogue {
+                None => smem_bytes,
+                Some(at) => (arch.smem_per_block as u64).saturating_sub(at.c_at as u64),
+            };
+            let st = c_stage(p, gemm, c, budget).map_err(|r| {
+                fail(format!(
+                    "vec_c: {r}{}",
+                    if persistent {
+                        " (pk=1 stages C in a region of its own, after the pipeline)"
+                    } else {
+                        ""
+                    }
+                ))
+            })?;
+            Some(st)
+        } else {
+            None
+        };
         let tma = if c.ld.uses_tma() {
             tma_plan(p, gemm, c, spec, [&a, &b]).map_err(&fail)?
         } else {
@@ -347,18 +379,28 @@ impl<'l> GemmPlan<'l> {
         } else {
             None
         };
-        // The mbarriers go after everything the staged epilogue may reuse.
-        let barriers = tma_used.then(|| smem_bytes.next_multiple_of(8) as u32);
+        let barriers = tma_used.then_some(barriers_at as u32);
+        let bytes = match (epilogue, c_stage) {
+            (Some(e), Some(st)) => e.c_at + st.lines_per_pass * st.stride * bytes,
+            (Some(e), None) => e.c_at,
+            (None, _) => pipeline_end as u32,
+        };
         let smem = Smem {
             a: sa,
             b: sb,
             stages: c.stages,
-            bytes: match barriers {
-                Some(at) => at + 8 * c.ld.mbarriers_per_stage() * c.stages,
-                None => smem_bytes as u32,
-            },
+            bytes,
             barriers,
+            epilogue: epilogue.map(|e| e.verdict_at),
+            c_at: epilogue.map(|e| e.c_at),
         };
+        if persistent && smem.bytes > arch.smem_per_block {
+            // Only pk=1 adds to what the shared-memory rule budgets.
+            return Err(fail(format!(
+                "pk=1: {} bytes of shared memory with the epilogue's own region (at most {})",
+                smem.bytes, arch.smem_per_block
+            )));
+        }
         let k_tiles = gemm.k_len().div_ceil(c.block_k);
         let k_tiles_per_split = k_tiles.div_ceil(c.split_k);
         let (tiles_m, tiles_n) = (
@@ -426,6 +468,15 @@ impl<'l> GemmPlan<'l> {
             },
             scheduler: match stream {
                 Some(sk) => SchedulerKind::StreamK(sk),
+                None if persistent => {
+                    let w = ws.unwrap_or_else(|| panic!("pk=1 was refused without ld=ws"));
+                    let units = gemm.g_len() * c.split_k * tiles_m * tiles_n;
+                    SchedulerKind::Persistent(PersistentGrid::new(
+                        units,
+                        arch.compute_units,
+                        w.resident_blocks(arch, smem.bytes),
+                    ))
+                }
                 None => SchedulerKind::Raster,
             },
             a,
@@ -446,6 +497,26 @@ impl<'l> GemmPlan<'l> {
             tma,
             ws,
         })
+    }
+}
+
+/// Where a persistent kernel's epilogue region lies (bytes into shared memory).
+#[derive(Debug, Clone, Copy)]
+struct EpilogueRegion {
+    /// The fix-up's two verdict words.
+    verdict_at: u32,
+    /// The staged C tile (16-byte aligned, for its vector loads).
+    c_at: u32,
+}
+
+/// The epilogue region of a persistent kernel whose pipeline (stages and mbarriers) ends at
+/// byte `pipeline_end`: the one layout of it, which legality's `pk` rule repeats in bytes
+/// ([`crate::config::persistent_epilogue_at`]).
+fn persistent_epilogue(pipeline_end: u64) -> EpilogueRegion {
+    let (verdict_at, c_at) = crate::config::persistent_epilogue_at(pipeline_end);
+    EpilogueRegion {
+        verdict_at: verdict_at as u32,
+        c_at: c_at as u32,
     }
 }
 

@@ -2,7 +2,8 @@
 //! that covers every tile. The GEMM kernel asks its plan's scheduler
 //! ([`super::plan::SchedulerKind`]) and never computes a tile from block ids itself, so a
 //! persistent scheduler (a fixed grid that walks tiles) is a new implementation here, not an
-//! edit of the kernel. Today there is one: [`RasterScheduler`].
+//! edit of the kernel: [`RasterScheduler`] here, [`super::schedule_phase`]'s shifted raster,
+//! and [`super::schedule_persistent`]'s fixed grid walking work units.
 
 use super::builder::Kb;
 use super::plan::GemmPlan;
@@ -22,7 +23,8 @@ pub(crate) struct Tile<'ctx> {
     /// The output tile's index over groups and tiles, `0 .. G · tiles_m · tiles_n` (what the
     /// split-K fix-up keys its counter and partials by).
     pub index: IntValue<'ctx>,
-    /// The block's z index (the faulting test kernel faults in block (0, 0, 0) only).
+    /// The block's z index, or for a persistent scheduler the unit's (group, slice) pair
+    /// (the faulting test kernel faults in block (0, 0, 0) only).
     pub z: IntValue<'ctx>,
 }
 
@@ -76,9 +78,20 @@ pub(crate) fn raster_tile<'ctx>(
     plan: &GemmPlan,
     bid: IntValue<'ctx>,
 ) -> Tile<'ctx> {
+    raster_tile_at(kb, plan, bid, |kb| kb.block_idx(2))
+}
+
+/// [`raster_tile`] of tile `bid` of the (group, split-K slice) pair `z` (`g · split_k + slice`)
+/// that `z` computes (a persistent scheduler's work unit; the grid's z for the others).
+pub(crate) fn raster_tile_at<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    bid: IntValue<'ctx>,
+    z: impl FnOnce(&Kb<'_, 'ctx>) -> IntValue<'ctx>,
+) -> Tile<'ctx> {
     let c = &plan.cfg;
     let (tile_m, tile_n) = raster(kb, plan, bid);
-    let z = kb.block_idx(2);
+    let z = z(kb);
     let (g, slice) = if c.split_k > 1 {
         (kb.udivc(z, c.split_k), Some(kb.uremc(z, c.split_k)))
     } else {

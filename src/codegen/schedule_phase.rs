@@ -17,7 +17,7 @@ pub(crate) struct PhaseScheduler;
 fn first_block(plan: &GemmPlan) -> u32 {
     match plan.scheduler {
         SchedulerKind::Phase { first_block } => first_block,
-        SchedulerKind::Raster | SchedulerKind::StreamK(_) => 0,
+        SchedulerKind::Raster | SchedulerKind::StreamK(_) | SchedulerKind::Persistent(_) => 0,
     }
 }
 

@@ -100,6 +100,12 @@ pub(crate) struct Smem {
     /// [`crate::config::LoadPath::mbarriers_per_stage`] × `stages` of them (`ws`: the full ones, then the empty
     /// ones).
     pub barriers: Option<u32>,
+    /// `pk=1`: byte offset of the fix-up's verdict words, in the epilogue's own region after
+    /// the pipeline (the producer refills stages while the consumers run the epilogue);
+    /// `None`: at 0, reusing the pipeline's (dead) stages.
+    pub epilogue: Option<u32>,
+    /// `pk=1`: byte offset of the staged C tile in that region; `None`: at 0.
+    pub c_at: Option<u32>,
 }
 
 /// The C tile staged in shared memory (output type) so that threads store whole vectors along

@@ -35,7 +35,8 @@ use super::builder::Kb;
 use super::loader::{stage_base, Loader};
 use super::math::WarpMath;
 use super::plan::{GemmPlan, Math};
-use super::schedule::Tile;
+use super::schedule::{Tile, TileScheduler};
+use super::schedule_persistent::PersistentScheduler;
 use super::spec::TargetSpec;
 use super::tma::Issue;
 use crate::arch::ws::{ws_block, WsBlock};
@@ -71,16 +72,91 @@ pub(crate) fn plan_ws(
     ws_block(spec.target().arch(), consumers).map_err(|r| format!("ld=ws: {r}"))
 }
 
-/// Emits the warp-specialised body for `tile` over K tiles `[lo, hi)`; the consumers then run
-/// `write` (the epilogue, with the fix-up if any) on their accumulators.
+/// What a block of the warp-specialised kernel computes.
+pub(crate) enum Work<'ctx> {
+    /// One work unit, K tiles `[lo, hi)` of `tile` (one block per unit, `pk=0`).
+    One {
+        /// The tile.
+        tile: Tile<'ctx>,
+        /// First K tile.
+        lo: IntValue<'ctx>,
+        /// End of the K tiles.
+        hi: IntValue<'ctx>,
+    },
+    /// The block's walk over the persistent grid's units (`pk=1`): the ring's stage and
+    /// parity run on over a block-global K-tile counter, never reset at a unit boundary.
+    Walk,
+}
+
+/// Test hook: while set (on the emitting thread), a persistent kernel restarts its ring
+/// counter at every unit, the wrong protocol the emulator must catch. Never set outside the
+/// tests that prove that.
+#[doc(hidden)]
+pub fn with_ring_reset_per_unit<R>(f: impl FnOnce() -> R) -> R {
+    RESET_RING.with(|r| r.set(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    RESET_RING.with(|r| r.set(false));
+    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+thread_local! {
+    static RESET_RING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// What the producer issues a K tile with: `loaders`, the leader thread 0 of the producer
+/// (`ptid`), the mbarriers at `bars`.
+fn issue<'p, 'a, 'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &'p GemmPlan<'p>,
+    loaders: [&'p Loader<'a, 'ctx>; 2],
+    ptid: IntValue<'ctx>,
+    bars: PointerValue<'ctx>,
+) -> Issue<'p, 'a, 'ctx> {
+    Issue {
+        plan,
+        loaders,
+        leader: kb.eq(ptid, kb.c(0)),
+        bars,
+        bytes: plan.tma.iter().flatten().map(|t| t.stage_bytes()).sum(),
+    }
+}
+
+/// Calls `body(kb, tile, lo, hi, base)` for each unit the block walks, `base` the ring
+/// counter of the unit's first K tile (the K tiles of the units before it); returns the
+/// counter after the last unit.
+fn walk<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    body: impl Fn(&Kb<'_, 'ctx>, &Tile<'ctx>, IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>),
+) -> IntValue<'ctx> {
+    let sched = PersistentScheduler;
+    let i32t = kb.i32t();
+    let counter = kb.var(kb.c(0).into());
+    let reset = RESET_RING.with(|r| r.get());
+    kb.for_range(kb.c(0), sched.units_of_block(kb, plan), |kb, i| {
+        let unit = sched.unit(kb, plan, i);
+        let tile = sched.unit_tile(kb, plan, unit);
+        let (lo, hi) = sched.k_range(kb, plan, &tile);
+        let base = if reset {
+            kb.c(0)
+        } else {
+            kb.get(counter, i32t.into()).into_int_value()
+        };
+        body(kb, &tile, lo, hi, base);
+        // An empty split-K slice (lo ≥ hi) has no K tile.
+        kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
+    });
+    kb.get(counter, i32t.into()).into_int_value()
+}
+
+/// Emits the warp-specialised body of `work`; the consumers then run `write` (the epilogue,
+/// with the fix-up if any) on each unit's accumulators.
 pub(crate) fn emit<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
-    tile: &Tile<'ctx>,
+    work: &Work<'ctx>,
     tid: IntValue<'ctx>,
-    lo: IntValue<'ctx>,
-    hi: IntValue<'ctx>,
-    write: impl FnOnce(&Kb<'_, 'ctx>, &WarpMath<'_, 'ctx>),
+    write: impl Fn(&Kb<'_, 'ctx>, &WarpMath<'_, 'ctx>, &Tile<'ctx>),
 ) {
     let ws = plan
         .ws
@@ -113,10 +189,19 @@ pub(crate) fn emit<'ctx>(
         kb.mbarrier_init_fence();
     });
     kb.barrier();
-    // (stage, parity of the use's phase) of K tile `kt`.
-    let slot = |kb: &Kb<'_, 'ctx>, kt: IntValue<'ctx>| {
+    // (stage, parity of the use's phase) of ring position `rel`.
+    let slot_rel =
+        |kb: &Kb<'_, 'ctx>, rel: IntValue<'ctx>| (kb.uremc(rel, s), kb.uremc(kb.udivc(rel, s), 2));
+    // The ring position of K tile `kt` of a unit starting at `lo` at position `base`.
+    let pos = |kb: &Kb<'_, 'ctx>,
+               kt: IntValue<'ctx>,
+               lo: IntValue<'ctx>,
+               base: Option<IntValue<'ctx>>| {
         let rel = kb.sub(kt, lo);
-        (kb.uremc(rel, s), kb.uremc(kb.udivc(rel, s), 2))
+        match base {
+            Some(b) => kb.add(b, rel),
+            None => rel,
+        }
     };
     let one = kb.c(1);
     let consumer = kb.ultc(tid, t);
@@ -124,18 +209,20 @@ pub(crate) fn emit<'ctx>(
     kb.if_then(producer, |kb| {
         kb.setmaxnreg(false, ws.producer_regs);
         let ptid = kb.addc(tid, -(t as i64));
-        let a = Loader::new(kb, plan, &plan.gemm.a, ptid, tile.g, tile.m0);
-        let b = Loader::new(kb, plan, &plan.gemm.b, ptid, tile.g, tile.n0);
-        let io = Issue {
-            plan,
-            loaders: [&a, &b],
-            leader: kb.eq(ptid, kb.c(0)),
-            bars,
-            bytes: plan.tma.iter().flatten().map(|t| t.stage_bytes()).sum(),
+        let loaders = |kb: &Kb<'_, 'ctx>, tile: &Tile<'ctx>| {
+            (
+                Loader::new(kb, plan, &plan.gemm.a, ptid, tile.g, tile.m0),
+                Loader::new(kb, plan, &plan.gemm.b, ptid, tile.g, tile.n0),
+            )
         };
-        let produce = |kb: &Kb<'_, 'ctx>| {
+        // The K tiles `[lo, hi)` of a unit, from ring position `base`.
+        let produce_unit = |kb: &Kb<'_, 'ctx>,
+                            io: &Issue<'_, '_, 'ctx>,
+                            lo: IntValue<'ctx>,
+                            hi: IntValue<'ctx>,
+                            base: Option<IntValue<'ctx>>| {
             kb.for_range(lo, hi, |kb, kt| {
-                let (stage, parity) = slot(kb, kt);
+                let (stage, parity) = slot_rel(kb, pos(kb, kt, lo, base));
                 kb.mbarrier_wait(empty(kb, stage), kb.xor(parity, one));
                 io.issue_tma(kb, kt, stage, full(kb, stage));
                 if any_cp {
@@ -143,25 +230,72 @@ pub(crate) fn emit<'ctx>(
                     kb.cp_async_arrive(full(kb, stage));
                 }
             });
-            // The tail: each stage's release of its last use, so no copy is in flight at exit.
-            kb.for_range(hi, kb.addc(hi, s as i64), |kb, kt| {
-                let (stage, parity) = slot(kb, kt);
+        };
+        // The tail: each stage's release of its last use (ring positions `[end, end + S)`
+        // with `lo` subtracted), so no copy is in flight at exit.
+        let tail = |kb: &Kb<'_, 'ctx>, end: IntValue<'ctx>, lo: IntValue<'ctx>| {
+            kb.for_range(end, kb.addc(end, s as i64), |kb, kt| {
+                let (stage, parity) = slot_rel(kb, kb.sub(kt, lo));
                 kb.mbarrier_wait(empty(kb, stage), kb.xor(parity, one));
             });
         };
+        let produce = |kb: &Kb<'_, 'ctx>, io: Option<&Issue<'_, '_, 'ctx>>| match (work, io) {
+            (Work::One { lo, hi, .. }, Some(io)) => {
+                produce_unit(kb, io, *lo, *hi, None);
+                // A split-K slice past the last K tile has `lo > hi`: its ring ends at
+                // position 0, not at the negative `hi - lo` (whose unsigned parity names a
+                // phase a fresh barrier never completes: the producer hung).
+                let end = if plan.cfg.split_k > 1 {
+                    kb.umax(*lo, *hi)
+                } else {
+                    *hi
+                };
+                tail(kb, end, *lo);
+            }
+            (Work::Walk, _) => {
+                let end = walk(kb, plan, |kb, tile, lo, hi, base| {
+                    let (a, b) = loaders(kb, tile);
+                    produce_unit(
+                        kb,
+                        &issue(kb, plan, [&a, &b], ptid, bars),
+                        lo,
+                        hi,
+                        Some(base),
+                    )
+                });
+                tail(kb, end, kb.c(0));
+            }
+            (Work::One { .. }, None) => unreachable!("one unit's loaders are built up front"),
+        };
+        // One unit: its loaders up front, for every producer thread.
+        let first = match work {
+            Work::One { tile, .. } => Some(loaders(kb, tile)),
+            Work::Walk => None,
+        };
+        let io = first
+            .as_ref()
+            .map(|(a, b)| issue(kb, plan, [a, b], ptid, bars));
+        let leader = match &io {
+            Some(io) => io.leader,
+            None => kb.eq(ptid, kb.c(0)),
+        };
         if any_cp {
             // Every producer thread arrives on full[s], so none can fall a phase behind.
-            produce(kb);
+            produce(kb, io.as_ref());
         } else {
             // Only the leader: a thread that waited for nothing else could still be waiting
             // for phase u-1 of empty[s] when u completed too, and then wait for the wrong one.
-            kb.if_then(io.leader, produce);
+            kb.if_then(leader, |kb| produce(kb, io.as_ref()));
         }
     });
     kb.if_then(consumer, |kb| {
         kb.setmaxnreg(true, ws.consumer_regs);
         kb.set_barrier_scope(Some((CONSUMER_BARRIER, t)));
-        let math = WarpMath::new(kb, plan, tid);
+        // One unit: its accumulators first (as the kernel always emitted them).
+        let first = match work {
+            Work::One { .. } => Some(WarpMath::new(kb, plan, tid)),
+            Work::Walk => None,
+        };
         let lane0 = kb.eq(kb.uremc(tid, plan.warp), kb.c(0));
         let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
             kb.if_then(lane0, |kb| kb.mbarrier_arrive(empty(kb, stage)));
@@ -174,33 +308,53 @@ pub(crate) fn emit<'ctx>(
             }
         );
         let (ta, tb) = (&plan.smem.a, &plan.smem.b);
-        kb.for_range(lo, hi, |kb, kt| {
-            let (stage, parity) = slot(kb, kt);
-            kb.mbarrier_wait(full(kb, stage), parity);
-            if any_cp {
-                kb.fence_proxy_async();
-            }
-            math.step(
-                kb,
-                stage_base(kb, ta, plan.dt, stage),
-                stage_base(kb, tb, plan.dt, stage),
-            );
-            if in_flight {
-                // wait_group 1 retired the previous tile's group.
-                kb.if_then(kb.ult(lo, kt), |kb| {
-                    release(kb, slot(kb, kb.addc(kt, -1)).0);
-                });
-            } else {
-                release(kb, stage);
-            }
-        });
-        math.drain(kb);
-        if in_flight {
-            kb.if_then(kb.ult(lo, hi), |kb| {
-                release(kb, slot(kb, kb.addc(hi, -1)).0)
+        // Zeroed accumulators, the K tiles `[lo, hi)` from ring position `base`, the drain.
+        let consume = |kb: &Kb<'_, 'ctx>,
+                       math: &WarpMath<'_, 'ctx>,
+                       lo: IntValue<'ctx>,
+                       hi: IntValue<'ctx>,
+                       base: Option<IntValue<'ctx>>| {
+            kb.for_range(lo, hi, |kb, kt| {
+                let (stage, parity) = slot_rel(kb, pos(kb, kt, lo, base));
+                kb.mbarrier_wait(full(kb, stage), parity);
+                if any_cp {
+                    kb.fence_proxy_async();
+                }
+                math.step(
+                    kb,
+                    stage_base(kb, ta, plan.dt, stage),
+                    stage_base(kb, tb, plan.dt, stage),
+                );
+                if in_flight {
+                    // wait_group 1 retired the previous tile's group.
+                    kb.if_then(kb.ult(lo, kt), |kb| {
+                        release(kb, slot_rel(kb, pos(kb, kb.addc(kt, -1), lo, base)).0);
+                    });
+                } else {
+                    release(kb, stage);
+                }
             });
+            math.drain(kb);
+            if in_flight {
+                kb.if_then(kb.ult(lo, hi), |kb| {
+                    release(kb, slot_rel(kb, pos(kb, kb.addc(hi, -1), lo, base)).0)
+                });
+            }
+        };
+        match work {
+            Work::One { tile, lo, hi } => {
+                let math = first.unwrap_or_else(|| unreachable!());
+                consume(kb, &math, *lo, *hi, None);
+                write(kb, &math, tile);
+            }
+            Work::Walk => {
+                walk(kb, plan, |kb, tile, lo, hi, base| {
+                    let math = WarpMath::new(kb, plan, tid);
+                    consume(kb, &math, lo, hi, Some(base));
+                    write(kb, &math, tile);
+                });
+            }
         }
-        write(kb, &math);
         kb.set_barrier_scope(None);
     });
 }

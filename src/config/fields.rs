@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{LdsLayout, LoadPath, MmaPath, Reduction};
+use super::{Grid, LdsLayout, LoadPath, MmaPath, Reduction};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -65,6 +65,7 @@ named_field_value!(LdsLayout);
 named_field_value!(MmaPath);
 named_field_value!(Reduction);
 named_field_value!(LoadPath);
+named_field_value!(Grid);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -262,7 +263,7 @@ perf_config_fields! {
     ///
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
-    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`. A config
+    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`, `v4:` `pk`. A config
     /// prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
     /// databases and new ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -315,6 +316,10 @@ perf_config_fields! {
         /// How tiles reach shared memory on the `wgmma` path (`cp`, `tma` or `ws`).
         #[field(key = "ld", variant = Ld, level = 2, since = 3, default = LoadPath::Cp)]
         pub ld: LoadPath,
+        /// Persistent grid (`0`: one block per work unit; `1`: a fixed grid of at most SMs ×
+        /// resident blocks walking the work units, `ld=ws` only).
+        #[field(key = "pk", variant = Persistent, level = 7, since = 4, default = Grid::PerTile)]
+        pub persistent: Grid,
     }
 }
 
@@ -334,7 +339,7 @@ impl Field {
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
     /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, ld, sk, red, rs, va,
-    /// vb, vc).
+    /// vb, vc, pk).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -379,7 +384,7 @@ mod tests {
             keys,
             [
                 "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
-                "red", "ld"
+                "red", "ld", "pk"
             ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
@@ -387,7 +392,7 @@ mod tests {
             order,
             [
                 "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "red", "rs", "va",
-                "vb", "vc"
+                "vb", "vc", "pk"
             ]
         );
         assert_eq!(Field::LEVELS, 8);

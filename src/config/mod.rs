@@ -127,6 +127,30 @@ impl LoadPath {
     }
 }
 
+/// How blocks map to work units (a work unit: one output tile of one group and one split-K
+/// slice): the knob `pk`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Grid {
+    /// One block per work unit (`pk=0`): what every string before `v4:` means.
+    PerTile,
+    /// A persistent grid (`pk=1`, `ld=ws` only): `min(units, SMs × resident blocks)` blocks,
+    /// block `b` walking units `b, b + gridDim.x, …`; the producer's stage ring runs on across
+    /// units, so the next unit's loads overlap this one's epilogue ([`PersistentGrid`]).
+    Persistent,
+}
+
+impl Grid {
+    /// Every kind, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [Grid; 2] = [Grid::PerTile, Grid::Persistent];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 2] = ["0", "1"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// How the split-K slices of one output tile are added up: the question for bwd-weight, whose
 /// few output tiles and long K want many slices, and where the f32 atomics plus a finishing
 /// launch cost as much as the GEMM on small images.
@@ -210,6 +234,29 @@ impl PerfConfig {
         None
     }
 
+    /// What the persistent grid (`pk=1`) cannot do with this config, whatever the problem:
+    /// the rule legality (at the `pk` loop) and the code generator's planner share. `None`
+    /// also for `pk=0`.
+    pub fn persistent_refusal(&self) -> Option<String> {
+        if self.persistent != Grid::Persistent {
+            return None;
+        }
+        if !self.ld.warp_specialised() {
+            return Some(format!(
+                "ld={}: the persistent grid is built for ld=ws (its producer's ring runs on \
+                 across work units); use pk=0",
+                self.ld.name()
+            ));
+        }
+        if self.red == Reduction::Stream {
+            return Some(
+                "red=stream is a persistent schedule of its own (and not on ld=ws); use pk=0"
+                    .into(),
+            );
+        }
+        None
+    }
+
     /// The first numeric field that is zero, in declaration order: a hand-built config that no
     /// kernel can run (a string or a space file never holds one).
     pub fn zero_field(&self) -> Option<Field> {
@@ -217,6 +264,43 @@ impl PerfConfig {
             .into_iter()
             .find(|&f| f.domain().is_number() && self.code(f) == 0)
     }
+}
+
+/// A persistent grid (`pk=1`): `units` work units (group × split-K slice × output tile, in
+/// the order of the one-block-per-unit grid: tiles fastest, rasterised by `rs`) over `blocks`
+/// blocks, block `b` taking units `b, b + blocks, …`. The one place legality, the cost model
+/// and the code generator take the grid from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PersistentGrid {
+    /// Work units.
+    pub units: u32,
+    /// Blocks of the grid: `min(units, SMs × resident blocks per SM)`, at least 1.
+    pub blocks: u32,
+}
+
+impl PersistentGrid {
+    /// The grid over `units` work units on `sms` SMs holding `resident` blocks each.
+    pub fn new(units: u32, sms: u32, resident: u32) -> Self {
+        let slots = u64::from(sms.max(1)) * u64::from(resident.max(1));
+        PersistentGrid {
+            units,
+            blocks: u64::from(units).min(slots).max(1) as u32,
+        }
+    }
+
+    /// Most units one block walks.
+    pub fn most_per_block(&self) -> u32 {
+        self.units.div_ceil(self.blocks)
+    }
+}
+
+/// Where a persistent kernel's epilogue region starts in shared memory, given the byte where
+/// its pipeline (stages and mbarriers) ends: `(verdict words, staged C tile)`. The fix-up's
+/// two verdict words (8 bytes, 8-aligned) first, then the C tile 16-byte aligned. Shared by
+/// the planner and legality's `pk` rule.
+pub fn persistent_epilogue_at(pipeline_end: u64) -> (u64, u64) {
+    let verdict = pipeline_end.next_multiple_of(8);
+    (verdict, (verdict + 8).next_multiple_of(16))
 }
 
 /// A stream-K schedule: `blocks` persistent blocks, block `b` walking iterations

@@ -9,7 +9,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v3:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v4:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -140,6 +140,7 @@ mod tests {
             mma: MmaPath::Sync,
             red: Reduction::Atomic,
             ld: LoadPath::Cp,
+            persistent: crate::config::Grid::PerTile,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -178,7 +179,7 @@ mod tests {
             w
         );
         assert!(matches!(
-            "v4:bm=1".parse::<PerfConfig>(),
+            "v5:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         let e = s

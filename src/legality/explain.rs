@@ -160,6 +160,29 @@ impl Checker {
                     res.max_vector[i], arch.max_vector_bytes
                 )
             }
+            Rule::Persistent => match cfg.persistent {
+                crate::config::Grid::PerTile => "pk=0: one block per work unit".into(),
+                crate::config::Grid::Persistent => {
+                    let units: Vec<String> = self
+                        .gmn
+                        .iter()
+                        .map(|&[g, m, n]| {
+                            let u = u64::from(g)
+                                * u64::from(m.div_ceil(cfg.block_m))
+                                * u64::from(n.div_ceil(cfg.block_n))
+                                * u64::from(cfg.split_k);
+                            u.to_string()
+                        })
+                        .collect();
+                    format!(
+                        "pk=1: at most {} blocks ({} SMs × resident) walk the work units ({} per \
+                         sub-GEMM); the epilogue has its own shared memory",
+                        u64::from(arch.compute_units) * u64::from(res.blocks_per_cu.max(1)),
+                        arch.compute_units,
+                        units.join(", ")
+                    )
+                }
+            },
         }
     }
 }

@@ -35,6 +35,8 @@ pub enum RejectReasonKind {
     VectorC,
     /// TMA loads (`ld=tma`) where a tensor map cannot describe the tiles.
     Tma,
+    /// The persistent grid (`pk=1`) where it is not built or does not fit.
+    Persistent,
 }
 
 impl fmt::Display for RejectReasonKind {
@@ -54,6 +56,7 @@ impl fmt::Display for RejectReasonKind {
             RejectReasonKind::VectorB => "vector B",
             RejectReasonKind::VectorC => "vector C",
             RejectReasonKind::Tma => "tma",
+            RejectReasonKind::Persistent => "persistent",
         })
     }
 }
@@ -180,6 +183,13 @@ pub enum Rejection {
         why: String,
         /// The sub-GEMM, when one is at fault.
         gemm: Option<u32>,
+    },
+    /// The persistent grid (`pk=1`): only on `ld=ws`, not with stream-K, and its epilogue's
+    /// own shared-memory region must fit.
+    #[error("pk=1 (persistent grid): {why}")]
+    Persistent {
+        /// Why, in words.
+        why: String,
     },
     /// A swizzled layout needs whole, power-of-two counts of 16-byte chunks per row.
     #[error("lds=swz needs shared-memory rows (bk × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
@@ -321,6 +331,7 @@ impl Rejection {
             | Rejection::StreamK { .. } => K::SplitK,
             Rejection::Raster { .. } => K::Raster,
             Rejection::Tma { .. } => K::Tma,
+            Rejection::Persistent { .. } => K::Persistent,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }
             | Rejection::VectorTile { operand, .. }

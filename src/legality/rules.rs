@@ -9,6 +9,7 @@ use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig};
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
+mod persistent;
 mod reduction;
 mod resources;
 mod tma;
@@ -57,11 +58,13 @@ pub enum Rule {
     VectorC,
     /// TMA loads: a tensor map describes the tiles (`ld=tma`).
     Tma,
+    /// The persistent grid (`pk=1`): built for `ld=ws`, its epilogue region fits.
+    Persistent,
 }
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 16] = [
+    pub const ALL: [Rule; 17] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -78,6 +81,7 @@ impl Rule {
         Rule::VectorA,
         Rule::VectorB,
         Rule::VectorC,
+        Rule::Persistent,
     ];
 
     /// The parameter of the innermost enumeration loop that the rule reads: enumeration
@@ -95,6 +99,7 @@ impl Rule {
             Rule::VectorA => Field::VecA,
             Rule::VectorB => Field::VecB,
             Rule::VectorC => Field::VecC,
+            Rule::Persistent => Field::Persistent,
             // Reads every field, but only ever fails on hand-built configs.
             Rule::NonZero => Field::BlockM,
         }
@@ -124,6 +129,7 @@ impl Rule {
             Rule::VectorB => "vector width B",
             Rule::VectorC => "vector width C",
             Rule::Tma => "tma loads",
+            Rule::Persistent => "persistent grid",
         }
     }
 }
@@ -497,6 +503,7 @@ impl Checker {
                 self.tma_cp_width(cfg, 1)
             }
             Rule::VectorC => self.vector(cfg, 2),
+            Rule::Persistent => self.persistent(cfg),
         }
     }
 

@@ -30,6 +30,10 @@
 //!   the producer warpgroup issues the other copies while the consumers multiply (copy and
 //!   math overlap rather than add), it keeps every stage full (depth = stages), and the block
 //!   holds the whole register file (one block an SM, from [`Resources`]).
+//! - **Persistent grid** (`pk=1`): a block walking several work units pays the pipeline fill
+//!   once and overlaps each unit's epilogue with the next unit's loads
+//!   ([`persistent_gain`]); wave quantisation is the same as one block per unit (the units
+//!   are dealt round-robin).
 
 use crate::arch::{fit, Arch, MathKind};
 use crate::config::fixup::serial_reads;
@@ -391,8 +395,9 @@ fn estimate_with(
             * (steps_per_block as f64 * step_slots + epilogue_slots)
             * slot_us
             * spill;
-        let math =
-            padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff) * spill;
+        let math = padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff)
+            * spill
+            * persistent_gain(c, k_steps, blocks, sms * u64::from(bps.max(1)));
         // `ld=ws`: a producer warpgroup of its own issues the copies while the consumers
         // multiply, so they overlap instead of adding up.
         let compute = if c.ld.warp_specialised() {
@@ -451,6 +456,25 @@ fn estimate_with(
         }
     }
     total
+}
+
+/// K steps' worth of time each block-per-unit pays outside its K loop: the pipeline fill
+/// (the first stages' loads before the first multiply) and the epilogue with nothing loading.
+const UNIT_OVERHEAD_STEPS: f64 = 2.0;
+
+/// The math-time factor of the persistent grid (`pk=1`), ≤ 1: a block walking `u` units pays
+/// the fill once and overlaps each later unit's loads with the previous epilogue, so a unit's
+/// overhead falls from [`UNIT_OVERHEAD_STEPS`] to half of it plus the first fill spread over
+/// the walk: `(k + O/2 + O/(2u)) / (k + O)` for `k` K steps per unit. One unit a block (units
+/// ≤ grid) gains nothing; short K with many units per block gains most. 1 for `pk=0`.
+fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 {
+    if c.persistent != crate::config::Grid::Persistent {
+        return 1.0;
+    }
+    let grid = units.min(slots).max(1);
+    let per_block = ceil_div(units.max(1), grid) as f64;
+    let (k, o) = (k_steps as f64, UNIT_OVERHEAD_STEPS);
+    (k + o / 2.0 + o / (2.0 * per_block)) / (k + o)
 }
 
 /// C's traffic (bytes), the launches, and the serial tail (µs) of writing an output of `mn`

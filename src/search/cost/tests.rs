@@ -20,6 +20,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         mma: crate::config::MmaPath::Sync,
         red: crate::config::Reduction::Atomic,
         ld: crate::config::LoadPath::Cp,
+        persistent: crate::config::Grid::PerTile,
     }
 }
 
@@ -252,4 +253,34 @@ fn tma_operands_cost_no_copy_issue_and_ws_overlaps_the_rest() {
     assert!(ws.compute_us < tma.compute_us, "{ws:?} vs {tma:?}");
     assert_eq!(ws.blocks_per_sm, 1);
     assert!(ws.time_us.is_finite());
+}
+
+#[test]
+fn a_persistent_grid_gains_where_blocks_walk_many_short_units() {
+    let ws = |c: PerfConfig, pk| PerfConfig {
+        mma: crate::config::MmaPath::Wgmma,
+        ld: crate::config::LoadPath::Ws,
+        persistent: pk,
+        ..c
+    };
+    let (off, on) = (
+        crate::config::Grid::PerTile,
+        crate::config::Grid::Persistent,
+    );
+    let a = h200();
+    // M = 256, N = 32·14·14 = 6272, K = 1024 (16 K steps): 2 × 98 = 196 units of 128 × 64
+    // on 132 SMs (two a block at most) gain; 98 units of 128 × 128 (one a block) do not.
+    let l = lowered("convbfp16 -n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
+    let c = cfg(128, 64, 64, 64, 64, 1);
+    let (base, pers) = (estimate(&l, &ws(c, off), &a), estimate(&l, &ws(c, on), &a));
+    assert!(pers.compute_us < base.compute_us, "{pers:?} vs {base:?}");
+    let c = cfg(128, 128, 64, 64, 128, 1);
+    let (base, pers) = (estimate(&l, &ws(c, off), &a), estimate(&l, &ws(c, on), &a));
+    assert_eq!(pers.compute_us, base.compute_us);
+    // Many units a block, short K: the gain is the fill and epilogue overlap of
+    // `persistent_gain`, at most half the per-unit overhead.
+    assert_eq!(persistent_gain(&ws(c, off), 2, 1000, 100), 1.0);
+    let g = persistent_gain(&ws(c, on), 2, 1000, 100);
+    assert!((g - (2.0 + 1.0 + 0.1) / 4.0).abs() < 1e-12, "{g}");
+    assert!(persistent_gain(&ws(c, on), 64, 1000, 100) > 0.98);
 }

@@ -1,0 +1,82 @@
+//! The persistent tile scheduler (`pk=1`): a grid of [`PersistentGrid::blocks`] blocks (at
+//! most SMs × resident blocks, from the target's arch facts at plan time) over the plan's
+//! work units, block `b` walking units `b, b + gridDim.x, …`. A work unit is one output tile
+//! of one group and one split-K slice, numbered as the one-block-per-tile grid orders its
+//! blocks (tiles fastest, rasterised by `rs`, then `g · split_k + slice`), so concurrently
+//! running blocks touch the same neighbourhood of A and B as before and a few-tile, long-K
+//! problem with split-K gets many units. The split-K fix-up works unchanged: a unit carries
+//! its tile index and slice, and nobody waits for anybody.
+//!
+//! The walk itself is the main loop's (only [`super::ws`] has one): its producer's stage ring
+//! runs on across units.
+
+use super::builder::Kb;
+use super::plan::{GemmPlan, SchedulerKind};
+use super::schedule::{raster_k_range, raster_tile_at, Tile, TileScheduler};
+use crate::config::PersistentGrid;
+use inkwell::values::IntValue;
+
+/// Blocks walk work units of a fixed grid.
+#[derive(Debug)]
+pub(crate) struct PersistentScheduler;
+
+/// The grid of a persistent plan.
+pub(crate) fn persistent_grid(plan: &GemmPlan) -> PersistentGrid {
+    match plan.scheduler {
+        SchedulerKind::Persistent(pg) => pg,
+        _ => panic!("the persistent scheduler of a plan that is not persistent"),
+    }
+}
+
+impl PersistentScheduler {
+    /// The tile of work unit `unit`.
+    pub fn unit_tile<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        unit: IntValue<'ctx>,
+    ) -> Tile<'ctx> {
+        let per_z = plan.tiles_m * plan.tiles_n;
+        let bid = kb.uremc(unit, per_z);
+        raster_tile_at(kb, plan, bid, |kb| kb.udivc(unit, per_z))
+    }
+
+    /// How many units block `blockIdx.x` walks: `ceil((units − b) / blocks)` (≥ 1, the grid
+    /// never exceeds the units).
+    pub fn units_of_block<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> IntValue<'ctx> {
+        let pg = persistent_grid(plan);
+        let left = kb.sub(kb.c(pg.units as i64), kb.block_idx(0));
+        kb.udivc(kb.addc(left, pg.blocks as i64 - 1), pg.blocks)
+    }
+
+    /// Work unit `i` of this block's walk: `blockIdx.x + i · gridDim.x`.
+    pub fn unit<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        i: IntValue<'ctx>,
+    ) -> IntValue<'ctx> {
+        let pg = persistent_grid(plan);
+        kb.add(kb.block_idx(0), kb.mulc(i, pg.blocks as i64))
+    }
+}
+
+impl TileScheduler for PersistentScheduler {
+    fn grid(&self, plan: &GemmPlan) -> [u64; 3] {
+        [persistent_grid(plan).blocks as u64, 1, 1]
+    }
+
+    /// The block's first unit (the walk is [`Self::unit`]).
+    fn tile<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> Tile<'ctx> {
+        self.unit_tile(kb, plan, kb.block_idx(0))
+    }
+
+    fn k_range<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        tile: &Tile<'ctx>,
+    ) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        raster_k_range(kb, plan, tile)
+    }
+}
