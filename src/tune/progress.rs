@@ -128,6 +128,7 @@ impl Progress {
                         c.best = Some((t.median_us, t.tflops));
                     }
                 }
+                None if outcome.cut_off() => {}
                 None => c.failed += 1,
             }
         });
