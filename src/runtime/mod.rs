@@ -43,6 +43,8 @@ mod plan;
 mod preload;
 mod protocol;
 mod serve;
+#[cfg(test)]
+pub(crate) mod stand_in;
 mod tensor_map;
 mod worker;
 

@@ -1,29 +1,12 @@
 //! The parent side against stand-in workers: shell scripts that speak the protocol and then die,
 //! hang or refuse to start on cue. No GPU needed.
 
-use super::super::device::DeviceInfo;
+use super::super::stand_in::device;
 use super::super::plan::Launch;
 use super::super::protocol::{encode_response, Response};
 use super::*;
 use crate::abi::{Module, CONV_ARGS};
 use std::path::Path;
-
-fn device() -> DeviceInfo {
-    DeviceInfo {
-        ordinal: 0,
-        name: "Stand-in GPU".into(),
-        compute_capability: (9, 0),
-        arch: "sm_90".into(),
-        multiprocessors: 132,
-        driver: "13.0".into(),
-        clock_mhz: Some(1980),
-        memory_clock_mhz: None,
-        l2_bytes: 50 << 20,
-        total_memory_bytes: 80 << 30,
-        max_shared_per_block_optin: 227 << 10,
-        max_threads_per_block: 1024,
-    }
-}
 
 fn plan(name: &str) -> LaunchPlan {
     LaunchPlan {
