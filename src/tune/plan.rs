@@ -4,7 +4,7 @@
 use super::progress::Progress;
 use super::{StageTimes, TuneOptions};
 use crate::arch::Arch;
-use crate::codegen::{self, CodegenError, Compiled, Target};
+use crate::codegen::{self, CodegenCache, CodegenError, Compiled, Target};
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
@@ -68,7 +68,12 @@ pub fn compile_plan(
     let c = if faulty {
         codegen::compile_faulting(l, cfg, target)?
     } else {
-        reject_spills(codegen::compile_conv(l, cfg, target)?)?
+        reject_spills(codegen::compile_conv_cached(
+            l,
+            cfg,
+            target,
+            CodegenCache::from_env(),
+        )?)?
     };
     to_plan(c)
 }
@@ -101,6 +106,7 @@ pub fn compile_only(
     let past = || deadline.is_some_and(|d| Instant::now() >= d);
     let total = opts.budget.unwrap_or(usize::MAX).min(ctx.candidates.len());
     let target = target_for(arch);
+    let cache = CodegenCache::from_env();
     let mut stages = StageTimes::default();
     let mut picked = Vec::new();
     let ranking = Instant::now();
@@ -127,7 +133,7 @@ pub fn compile_only(
             }
             let cfg = ctx.candidates[i];
             let t = Instant::now();
-            let r = codegen::compile_conv(ctx.lowering, &cfg, target)
+            let r = codegen::compile_conv_cached(ctx.lowering, &cfg, target, cache)
                 .map_err(PlanError::from)
                 .and_then(reject_spills)
                 .map_err(|e| e.to_string());
