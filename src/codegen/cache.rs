@@ -290,3 +290,41 @@ mod tests {
         assert!(!cache.path(&key).exists() && cache.path(&ptx).exists());
     }
 }
+
+#[cfg(test)]
+mod same_bytes {
+    use super::*;
+    use crate::arch::Arch;
+    use crate::codegen::{compile_conv, compile_conv_cached, Target};
+    use crate::lowering::lower;
+
+    #[test]
+    fn a_hit_gives_exactly_what_a_fresh_compile_gives() {
+        // The GPU path must get the same kernels with the cache as without (golden hashes).
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CodegenCache::at(dir.path());
+        for (line, arch) in [
+            (
+                "conv -n 2 -c 16 -H 8 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1 -F 1",
+                Arch::SM_90,
+            ),
+            (
+                "convbfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 1 -x 1 -F 1 --layout NHWC",
+                Arch::GFX90A,
+            ),
+        ] {
+            let p = line.parse().unwrap();
+            let l = lower(&p);
+            let cfg = crate::lookup::heuristic(&p, &arch).expect("a heuristic config");
+            let target = Target::of(arch);
+            let fresh = compile_conv(&l, &cfg, target).unwrap();
+            let miss = compile_conv_cached(&l, &cfg, target, Some(&cache)).unwrap();
+            let hit = compile_conv_cached(&l, &cfg, target, Some(&cache)).unwrap();
+            assert_eq!(fresh.module, miss.module, "{line}");
+            assert_eq!(fresh.module, hit.module, "{line}");
+            assert_eq!(fresh.resources, hit.resources, "{line}");
+            assert_eq!(fresh.kernels, hit.kernels, "{line}");
+        }
+        assert_eq!(cache.counts(), (2, 2));
+    }
+}

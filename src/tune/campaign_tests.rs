@@ -373,7 +373,7 @@ fn time_holds_per_problem_when_every_candidate_hangs() {
     let mut fake = FakeBackend::new(&["sm_90"], 0);
     fake.hanging = Some(dir.path().to_path_buf());
     let mut o = options(dir.path(), 4);
-    let limit = std::time::Duration::from_millis(1500);
+    let limit = std::time::Duration::from_millis(2500);
     o.tune.time_limit = Some(limit);
     let other = "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1";
     let start = std::time::Instant::now();

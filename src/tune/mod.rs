@@ -278,7 +278,7 @@ where
     let total = opts
         .budget
         .map_or(ctx.candidates.len(), |b| b.min(ctx.candidates.len()));
-    let progress = Progress::new(
+    let mut progress = Progress::new(
         total as u64,
         opts.progress,
         "timed",
