@@ -221,7 +221,12 @@ fn trim(dir: &Path, max: u64) {
         .into_iter()
         .flatten()
         .flatten()
-        .flat_map(|sub| std::fs::read_dir(sub.path()).into_iter().flatten().flatten())
+        .flat_map(|sub| {
+            std::fs::read_dir(sub.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
         .filter_map(|e| {
             let m = e.metadata().ok()?;
             Some((m.modified().ok()?, m.len(), e.path()))

@@ -26,8 +26,8 @@ mod scan;
 mod store;
 
 pub use distance::{distance, PAD_PENALTY, STRUCTURE_PENALTY};
-pub use entry::Seal;
 pub(crate) use entry::Fnv1a64;
+pub use entry::Seal;
 pub use entry::{today_utc, Entry, Fingerprint};
 pub use error::DbError;
 pub use export::{export_c_header, export_json};

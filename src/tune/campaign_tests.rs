@@ -382,13 +382,27 @@ fn time_holds_per_problem_when_every_candidate_hangs() {
     assert_eq!(r.problems.len(), 2);
     for p in &r.problems {
         assert!(p.seconds < limit.as_secs_f64() + 1.0, "{}", p.line());
-        assert!(p.out_of_time && p.cut_off == 1 && p.failed == 0, "{}", p.line());
-        assert!(p.line().contains("1 cut off while measured"), "{}", p.line());
+        assert!(
+            p.out_of_time && p.cut_off == 1 && p.failed == 0,
+            "{}",
+            p.line()
+        );
+        assert!(
+            p.line().contains("1 cut off while measured"),
+            "{}",
+            p.line()
+        );
     }
-    assert!(took < 2 * limit + std::time::Duration::from_secs(2), "{took:?}");
+    assert!(
+        took < 2 * limit + std::time::Duration::from_secs(2),
+        "{took:?}"
+    );
     let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
     assert_eq!(journal.matches("OutOfTime").count(), 2, "{journal}");
     assert!(!journal.contains("Timeout") && !journal.contains("Fault"));
     let log = std::fs::read_to_string(dir.path().join("worker.log")).unwrap();
-    assert_eq!(log.lines().collect::<Vec<_>>(), ["start", "problem", "start", "problem"]);
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["start", "problem", "start", "problem"]
+    );
 }

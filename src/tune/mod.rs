@@ -223,7 +223,10 @@ fn compiled_plans(batch: &CompiledBatch) -> Vec<&LaunchPlan> {
 fn spawn_compiler<C>(
     compile: C,
     deadline: Option<Instant>,
-) -> (mpsc::Sender<Vec<(usize, PerfConfig)>>, mpsc::Receiver<CompiledBatch>)
+) -> (
+    mpsc::Sender<Vec<(usize, PerfConfig)>>,
+    mpsc::Receiver<CompiledBatch>,
+)
 where
     C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
 {

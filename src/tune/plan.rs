@@ -153,7 +153,9 @@ pub fn compile_only(
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
         let got = match deadline {
-            Some(d) => results.recv_timeout(d.saturating_duration_since(Instant::now())).ok(),
+            Some(d) => results
+                .recv_timeout(d.saturating_duration_since(Instant::now()))
+                .ok(),
             None => results.recv().ok(),
         };
         let Some((n, cfg, r, cpu)) = got else { break };

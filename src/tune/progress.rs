@@ -157,7 +157,6 @@ impl Drop for Progress {
 }
 
 impl State {
-
     pub(super) fn compiling(&self, n: usize) {
         self.with(|c| c.compiling += n as u64);
     }
@@ -269,7 +268,6 @@ impl State {
             (None, _) => "?".into(),
         }
     }
-
 }
 
 fn plain_every() -> Duration {

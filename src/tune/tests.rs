@@ -384,11 +384,18 @@ fn a_candidate_hung_at_the_deadline_is_cut_off_not_failed_and_the_best_is_kept()
     };
     let limit = std::time::Duration::from_millis(400);
     let (r, took) = tune_with(&cands, &mut eval, plan_of, limit);
-    assert!(took < limit + std::time::Duration::from_millis(300), "{took:?}");
+    assert!(
+        took < limit + std::time::Duration::from_millis(300),
+        "{took:?}"
+    );
     assert!(r.out_of_time);
     assert_eq!(r.cut_off(), 1, "{:?}", r.trials);
     assert_eq!(r.failed(), 0, "a cut-off candidate is not a failure");
-    assert_eq!(r.best().unwrap().0.block_m, 32, "the best before the cut is kept");
+    assert_eq!(
+        r.best().unwrap().0.block_m,
+        32,
+        "the best before the cut is kept"
+    );
     assert_eq!(eval.calls, 3, "nothing measured after the cut");
     assert!(eval.deadline.is_none(), "the deadline is lifted at the end");
 }
@@ -406,7 +413,10 @@ fn a_compile_still_running_at_the_deadline_is_not_waited_for() {
     let mut fake = Fake { calls: 0 };
     let limit = std::time::Duration::from_millis(300);
     let (r, took) = tune_with(&cands, &mut fake, slow, limit);
-    assert!(took < limit + std::time::Duration::from_millis(300), "{took:?}");
+    assert!(
+        took < limit + std::time::Duration::from_millis(300),
+        "{took:?}"
+    );
     assert!(r.out_of_time && r.trials.is_empty());
     assert!(r.stages.codegen_wait_s > 0.2, "{:?}", r.stages);
     assert_eq!(fake.calls, 0);

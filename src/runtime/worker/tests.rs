@@ -1,9 +1,9 @@
 //! The parent side against stand-in workers: shell scripts that speak the protocol and then die,
 //! hang or refuse to start on cue. No GPU needed.
 
-use super::super::stand_in::device;
 use super::super::plan::Launch;
 use super::super::protocol::{encode_response, Response};
+use super::super::stand_in::device;
 use super::*;
 use crate::abi::{Module, CONV_ARGS};
 use std::path::Path;
@@ -355,10 +355,18 @@ fn the_deadline_cuts_off_a_problem_set_up_that_never_ends() {
     let t = Instant::now();
     let e = w.set_problem(&problem(), &plan("ref"), 5).unwrap_err();
     assert!(matches!(e, RuntimeError::OutOfTime { .. }), "{e}");
-    assert!(t.elapsed() < Duration::from_millis(800), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(800),
+        "{:?}",
+        t.elapsed()
+    );
     // Again with the deadline spent: the restart itself is refused at once.
     let t = Instant::now();
     let e = w.set_problem(&problem(), &plan("ref"), 5).unwrap_err();
     assert!(matches!(e, RuntimeError::OutOfTime { .. }), "{e}");
-    assert!(t.elapsed() < Duration::from_millis(200), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(200),
+        "{:?}",
+        t.elapsed()
+    );
 }
