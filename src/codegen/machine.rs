@@ -124,7 +124,7 @@ pub(crate) fn emit_code_object(
 }
 
 /// Linkers tried in order: Debian's versioned name, LLVM 19's own directory, then PATH.
-const LINKERS: [&str; 3] = ["ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld", "ld.lld"];
+pub(crate) const LINKERS: [&str; 3] = ["ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld", "ld.lld"];
 
 fn link_code_object(obj: &[u8]) -> Result<Vec<u8>, CodegenError> {
     let io = |what: &str, e: std::io::Error| CodegenError::Link(format!("{what}: {e}"));

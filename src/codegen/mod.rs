@@ -32,6 +32,7 @@
 mod amd_meta;
 mod amdgpu;
 mod builder;
+mod cache;
 mod compile;
 pub mod emu;
 mod error;
@@ -61,6 +62,7 @@ mod ws;
 pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,
 };
+pub use cache::{CodegenCache, CACHE_ENV};
 pub use error::CodegenError;
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
@@ -143,6 +145,27 @@ pub fn compile_conv(
             fault: false,
         },
         target,
+        None,
+    )
+}
+
+/// [`compile_conv`] through a [`CodegenCache`]: a candidate whose generated IR was compiled
+/// before for the same target, LLVM and linker gets the stored module (the same bytes) without
+/// running the optimiser, the back end or the linker again.
+pub fn compile_conv_cached(
+    lowering: &Lowering,
+    cfg: &PerfConfig,
+    target: Target,
+    cache: Option<&CodegenCache>,
+) -> Result<Compiled, CodegenError> {
+    compile_job(
+        Job::Conv {
+            lowering,
+            cfg,
+            fault: false,
+        },
+        target,
+        cache,
     )
 }
 
@@ -160,13 +183,14 @@ pub fn compile_faulting(
             fault: true,
         },
         target,
+        None,
     )
 }
 
 /// The direct convolution, one thread per written element with f32 accumulation: the GPU-side
 /// oracle that candidates are verified against (it is itself checked against the CPU reference).
 pub fn compile_reference(problem: &ConvProblem, target: Target) -> Result<Compiled, CodegenError> {
-    compile_job(Job::Reference(problem), target)
+    compile_job(Job::Reference(problem), target, None)
 }
 
 /// The instruction families `target` has (what configs it can be planned for).
@@ -174,7 +198,11 @@ pub fn capabilities(target: Target) -> Vec<Capability> {
     spec::capabilities(spec_for(target, false).as_ref())
 }
 
-fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
+fn compile_job(
+    job: Job,
+    target: Target,
+    cache: Option<&CodegenCache>,
+) -> Result<Compiled, CodegenError> {
     let arch_specific = matches!(job, Job::Conv { cfg, .. } if cfg.mma.is_wgmma());
     let spec = spec_for(target, arch_specific);
     let launches = compile::plan(job, spec.as_ref())?;
@@ -183,15 +211,26 @@ fn compile_job(job: Job, target: Target) -> Result<Compiled, CodegenError> {
         let ctx = Context::create();
         let module = machine::new_module(&ctx, spec.as_ref(), &tm, "convtune")?;
         compile::emit(&ctx, &module, spec.as_ref(), &launches);
-        machine::optimize(&module, &tm)?;
+        let key = cache.map(|c| c.key(&module.print_to_string().to_string(), spec.as_ref()));
+        let stored = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
         let kernels = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
-        let (module, resources) = match target.arch().vendor {
-            Vendor::Nvidia => (Module::Ptx(machine::emit_ptx(&module, &tm)?), None),
-            Vendor::Amd => {
-                let co = machine::emit_code_object(&module, &tm)?;
-                let resources = amd_meta::read(&co)?;
-                (Module::CodeObject(co), Some(resources))
+        let module = match stored {
+            Some(m) => m,
+            None => {
+                machine::optimize(&module, &tm)?;
+                let m = match target.arch().vendor {
+                    Vendor::Nvidia => Module::Ptx(machine::emit_ptx(&module, &tm)?),
+                    Vendor::Amd => Module::CodeObject(machine::emit_code_object(&module, &tm)?),
+                };
+                if let (Some(c), Some(k)) = (cache, &key) {
+                    c.put(k, &m);
+                }
+                m
             }
+        };
+        let resources = match &module {
+            Module::CodeObject(co) => Some(amd_meta::read(co)?),
+            Module::Ptx(_) => None,
         };
         Ok(Compiled {
             target,

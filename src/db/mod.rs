@@ -26,6 +26,7 @@ mod scan;
 mod store;
 
 pub use distance::{distance, PAD_PENALTY, STRUCTURE_PENALTY};
+pub(crate) use entry::Fnv1a64;
 pub use entry::Seal;
 pub use entry::{today_utc, Entry, Fingerprint};
 pub use error::DbError;

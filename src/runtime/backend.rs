@@ -19,6 +19,7 @@ use super::worker::Worker;
 use crate::arch::Vendor;
 use crate::problem::ConvProblem;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 /// One kind of GPU runtime the tuner can measure on.
 pub trait DeviceBackend: Sync {
@@ -66,6 +67,10 @@ pub trait MeasureDevice {
     fn prefetch(&mut self, _plans: &[&LaunchPlan]) -> Result<usize, RuntimeError> {
         Ok(0)
     }
+    /// Caps every later wait at `deadline` (the run's `--time`): a candidate still running
+    /// then is [`Outcome::OutOfTime`], a problem set-up [`RuntimeError::OutOfTime`]. `None`
+    /// lifts it. By default ignored (a device whose waits are all short).
+    fn set_deadline(&mut self, _deadline: Option<Instant>) {}
 }
 
 impl MeasureDevice for Worker {
@@ -89,6 +94,9 @@ impl MeasureDevice for Worker {
     }
     fn prefetch(&mut self, plans: &[&LaunchPlan]) -> Result<usize, RuntimeError> {
         Worker::preload(self, plans)
+    }
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        Worker::set_deadline(self, deadline)
     }
 }
 

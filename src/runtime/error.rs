@@ -56,6 +56,13 @@ pub enum RuntimeError {
     /// No backend found a GPU; the text lists what each looked for and found.
     #[error("{0}")]
     NoGpu(String),
+    /// The run's deadline passed before the worker finished `what` (starting, setting up the
+    /// problem): nothing is wrong with the device, the time is spent.
+    #[error("the run's deadline passed while {what}")]
+    OutOfTime {
+        /// What the worker was doing.
+        what: &'static str,
+    },
     /// The HIP runtime failed.
     #[error("{call} failed: {error}")]
     Hip {

@@ -44,6 +44,8 @@ mod preload;
 mod protocol;
 mod ptxas;
 mod serve;
+#[cfg(test)]
+pub(crate) mod stand_in;
 mod tensor_map;
 mod worker;
 

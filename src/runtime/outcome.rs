@@ -69,6 +69,10 @@ pub enum Outcome {
     Fault(String),
     /// The kernel did not finish within the worker's time limit.
     Timeout,
+    /// The run's deadline (`--time`, `--time-total`) passed while this candidate was being
+    /// measured, so it was cut off: this says nothing about the kernel (it is not a fault), and
+    /// a resumed run measures it again. Made by the parent, never sent by a worker.
+    OutOfTime,
 }
 
 impl Outcome {
@@ -90,7 +94,13 @@ impl Outcome {
             Outcome::LaunchFailed(_) => "launch-failed",
             Outcome::Fault(_) => "fault",
             Outcome::Timeout => "timeout",
+            Outcome::OutOfTime => "out-of-time",
         }
+    }
+
+    /// Whether the run's deadline cut the candidate off (not a verdict on the kernel).
+    pub fn cut_off(&self) -> bool {
+        matches!(self, Outcome::OutOfTime)
     }
 
     /// Whether the process that measured it must be restarted before measuring anything else.
@@ -125,6 +135,7 @@ impl std::fmt::Display for Outcome {
             Outcome::LaunchFailed(m) => write!(f, "launch failed: {m}"),
             Outcome::Fault(m) => write!(f, "fault: {m}"),
             Outcome::Timeout => write!(f, "timeout"),
+            Outcome::OutOfTime => write!(f, "cut off by the run's deadline"),
         }
     }
 }
@@ -153,6 +164,7 @@ mod tests {
             Outcome::LoadFailed("ptxas: error".into()),
             Outcome::Fault("CUDA_ERROR_ILLEGAL_ADDRESS".into()),
             Outcome::Timeout,
+            Outcome::OutOfTime,
         ];
         for o in &all {
             let back: Outcome = serde_json::from_str(&serde_json::to_string(o).unwrap()).unwrap();
@@ -163,5 +175,6 @@ mod tests {
         assert!(all[1].to_string().contains("3 element(s) unwritten"));
         assert!(all[3].lost_context() && all[4].lost_context() && !all[2].lost_context());
         assert_eq!(all[4].kind(), "timeout");
+        assert!(all[5].cut_off() && !all[4].cut_off() && !all[5].lost_context());
     }
 }

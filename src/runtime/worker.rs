@@ -6,6 +6,11 @@
 //! side talks to in JSON lines, with a time limit on every answer. When the child dies or runs out
 //! of time, it is killed, the candidate is recorded as [`Outcome::Fault`] or [`Outcome::Timeout`],
 //! and a fresh child is started (and given the problem again) when the next request comes.
+//!
+//! Every wait is also capped by the run's deadline ([`Worker::set_deadline`], from `--time`):
+//! a candidate still running when it passes is [`Outcome::OutOfTime`], not a timeout of the
+//! kernel; its child is killed without waiting for it to exit (a hung GPU can take a while to
+//! tear down) and reaped on a thread, so the problem ends on time.
 
 use super::device::DeviceInfo;
 use super::error::RuntimeError;
@@ -174,6 +179,16 @@ impl Child {
         }
     }
 
+    /// Kills the child without waiting for it: a thread reaps it (returned, so that the next
+    /// child can wait for the GPU to be free, within its own limit).
+    fn abandon(mut self) -> JoinHandle<()> {
+        drop(self.stdin.take());
+        let _ = self.process.kill();
+        thread::spawn(move || {
+            let _ = self.process.wait();
+        })
+    }
+
     /// Ends the child: closes its input, waits up to `grace` for it to exit, then kills it; says
     /// how it ended, with its last stderr lines.
     fn end(mut self, grace: Duration) -> String {
@@ -224,7 +239,14 @@ pub struct Worker {
     preloaded: Vec<crate::abi::Module>,
     reference_us: f64,
     restarts: u32,
+    /// Every wait ends by this instant (the run's deadline), see [`Worker::set_deadline`].
+    deadline: Option<Instant>,
+    /// The reaper of a child killed at the deadline, joined (briefly) before the next starts.
+    reaping: Option<JoinHandle<()>>,
 }
+
+/// How long a new child waits for the one killed before it to be gone.
+const REAP_WAIT: Duration = Duration::from_secs(5);
 
 impl Worker {
     /// Starts `convtune worker --device N` (this executable) with default time limits and the
@@ -276,12 +298,40 @@ impl Worker {
             preloaded: Vec::new(),
             reference_us: 0.0,
             restarts: 0,
+            deadline: None,
+            reaping: None,
         })
     }
 
     /// The device the worker measures on.
     pub fn device(&self) -> &DeviceInfo {
         &self.device
+    }
+
+    /// Caps every later wait (start, problem set-up, measurement, preload) at `deadline`: what
+    /// is still running then is cut off ([`Outcome::OutOfTime`] for a candidate,
+    /// [`RuntimeError::OutOfTime`] for the set-up) and the child is killed; `None` lifts it.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// `limit`, or the time to the deadline if that is shorter (then `true`).
+    fn capped(&self, limit: Duration) -> (Duration, bool) {
+        match self.deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left < limit {
+                    (left, true)
+                } else {
+                    (limit, false)
+                }
+            }
+            None => (limit, false),
+        }
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// How many times a dead or stuck worker has been replaced.
@@ -328,17 +378,27 @@ impl Worker {
         if self.problem.is_none() {
             return Err(RuntimeError::NoProblem);
         }
+        if self.past_deadline() {
+            return Ok((Outcome::OutOfTime, None));
+        }
         let line = encode(&Request::Measure {
             plan: plan.clone(),
             screen_us,
         })?;
         // A restarted child is told what is still to come, this candidate included.
-        self.ensure_child()?;
-        let timeout = self.measure_timeout(plan);
+        match self.ensure_child() {
+            Err(RuntimeError::OutOfTime { .. }) => return Ok((Outcome::OutOfTime, None)),
+            r => r?,
+        }
+        let (timeout, cut) = self.capped(self.measure_timeout(plan));
         if let Some(i) = self.preloaded.iter().position(|m| *m == plan.module) {
             self.preloaded.remove(i);
         }
         match self.exchange(&line, timeout) {
+            Reply::TimedOut if cut => {
+                self.abandon_child();
+                Ok((Outcome::OutOfTime, None))
+            }
             Reply::Response(Response::Measured { outcome, stages }) => {
                 if outcome.lost_context() {
                     // The worker exits after a fault; collect it now.
@@ -388,7 +448,15 @@ impl Worker {
         }) else {
             return 0;
         };
-        match self.exchange(&line, self.options.measure_timeout) {
+        if self.past_deadline() {
+            return 0;
+        }
+        let (timeout, cut) = self.capped(self.options.measure_timeout);
+        match self.exchange(&line, timeout) {
+            Reply::TimedOut if cut => {
+                self.abandon_child();
+                0
+            }
             Reply::Response(Response::Preloading { queued }) => queued,
             // An older worker answers with an error: it loads when measuring, as before.
             Reply::Response(Response::Error { fatal: false, .. }) => 0,
@@ -461,7 +529,16 @@ impl Worker {
 
     /// Sends `SetProblem` and waits for the reference time.
     fn send_problem(&mut self, line: &str) -> Result<f64, RuntimeError> {
-        match self.exchange(line, self.options.problem_timeout) {
+        let what = "setting up the problem (reference run)";
+        if self.past_deadline() {
+            return Err(RuntimeError::OutOfTime { what });
+        }
+        let (timeout, cut) = self.capped(self.options.problem_timeout);
+        match self.exchange(line, timeout) {
+            Reply::TimedOut if cut => {
+                self.abandon_child();
+                Err(RuntimeError::OutOfTime { what })
+            }
             Reply::Response(Response::ProblemSet { reference_us }) => Ok(reference_us),
             Reply::TimedOut => {
                 self.discard_child(Duration::ZERO);
@@ -502,7 +579,26 @@ impl Worker {
         if self.child.is_some() {
             return Ok(());
         }
-        let (child, _) = start(&self.exe, &self.args, &self.options)?;
+        let what = "starting the worker";
+        if let Some(reaper) = self.reaping.take() {
+            // The child killed at a deadline may still hold the GPU: give it a moment to go.
+            let until = Instant::now() + self.capped(REAP_WAIT).0;
+            while !reaper.is_finished() && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let (start_timeout, cut) = self.capped(self.options.start_timeout);
+        if cut && start_timeout.is_zero() {
+            return Err(RuntimeError::OutOfTime { what });
+        }
+        let options = WorkerOptions {
+            start_timeout,
+            ..self.options.clone()
+        };
+        let (child, _) = match start(&self.exe, &self.args, &options) {
+            Err(_) if cut && self.past_deadline() => return Err(RuntimeError::OutOfTime { what }),
+            r => r?,
+        };
         self.child = Some(child);
         self.restarts += 1;
         if let Some(line) = self.problem.clone() {
@@ -513,6 +609,13 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// Kills the child at a deadline without waiting for it (see [`Child::abandon`]).
+    fn abandon_child(&mut self) {
+        if let Some(c) = self.child.take() {
+            self.reaping = Some(c.abandon());
+        }
     }
 
     /// Ends the child, waiting up to `grace` for it to exit by itself; says how it ended.

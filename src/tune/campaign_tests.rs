@@ -18,6 +18,9 @@ struct FakeBackend {
     gpus: Result<Vec<&'static str>, ()>,
     fault_at: usize,
     measured: Arc<AtomicUsize>,
+    /// Instead of the fake device: a real worker over a stand-in that hangs on every
+    /// candidate (its scripts and log go in this directory).
+    hanging: Option<std::path::PathBuf>,
 }
 
 impl FakeBackend {
@@ -26,6 +29,7 @@ impl FakeBackend {
             gpus: Ok(archs.to_vec()),
             fault_at,
             measured: Arc::default(),
+            hanging: None,
         }
     }
     fn measured(&self) -> usize {
@@ -64,6 +68,13 @@ impl DeviceBackend for FakeBackend {
             .collect())
     }
     fn open(&self, _ordinal: usize) -> Result<Box<dyn MeasureDevice>, RuntimeError> {
+        if let Some(dir) = &self.hanging {
+            let log = dir.join("worker.log");
+            let timeout = std::time::Duration::from_secs(60);
+            return Ok(Box::new(crate::runtime::stand_in::hanging_worker(
+                dir, &log, timeout,
+            )));
+        }
         Ok(Box::new(FakeDevice {
             fault_at: self.fault_at,
             measured: self.measured.clone(),
@@ -351,4 +362,47 @@ fn a_spent_time_total_starts_no_problem_and_says_which_were_left() {
     o.time_total = Some(std::time::Duration::from_secs(600));
     let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
     assert_eq!((r.problems.len(), r.not_started.len()), (2, 0));
+}
+
+#[test]
+fn time_holds_per_problem_when_every_candidate_hangs() {
+    // Regression (issue 16): one hung candidate made a `--time 8` problem take 70 s (the
+    // worker's measure timeout; 60 s here). Each problem must end within T + 1 s, the hung
+    // candidate recorded as cut off (not a fault), and the list go on with a fresh worker.
+    let dir = tempfile::tempdir().unwrap();
+    let mut fake = FakeBackend::new(&["sm_90"], 0);
+    fake.hanging = Some(dir.path().to_path_buf());
+    let mut o = options(dir.path(), 4);
+    let limit = std::time::Duration::from_millis(2500);
+    o.tune.time_limit = Some(limit);
+    let other = "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1";
+    let start = std::time::Instant::now();
+    let (r, _) = run(o, &fake, &[PROBLEM, other]).unwrap();
+    let took = start.elapsed();
+    assert_eq!(r.problems.len(), 2);
+    for p in &r.problems {
+        assert!(p.seconds < limit.as_secs_f64() + 1.0, "{}", p.line());
+        assert!(
+            p.out_of_time && p.cut_off == 1 && p.failed == 0,
+            "{}",
+            p.line()
+        );
+        assert!(
+            p.line().contains("1 cut off while measured"),
+            "{}",
+            p.line()
+        );
+    }
+    assert!(
+        took < 2 * limit + std::time::Duration::from_secs(2),
+        "{took:?}"
+    );
+    let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    assert_eq!(journal.matches("OutOfTime").count(), 2, "{journal}");
+    assert!(!journal.contains("Timeout") && !journal.contains("Fault"));
+    let log = std::fs::read_to_string(dir.path().join("worker.log")).unwrap();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["start", "problem", "start", "problem"]
+    );
 }

@@ -5,19 +5,23 @@ use super::campaign_error::CampaignError;
 use super::options::CampaignOptions;
 use super::report::{Event, ProblemSummary};
 use super::report_file::{write_report_file, ReportRow};
-use super::{compile_plan, reference_plan, tune, Evaluate, ListPosition, Record};
+use super::{
+    compile_plan, reference_plan, tune, Evaluate, ListPosition, Record, StageTimes, TuneReport,
+};
 use crate::arch::Arch;
 use crate::config::PerfConfig;
 use crate::db::{self, Entry, Journal, TunedDb};
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
-use crate::runtime::{DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome};
+use crate::runtime::{
+    DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome, RuntimeError,
+};
 use crate::search::{self, SearchContext};
 use crate::space::{enumerate_lowered, SearchSpace};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Earlier outcomes by (problem key, config string), from the journals of interrupted runs.
@@ -75,6 +79,9 @@ impl Evaluate for DeviceEval<'_> {
         // A hint: a worker that cannot take it is replaced when the next candidate is measured.
         let _ = self.device.prefetch(plans);
     }
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.device.set_deadline(deadline);
+    }
     fn fatal(&self) -> Option<&str> {
         self.fatal.as_deref()
     }
@@ -91,7 +98,9 @@ struct JournalRecord<'a> {
 impl Record for JournalRecord<'_> {
     fn earlier(&self, config: &PerfConfig) -> Option<Outcome> {
         let r = self.earlier.get(&(self.key.clone(), config.to_string()))?;
-        serde_json::from_value(r.outcome.clone()).ok()
+        let outcome: Outcome = serde_json::from_value(r.outcome.clone()).ok()?;
+        // One cut off by the deadline was never measured: measure it now.
+        (!outcome.cut_off()).then_some(outcome)
     }
     fn record(&mut self, config: &PerfConfig, outcome: &Outcome) {
         let value = serde_json::to_value(outcome).unwrap_or_default();
@@ -177,19 +186,41 @@ pub(super) fn tune_device(
         let deadline = problem_deadline(s, started, left);
         let index = s.started.fetch_add(1, Ordering::SeqCst) + 1;
         let enumerating = Instant::now();
-        let l = lower(&p);
+        let l = Arc::new(lower(&p));
         let e = enumerate_lowered(&l, arch, &s.space);
         let enumerate_s = enumerating.elapsed().as_secs_f64();
+        let key = p.key();
         let referencing = Instant::now();
         let reference = reference_plan(&p, arch).map_err(CampaignError::Reference)?;
-        let reference_us = dev
-            .set_problem(&p, &reference, opts.seed)
-            .map_err(|source| CampaignError::SetProblem {
-                problem: p.to_string(),
-                source,
-            })?;
+        // The deadline caps the reference run as well as every candidate's measurement.
+        dev.set_deadline(deadline);
+        let reference_us = match dev.set_problem(&p, &reference, opts.seed) {
+            Ok(us) => us,
+            Err(RuntimeError::OutOfTime { .. }) => {
+                // The time ran out before the reference did: the problem ends with nothing
+                // measured, and the list goes on (the worker restarts for the next problem).
+                dev.set_deadline(None);
+                let mut report = TuneReport {
+                    legal: e.legal.len(),
+                    trials: Vec::new(),
+                    elapsed: started.elapsed(),
+                    stages: StageTimes::default(),
+                    out_of_time: true,
+                };
+                report.stages.enumerate_s = enumerate_s;
+                report.stages.reference_s = referencing.elapsed().as_secs_f64();
+                report.stages.total_s = started.elapsed().as_secs_f64();
+                finish_problem(s, key, device, &report, None, &mut journal, journal_path)?;
+                continue;
+            }
+            Err(source) => {
+                return Err(CampaignError::SetProblem {
+                    problem: p.to_string(),
+                    source,
+                })
+            }
+        };
         let reference_s = referencing.elapsed().as_secs_f64();
-        let key = p.key();
         (s.observe)(&Event::ProblemStarted {
             device,
             problem: &key,
@@ -214,14 +245,12 @@ pub(super) fn tune_device(
             journal: &mut journal,
             error: None,
         };
-        let inject = opts.inject_faults;
-        let compile = |c: &PerfConfig| {
-            let faulty = inject > 0
-                && e.legal
-                    .iter()
-                    .position(|x| x == c)
-                    .is_some_and(|i| i < inject);
-            compile_plan(&l, c, arch, faulty).map_err(|e| e.to_string())
+        // The compiler thread outlives the search when the deadline cuts it off (see
+        // `tune::spawn_compiler`), so it owns what it reads.
+        let faulty: Vec<PerfConfig> = e.legal.iter().take(opts.inject_faults).copied().collect();
+        let (lowering, target_arch) = (Arc::clone(&l), *arch);
+        let compile = move |c: &PerfConfig| {
+            compile_plan(&lowering, c, &target_arch, faulty.contains(c)).map_err(|e| e.to_string())
         };
         let mut tune_opts = opts.tune.clone();
         tune_opts.progress = s.progress;
@@ -248,27 +277,49 @@ pub(super) fn tune_device(
         report.stages.reference_s = reference_s;
         report.stages.total_s = started.elapsed().as_secs_f64();
         report.elapsed = started.elapsed();
-        rec.record_stages(&report.stages);
-        if let Some(message) = rec.error {
-            return Err(CampaignError::JournalWrite {
-                path: journal_path.to_path_buf(),
-                message,
-            });
-        }
-        let summary = ProblemSummary::new(key, device, &report);
-        (s.observe)(&Event::ProblemDone(&summary));
-        if let Some(row) = summary.report_row() {
-            write_entry(s, &row)?;
-        }
-        let mut done = s.done.lock().map_err(|_| CampaignError::Panicked)?;
-        done.push(summary);
-        if let Some(path) = &opts.report {
-            let rows: Vec<ReportRow> = done.iter().filter_map(ProblemSummary::report_row).collect();
-            if !rows.is_empty() {
-                write_report_file(path, &rows)?;
-            }
+        let error = rec.error;
+        finish_problem(s, key, device, &report, error, &mut journal, journal_path)?;
+    }
+}
+
+/// Journals where a finished problem's time went, reports it, and writes its winner (if any)
+/// to the database and the report file.
+fn finish_problem(
+    s: &Shared<'_>,
+    key: String,
+    device: usize,
+    report: &TuneReport,
+    journal_error: Option<String>,
+    journal: &mut Journal,
+    journal_path: &Path,
+) -> Result<(), CampaignError> {
+    let mut rec = JournalRecord {
+        key: key.clone(),
+        earlier: &s.earlier,
+        journal,
+        error: journal_error,
+    };
+    rec.record_stages(&report.stages);
+    if let Some(message) = rec.error {
+        return Err(CampaignError::JournalWrite {
+            path: journal_path.to_path_buf(),
+            message,
+        });
+    }
+    let summary = ProblemSummary::new(key, device, report);
+    (s.observe)(&Event::ProblemDone(&summary));
+    if let Some(row) = summary.report_row() {
+        write_entry(s, &row)?;
+    }
+    let mut done = s.done.lock().map_err(|_| CampaignError::Panicked)?;
+    done.push(summary);
+    if let Some(path) = &s.options.report {
+        let rows: Vec<ReportRow> = done.iter().filter_map(ProblemSummary::report_row).collect();
+        if !rows.is_empty() {
+            write_report_file(path, &rows)?;
         }
     }
+    Ok(())
 }
 
 /// Puts a winner into the database file, under its lock, beside what other tuners wrote.

@@ -41,7 +41,6 @@ pub use progress::ListPosition;
 use progress::Progress;
 use rayon::prelude::*;
 pub use stages::StageTimes;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -62,6 +61,10 @@ pub trait Evaluate {
     /// Announces the plans measured next, in order, so the device can load their modules
     /// while it times the current one. Only a hint: by default nothing.
     fn prefetch(&mut self, _plans: &[&LaunchPlan]) {}
+    /// Every later measurement ends by `deadline`: one still running then comes back as
+    /// [`Outcome::OutOfTime`] (see [`MeasureDevice::set_deadline`](crate::runtime::MeasureDevice::set_deadline)).
+    /// By default ignored (a device whose every measurement is short).
+    fn set_deadline(&mut self, _deadline: Option<Instant>) {}
     /// Set when the device itself is gone (no worker can start): the run stops, since every
     /// further candidate would fail for the same reason.
     fn fatal(&self) -> Option<&str> {
@@ -78,8 +81,7 @@ pub struct TuneOptions {
     /// enumerating; [`tune`] alone starts it when called.
     pub time_limit: Option<Duration>,
     /// Stop here (the campaign's per-problem deadline; `time_limit` and `--time-total` both
-    /// end in it). Nothing is compiled or measured after it once a candidate is verified;
-    /// before that, for at most as long again (see [`tune`]).
+    /// end in it): nothing is compiled, waited for or measured after it (see [`tune`]).
     pub deadline: Option<Instant>,
     /// Candidates compiled per batch.
     pub batch: usize,
@@ -116,9 +118,6 @@ impl TuneOptions {
         }
     }
 }
-
-/// The least extra time a problem gets past its deadline when nothing is verified yet.
-const GRACE_MIN: Duration = Duration::from_secs(5);
 
 /// A candidate's short first measurement must be this much slower than the best full median so
 /// far to be screened: the short median (3 runs) is noisier than the full one, and a candidate
@@ -173,12 +172,17 @@ impl TuneReport {
             .filter(|t| t.outcome.timing().is_some_and(|t| t.screened))
             .count()
     }
-    /// Count of trials that did not produce a verified timing.
+    /// Count of trials that did not produce a verified timing (those cut off by the deadline
+    /// are not failures: see [`TuneReport::cut_off`]).
     pub fn failed(&self) -> usize {
         self.trials
             .iter()
-            .filter(|t| t.outcome.timing().is_none())
+            .filter(|t| t.outcome.timing().is_none() && !t.outcome.cut_off())
             .count()
+    }
+    /// Count of trials cut off by the deadline while they were measured.
+    pub fn cut_off(&self) -> usize {
+        self.trials.iter().filter(|t| t.outcome.cut_off()).count()
     }
 }
 
@@ -212,13 +216,53 @@ fn compiled_plans(batch: &CompiledBatch) -> Vec<&LaunchPlan> {
         .collect()
 }
 
+/// The compiler thread: compiles each batch it is sent on all cores and sends it back. It is
+/// not joined: at the deadline the search stops waiting for it, and a compile already running
+/// (LLVM cannot be interrupted) finishes in the background and is dropped; candidates not
+/// started by then are skipped.
+fn spawn_compiler<C>(
+    compile: C,
+    deadline: Option<Instant>,
+) -> (
+    mpsc::Sender<Vec<(usize, PerfConfig)>>,
+    mpsc::Receiver<CompiledBatch>,
+)
+where
+    C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
+{
+    let (to_compiler, jobs) = mpsc::channel::<Vec<(usize, PerfConfig)>>();
+    let (done, compiled) = mpsc::channel::<CompiledBatch>();
+    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
+    std::thread::spawn(move || {
+        for batch in jobs {
+            let out: CompiledBatch = batch
+                .par_iter()
+                .map(|(i, config)| {
+                    if past() {
+                        return (*i, None);
+                    }
+                    let t = Instant::now();
+                    let plan = compile(config);
+                    (*i, Some((plan, t.elapsed())))
+                })
+                .collect();
+            if done.send(out).is_err() {
+                break;
+            }
+        }
+    });
+    (to_compiler, compiled)
+}
+
 /// Runs the search for one problem.
 ///
 /// `compile` turns a config into a launch plan (called from many threads at once); it runs one
-/// batch ahead of the measurements so the CPU and the GPU work at the same time. After the
-/// deadline nothing new is compiled or measured, so the run ends within about one candidate's
-/// time of it — provided a candidate has been verified by then; otherwise it goes on until the
-/// first one is, for at most the time it had again (at least [`GRACE_MIN`]).
+/// batch ahead of the measurements so the CPU and the GPU work at the same time. The deadline
+/// holds for every wait: nothing new is compiled or measured after it, waiting for a compiled
+/// batch ends at it (the compile finishes in the background, see [`spawn_compiler`]), and the
+/// device cuts off a measurement still running then ([`Evaluate::set_deadline`]: the candidate
+/// is recorded as [`Outcome::OutOfTime`], not as a fault). So the run ends within moments of
+/// the deadline, with the best verified so far — or none, if none was verified in time.
 pub fn tune<C>(
     ctx: &SearchContext<'_>,
     strategy: &mut dyn Strategy,
@@ -228,26 +272,16 @@ pub fn tune<C>(
     opts: &TuneOptions,
 ) -> TuneReport
 where
-    C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Sync,
+    C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
 {
     let start = Instant::now();
     let deadline = opts.deadline_from(start);
-    // A deadline that passes before any candidate is verified (a huge space ranked, slow
-    // compiles) would end the problem with nothing to show: until the first verified candidate
-    // the search goes on, for at most as long again (and at least GRACE_MIN), so that `--time`
-    // means "about this long", not "possibly nothing".
-    let hard = deadline.map(|d| d + d.saturating_duration_since(start).max(GRACE_MIN));
-    let verified = AtomicBool::new(false);
-    let verified = &verified;
-    let past = move || {
-        let now = Instant::now();
-        let soft = deadline.is_some_and(|d| now >= d) && verified.load(Ordering::Relaxed);
-        soft || hard.is_some_and(|h| now >= h)
-    };
+    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
+    eval.set_deadline(deadline);
     let total = opts
         .budget
         .map_or(ctx.candidates.len(), |b| b.min(ctx.candidates.len()));
-    let progress = Progress::new(
+    let mut progress = Progress::new(
         total as u64,
         opts.progress,
         "timed",
@@ -261,153 +295,143 @@ where
     let mut out_of_time = false;
     // The best full median so far: the screen of adaptive timing.
     let mut best_full: Option<f64> = None;
+    let candidates = ctx.candidates;
+    let (to_compiler, compiled_rx) = spawn_compiler(compile, deadline);
 
-    std::thread::scope(|scope| {
-        let (to_compiler, jobs) = mpsc::channel::<Vec<usize>>();
-        let (done, compiled_rx) = mpsc::channel::<CompiledBatch>();
-        let compile = &compile;
-        let candidates = ctx.candidates;
-        scope.spawn(move || {
-            for batch in jobs {
-                let out: CompiledBatch = batch
-                    .par_iter()
-                    .map(|&i| {
-                        if past() {
-                            return (i, None);
-                        }
-                        let t = Instant::now();
-                        let plan = compile(&candidates[i]);
-                        (i, Some((plan, t.elapsed())))
-                    })
-                    .collect();
-                if done.send(out).is_err() {
-                    break;
-                }
-            }
-        });
-
-        let mut in_flight = 0usize;
-        let mut exhausted = false;
-        // The next compiled batch, taken as soon as it is ready so that the device loads its
-        // modules while it still measures the current batch.
-        let mut ahead: Option<CompiledBatch> = None;
-        loop {
-            out_of_time |= past();
-            // Keep one batch compiling ahead of the one being measured.
-            while !exhausted && !out_of_time && in_flight < 2 && proposed < total {
-                let want = opts.batch.min(total - proposed);
-                let ranking = Instant::now();
-                let mut batch = strategy.next_batch(ctx, &measured, want);
-                StageTimes::add(&mut stages.rank_s, ranking.elapsed());
-                batch.truncate(want);
-                if batch.is_empty() {
-                    exhausted = true;
-                    break;
-                }
-                proposed += batch.len();
-                // Candidates an earlier run already measured are not compiled again.
-                batch.retain(|&i| match record.earlier(&candidates[i]) {
-                    Some(outcome) => {
-                        progress.update(&outcome, true);
-                        if let Some(t) = outcome.timing().filter(|t| !t.screened) {
-                            best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
-                        }
-                        if outcome.timing().is_some() {
-                            verified.store(true, Ordering::Relaxed);
-                        }
-                        measured.push(Measured {
-                            index: i,
-                            time_us: outcome.timing().map(|t| t.median_us),
-                        });
-                        trials.push(Trial {
-                            config: candidates[i],
-                            outcome,
-                            resumed: true,
-                        });
-                        false
-                    }
-                    None => true,
-                });
-                if !batch.is_empty() {
-                    progress.compiling(batch.len());
-                    in_flight += 1;
-                    if to_compiler.send(batch).is_err() {
-                        break;
-                    }
-                }
-            }
-            if (in_flight == 0 && ahead.is_none()) || eval.fatal().is_some() {
+    let mut in_flight = 0usize;
+    let mut exhausted = false;
+    // The next compiled batch, taken as soon as it is ready so that the device loads its
+    // modules while it still measures the current batch.
+    let mut ahead: Option<CompiledBatch> = None;
+    loop {
+        out_of_time |= past();
+        // Keep one batch compiling ahead of the one being measured.
+        while !exhausted && !out_of_time && in_flight < 2 && proposed < total {
+            let want = opts.batch.min(total - proposed);
+            let ranking = Instant::now();
+            let mut batch = strategy.next_batch(ctx, &measured, want);
+            StageTimes::add(&mut stages.rank_s, ranking.elapsed());
+            batch.truncate(want);
+            if batch.is_empty() {
+                exhausted = true;
                 break;
             }
-            let batch = match ahead.take() {
-                Some(b) => b,
-                None => {
-                    let waiting = Instant::now();
-                    let Ok(b) = compiled_rx.recv() else { break };
-                    StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
+            proposed += batch.len();
+            // Candidates an earlier run already measured are not compiled again.
+            batch.retain(|&i| match record.earlier(&candidates[i]) {
+                Some(outcome) => {
+                    progress.update(&outcome, true);
+                    if let Some(t) = outcome.timing().filter(|t| !t.screened) {
+                        best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
+                    }
+                    measured.push(Measured {
+                        index: i,
+                        time_us: outcome.timing().map(|t| t.median_us),
+                    });
+                    trials.push(Trial {
+                        config: candidates[i],
+                        outcome,
+                        resumed: true,
+                    });
+                    false
+                }
+                None => true,
+            });
+            if !batch.is_empty() {
+                progress.compiling(batch.len());
+                in_flight += 1;
+                let jobs = batch.iter().map(|&i| (i, candidates[i])).collect();
+                if to_compiler.send(jobs).is_err() {
+                    break;
+                }
+            }
+        }
+        if (in_flight == 0 && ahead.is_none()) || eval.fatal().is_some() || out_of_time {
+            break;
+        }
+        let batch = match ahead.take() {
+            Some(b) => b,
+            None => {
+                let waiting = Instant::now();
+                let got = match deadline {
+                    Some(d) => compiled_rx
+                        .recv_timeout(d.saturating_duration_since(waiting))
+                        .map_err(|e| matches!(e, mpsc::RecvTimeoutError::Timeout)),
+                    None => compiled_rx.recv().map_err(|_| false),
+                };
+                StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
+                let b = match got {
+                    Ok(b) => b,
+                    Err(timed_out) => {
+                        out_of_time |= timed_out;
+                        break;
+                    }
+                };
+                in_flight -= 1;
+                progress.compiled(b.len());
+                eval.prefetch(&compiled_plans(&b));
+                b
+            }
+        };
+        for (i, compiled) in batch {
+            if ahead.is_none() && in_flight > 0 {
+                if let Ok(b) = compiled_rx.try_recv() {
                     in_flight -= 1;
                     progress.compiled(b.len());
                     eval.prefetch(&compiled_plans(&b));
-                    b
+                    ahead = Some(b);
                 }
+            }
+            let Some((plan, cpu)) = compiled else {
+                out_of_time = true;
+                continue;
             };
-            for (i, compiled) in batch {
-                if ahead.is_none() && in_flight > 0 {
-                    if let Ok(b) = compiled_rx.try_recv() {
-                        in_flight -= 1;
-                        progress.compiled(b.len());
-                        eval.prefetch(&compiled_plans(&b));
-                        ahead = Some(b);
+            StageTimes::add(&mut stages.codegen_s, cpu);
+            if past() {
+                out_of_time = true;
+                continue;
+            }
+            let outcome = match plan {
+                Ok(plan) => {
+                    let screen = best_full
+                        .filter(|_| opts.adaptive)
+                        .map(|b| b * SCREEN_MARGIN);
+                    let measuring = Instant::now();
+                    let (outcome, split) = eval.measure_with(&plan, screen);
+                    StageTimes::add(&mut stages.measure_s, measuring.elapsed());
+                    if let Some(s) = split {
+                        stages.load_s += s.load_s;
+                        stages.jit_s += s.jit_s;
+                        stages.verify_s += s.verify_s;
+                        stages.time_s += s.time_s;
                     }
+                    outcome
                 }
-                let Some((plan, cpu)) = compiled else {
-                    out_of_time = true;
-                    continue;
-                };
-                StageTimes::add(&mut stages.codegen_s, cpu);
-                if past() {
-                    out_of_time = true;
-                    continue;
-                }
-                let outcome = match plan {
-                    Ok(plan) => {
-                        let screen = best_full
-                            .filter(|_| opts.adaptive)
-                            .map(|b| b * SCREEN_MARGIN);
-                        let measuring = Instant::now();
-                        let (outcome, split) = eval.measure_with(&plan, screen);
-                        StageTimes::add(&mut stages.measure_s, measuring.elapsed());
-                        if let Some(s) = split {
-                            stages.load_s += s.load_s;
-                            stages.jit_s += s.jit_s;
-                            stages.verify_s += s.verify_s;
-                            stages.time_s += s.time_s;
-                        }
-                        outcome
-                    }
-                    Err(e) => Outcome::CompileFailed(e),
-                };
-                if let Some(t) = outcome.timing().filter(|t| !t.screened) {
-                    best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
-                }
-                if outcome.timing().is_some() {
-                    verified.store(true, Ordering::Relaxed);
-                }
-                record.record(&candidates[i], &outcome);
-                progress.update(&outcome, false);
+                Err(e) => Outcome::CompileFailed(e),
+            };
+            if let Some(t) = outcome.timing().filter(|t| !t.screened) {
+                best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
+            }
+            out_of_time |= outcome.cut_off();
+            record.record(&candidates[i], &outcome);
+            progress.update(&outcome, false);
+            if !outcome.cut_off() {
+                // A cut-off candidate says nothing about its kernel: the strategy does not
+                // learn from it.
                 measured.push(Measured {
                     index: i,
                     time_us: outcome.timing().map(|t| t.median_us),
                 });
-                trials.push(Trial {
-                    config: candidates[i],
-                    outcome,
-                    resumed: false,
-                });
             }
+            trials.push(Trial {
+                config: candidates[i],
+                outcome,
+                resumed: false,
+            });
         }
-        drop(to_compiler);
-    });
+    }
+    drop(to_compiler);
+    eval.set_deadline(None);
     progress.finish();
     stages.total_s = start.elapsed().as_secs_f64();
     TuneReport {

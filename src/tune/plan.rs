@@ -4,13 +4,14 @@
 use super::progress::Progress;
 use super::{StageTimes, TuneOptions};
 use crate::arch::Arch;
-use crate::codegen::{self, CodegenError, Compiled, Target};
+use crate::codegen::{self, CodegenCache, CodegenError, Compiled, Target};
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::runtime::{Launch, LaunchPlan};
 use crate::search::{SearchContext, Strategy};
 use rayon::prelude::*;
+use std::sync::mpsc;
 use std::time::Instant;
 
 /// The code generator's target for an arch (compiling checks that the kernels can run on it).
@@ -68,7 +69,12 @@ pub fn compile_plan(
     let c = if faulty {
         codegen::compile_faulting(l, cfg, target)?
     } else {
-        reject_spills(codegen::compile_conv(l, cfg, target)?)?
+        reject_spills(codegen::compile_conv_cached(
+            l,
+            cfg,
+            target,
+            CodegenCache::from_env(),
+        )?)?
     };
     to_plan(c)
 }
@@ -98,9 +104,10 @@ pub fn compile_only(
 ) -> CompiledOnly {
     let start = Instant::now();
     let deadline = opts.deadline_from(start);
-    let past = || deadline.is_some_and(|d| Instant::now() >= d);
+    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
     let total = opts.budget.unwrap_or(usize::MAX).min(ctx.candidates.len());
     let target = target_for(arch);
+    let cache = CodegenCache::from_env();
     let mut stages = StageTimes::default();
     let mut picked = Vec::new();
     let ranking = Instant::now();
@@ -112,34 +119,55 @@ pub fn compile_only(
         picked.extend(batch);
     }
     StageTimes::add(&mut stages.rank_s, ranking.elapsed());
-    let progress = Progress::new(
+    let mut progress = Progress::new(
         picked.len() as u64,
         opts.progress,
         "compiled",
         opts.position.as_ref(),
         deadline,
     );
-    let out: Vec<_> = picked
-        .par_iter()
-        .map(|&i| {
+    // Compiled on a thread of their own that the deadline does not wait for: a compile already
+    // running then (LLVM cannot be interrupted) finishes in the background and is dropped, so
+    // the dry run holds `--time` like the tuner does.
+    let (done, results) = mpsc::channel();
+    let lowering = ctx.lowering.clone();
+    let jobs: Vec<(usize, PerfConfig)> = picked
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| (n, ctx.candidates[i]))
+        .collect();
+    let count = jobs.len();
+    std::thread::spawn(move || {
+        jobs.into_par_iter().for_each_with(done, |done, (n, cfg)| {
             if past() {
-                return None;
+                return;
             }
-            let cfg = ctx.candidates[i];
             let t = Instant::now();
-            let r = codegen::compile_conv(ctx.lowering, &cfg, target)
+            let r = codegen::compile_conv_cached(&lowering, &cfg, target, cache)
                 .map_err(PlanError::from)
                 .and_then(reject_spills)
                 .map_err(|e| e.to_string());
-            let cpu = t.elapsed();
-            progress.compiled_one(r.is_ok());
-            Some((cfg, r, cpu))
+            let _ = done.send((n, cfg, r, t.elapsed()));
         })
-        .collect();
+    });
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        let got = match deadline {
+            Some(d) => results
+                .recv_timeout(d.saturating_duration_since(Instant::now()))
+                .ok(),
+            None => results.recv().ok(),
+        };
+        let Some((n, cfg, r, cpu)) = got else { break };
+        progress.compiled_one(r.is_ok());
+        out.push((n, cfg, r, cpu));
+    }
     progress.finish();
-    let out_of_time = out.iter().any(Option::is_none);
+    let out_of_time = out.len() < count;
+    // In the order the strategy picked them, as before.
+    out.sort_by_key(|o| o.0);
     let mut compiled = Vec::with_capacity(out.len());
-    for (cfg, r, cpu) in out.into_iter().flatten() {
+    for (_, cfg, r, cpu) in out {
         StageTimes::add(&mut stages.codegen_s, cpu);
         compiled.push((cfg, r));
     }

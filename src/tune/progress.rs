@@ -6,7 +6,9 @@
 use crate::runtime::Outcome;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Seconds between plain progress lines when stderr is not a terminal; the environment
@@ -55,8 +57,23 @@ enum Draw {
     Hidden,
 }
 
-/// The progress of one problem's run; usable from several compile threads at once.
+/// The progress of one problem's run; usable from several compile threads at once. When
+/// stderr is not a terminal a ticker thread prints the plain line every few seconds even while
+/// nothing finishes (a long compile or measurement); on a terminal the bar ticks by itself.
 pub(super) struct Progress {
+    state: Arc<State>,
+    ticker: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+}
+
+impl std::ops::Deref for Progress {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+/// What the line shows, shared with the ticker.
+pub(super) struct State {
     draw: Draw,
     /// What a counted candidate is: `timed` or `compiled`.
     noun: &'static str,
@@ -93,8 +110,13 @@ impl Progress {
         let position = position.cloned().unwrap_or_default();
         if let Draw::Bar(bar) = &draw {
             bar.set_prefix(position.label());
+            bar.enable_steady_tick(Duration::from_secs(1));
         }
-        Progress {
+        let every = match draw {
+            Draw::Plain(every) if !every.is_zero() => Some(every),
+            _ => None,
+        };
+        let state = Arc::new(State {
             draw,
             noun,
             total,
@@ -102,9 +124,39 @@ impl Progress {
             deadline,
             position,
             counts: Mutex::new(Counts::default()),
-        }
+        });
+        let ticker = every.map(|every| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (state, stopped) = (Arc::clone(&state), Arc::clone(&stop));
+            let thread = std::thread::spawn(move || {
+                while !stopped.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100).min(every));
+                    state.with(|_| {});
+                }
+            });
+            (stop, thread)
+        });
+        Progress { state, ticker }
     }
 
+    pub(super) fn finish(&mut self) {
+        if let Some((stop, thread)) = self.ticker.take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+        if let Draw::Bar(bar) = &self.draw {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl State {
     pub(super) fn compiling(&self, n: usize) {
         self.with(|c| c.compiling += n as u64);
     }
@@ -128,6 +180,7 @@ impl Progress {
                         c.best = Some((t.median_us, t.tflops));
                     }
                 }
+                None if outcome.cut_off() => {}
                 None => c.failed += 1,
             }
         });
@@ -213,12 +266,6 @@ impl Progress {
             }
             (Some(own), _) => secs(own),
             (None, _) => "?".into(),
-        }
-    }
-
-    pub(super) fn finish(&self) {
-        if let Draw::Bar(bar) = &self.draw {
-            bar.finish_and_clear();
         }
     }
 }

@@ -105,8 +105,10 @@ pub struct ProblemSummary {
     pub evaluated: usize,
     /// Of those, taken from the journal.
     pub resumed: usize,
-    /// Of those, without a verified timing.
+    /// Of those, without a verified timing (those cut off by the deadline not counted).
     pub failed: usize,
+    /// Of those, cut off by the deadline while they were measured (not a verdict on them).
+    pub cut_off: usize,
     /// Of those, timed only by their short first measurement (clearly slower than the best).
     pub screened: usize,
     /// Wall time, seconds, every stage included.
@@ -127,7 +129,11 @@ impl ProblemSummary {
     /// Summarises one problem's tuning run.
     pub fn new(problem: String, device: usize, r: &TuneReport) -> ProblemSummary {
         let mut failures = BTreeMap::new();
-        for t in r.trials.iter().filter(|t| t.outcome.timing().is_none()) {
+        for t in r
+            .trials
+            .iter()
+            .filter(|t| t.outcome.timing().is_none() && !t.outcome.cut_off())
+        {
             *failures.entry(t.outcome.kind().to_string()).or_default() += 1;
         }
         ProblemSummary {
@@ -137,6 +143,7 @@ impl ProblemSummary {
             evaluated: r.trials.len(),
             resumed: r.trials.iter().filter(|t| t.resumed).count(),
             failed: r.failed(),
+            cut_off: r.cut_off(),
             screened: r.screened(),
             seconds: r.elapsed.as_secs_f64(),
             stages: r.stages,
@@ -155,7 +162,7 @@ impl ProblemSummary {
             first_failure: r
                 .trials
                 .iter()
-                .find(|t| t.outcome.timing().is_none())
+                .find(|t| t.outcome.timing().is_none() && !t.outcome.cut_off())
                 .map(|t| Failure {
                     config: t.config.to_string(),
                     reason: t.outcome.to_string(),
@@ -183,10 +190,10 @@ impl ProblemSummary {
             self.screened,
             self.failed,
             self.seconds,
-            if self.out_of_time {
-                " (time limit)"
-            } else {
-                ""
+            match (self.out_of_time, self.cut_off) {
+                (false, _) => String::new(),
+                (true, 0) => " (time limit)".to_string(),
+                (true, n) => format!(" (time limit; {n} cut off while measured)"),
             },
             self.stages
         )

@@ -307,14 +307,118 @@ fn the_deadline_stops_compiling_and_measuring() {
         took < limit + std::time::Duration::from_millis(200),
         "ended {took:?} after the start, limit {limit:?}"
     );
-    // A deadline already past with nothing verified: the search goes on until the first
-    // verified candidate, and stops there.
+    // A deadline already past: nothing is measured, even with nothing verified (`--time`
+    // holds; issue 16).
     let past = TuneOptions {
         deadline: Some(std::time::Instant::now()),
         ..opts
     };
     let (r, screens) = run_screening(&cands, &past, std::time::Duration::ZERO);
-    assert_eq!(r.trials.len(), 1, "{:?}", r.trials);
-    assert_eq!(screens.len(), 1);
-    assert!(r.trials[0].outcome.timing().is_some() && r.out_of_time);
+    assert!(r.trials.is_empty(), "{:?}", r.trials);
+    assert!(screens.is_empty() && r.out_of_time);
+}
+
+/// Times the first `quick` candidates at once, then hangs like a kernel that never ends:
+/// until the deadline it was given, which cuts the candidate off (what the worker does).
+struct Hangs {
+    quick: usize,
+    deadline: Option<std::time::Instant>,
+    calls: usize,
+}
+
+impl Evaluate for Hangs {
+    fn measure(&mut self, plan: &LaunchPlan) -> Outcome {
+        self.calls += 1;
+        if self.calls <= self.quick {
+            return Fake { calls: 0 }.measure(plan);
+        }
+        let d = self.deadline.expect("a deadline to cut the hang off");
+        std::thread::sleep(d.saturating_duration_since(std::time::Instant::now()));
+        Outcome::OutOfTime
+    }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+}
+
+fn tune_with(
+    cands: &[PerfConfig],
+    eval: &mut dyn Evaluate,
+    compile: impl Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
+    limit: std::time::Duration,
+) -> (TuneReport, std::time::Duration) {
+    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
+        .parse()
+        .unwrap();
+    let l = lower(&p);
+    let ctx = SearchContext {
+        lowering: &l,
+        arch: &crate::arch::Arch::SM_90,
+        candidates: cands,
+    };
+    let opts = TuneOptions {
+        batch: 2,
+        progress: false,
+        time_limit: Some(limit),
+        ..Default::default()
+    };
+    let start = std::time::Instant::now();
+    let r = tune(
+        &ctx,
+        &mut Exhaustive::default(),
+        compile,
+        eval,
+        &mut NoRecord,
+        &opts,
+    );
+    (r, start.elapsed())
+}
+
+#[test]
+fn a_candidate_hung_at_the_deadline_is_cut_off_not_failed_and_the_best_is_kept() {
+    // Regression: a hung candidate overran `--time 8` by the worker's measure timeout (70 s).
+    let cands = configs(12);
+    let mut eval = Hangs {
+        quick: 2,
+        deadline: None,
+        calls: 0,
+    };
+    let limit = std::time::Duration::from_millis(400);
+    let (r, took) = tune_with(&cands, &mut eval, plan_of, limit);
+    assert!(
+        took < limit + std::time::Duration::from_millis(300),
+        "{took:?}"
+    );
+    assert!(r.out_of_time);
+    assert_eq!(r.cut_off(), 1, "{:?}", r.trials);
+    assert_eq!(r.failed(), 0, "a cut-off candidate is not a failure");
+    assert_eq!(
+        r.best().unwrap().0.block_m,
+        32,
+        "the best before the cut is kept"
+    );
+    assert_eq!(eval.calls, 3, "nothing measured after the cut");
+    assert!(eval.deadline.is_none(), "the deadline is lifted at the end");
+}
+
+#[test]
+fn a_compile_still_running_at_the_deadline_is_not_waited_for() {
+    // LLVM cannot be interrupted; one slow candidate (a big f32 NCHW plan took minutes) must
+    // not hold the problem past its deadline.
+    // (Short enough not to starve the shared rayon pool of the other tests for long.)
+    let cands = configs(2);
+    let slow = |c: &PerfConfig| {
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        plan_of(c)
+    };
+    let mut fake = Fake { calls: 0 };
+    let limit = std::time::Duration::from_millis(300);
+    let (r, took) = tune_with(&cands, &mut fake, slow, limit);
+    assert!(
+        took < limit + std::time::Duration::from_millis(300),
+        "{took:?}"
+    );
+    assert!(r.out_of_time && r.trials.is_empty());
+    assert!(r.stages.codegen_wait_s > 0.2, "{:?}", r.stages);
+    assert_eq!(fake.calls, 0);
 }

@@ -1,29 +1,12 @@
 //! The parent side against stand-in workers: shell scripts that speak the protocol and then die,
 //! hang or refuse to start on cue. No GPU needed.
 
-use super::super::device::DeviceInfo;
 use super::super::plan::Launch;
 use super::super::protocol::{encode_response, Response};
+use super::super::stand_in::device;
 use super::*;
 use crate::abi::{Module, CONV_ARGS};
 use std::path::Path;
-
-fn device() -> DeviceInfo {
-    DeviceInfo {
-        ordinal: 0,
-        name: "Stand-in GPU".into(),
-        compute_capability: (9, 0),
-        arch: "sm_90".into(),
-        multiprocessors: 132,
-        driver: "13.0".into(),
-        clock_mhz: Some(1980),
-        memory_clock_mhz: None,
-        l2_bytes: 50 << 20,
-        total_memory_bytes: 80 << 30,
-        max_shared_per_block_optin: 227 << 10,
-        max_threads_per_block: 1024,
-    }
-}
 
 fn plan(name: &str) -> LaunchPlan {
     LaunchPlan {
@@ -319,4 +302,71 @@ fn the_measure_limit_allows_for_the_jit_of_every_announced_module() {
     assert_eq!(queued, alone + one_mib, "a's own MiB plus b's");
     w.measure(&a).unwrap();
     assert_eq!(w.measure_timeout(&b), alone, "only b is left");
+}
+
+#[test]
+fn the_deadline_cuts_off_a_hung_candidate_long_before_its_measure_timeout() {
+    // Regression (issue 16): a hung candidate overran `--time 8` by the worker's measure
+    // timeout, 70 s. Here the timeout is 60 s and the deadline half a second away.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = stand_in(dir.path());
+    let patient = WorkerOptions {
+        measure_timeout: Duration::from_secs(60),
+        ..options()
+    };
+    let mut w = spawn_script(&script, &[&log.display().to_string()], patient).unwrap();
+    w.set_problem(&problem(), &plan("ref"), 5).unwrap();
+    w.set_deadline(Some(Instant::now() + Duration::from_millis(500)));
+    let t = Instant::now();
+    assert_eq!(w.measure(&plan("hang")).unwrap(), Outcome::OutOfTime);
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_millis(900),
+        "{took:?}"
+    );
+    // Past the deadline nothing is sent, and no worker is started for it.
+    assert_eq!(w.measure(&plan("next")).unwrap(), Outcome::OutOfTime);
+    assert_eq!(log_lines(&log), ["start", "problem"]);
+    // The deadline lifted (the next problem): a fresh worker, given the problem, measures.
+    w.set_deadline(None);
+    assert!(is_wrong_result(&w.measure(&plan("next")).unwrap()));
+    assert_eq!(w.restarts(), 1);
+    assert_eq!(log_lines(&log), ["start", "problem", "start", "problem"]);
+}
+
+#[test]
+fn the_deadline_cuts_off_a_problem_set_up_that_never_ends() {
+    // The reference run (and the allocation before it) waits up to problem_timeout, 300 s by
+    // default: the deadline must end it too, as OutOfTime rather than a broken device.
+    let ready = encode_response(&Response::Ready { device: device() });
+    let script = format!(
+        "#!/bin/sh\necho '{ready}'\nwhile read -r line; do\n  case \"$line\" in\n    \
+         *SetProblem*) exec sleep 1000 ;;\n  esac\ndone\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "stuck.sh", &script);
+    let patient = WorkerOptions {
+        problem_timeout: Duration::from_secs(300),
+        ..options()
+    };
+    let mut w = spawn_script(&script, &[], patient).unwrap();
+    w.set_deadline(Some(Instant::now() + Duration::from_millis(300)));
+    let t = Instant::now();
+    let e = w.set_problem(&problem(), &plan("ref"), 5).unwrap_err();
+    assert!(matches!(e, RuntimeError::OutOfTime { .. }), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_millis(800),
+        "{:?}",
+        t.elapsed()
+    );
+    // Again with the deadline spent: the restart itself is refused at once.
+    let t = Instant::now();
+    let e = w.set_problem(&problem(), &plan("ref"), 5).unwrap_err();
+    assert!(matches!(e, RuntimeError::OutOfTime { .. }), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_millis(200),
+        "{:?}",
+        t.elapsed()
+    );
 }
