@@ -36,6 +36,8 @@ for i in range(1, n + 1):
         for line in open(f"{out}/j{i}.jsonl"):
             e = json.loads(line)
             c = e.get("config", "")
+            if c.startswith("@"):  # the @stages record
+                continue
             us = e.get("time_us") or e.get("median_us")
             t["1" if ",pk=1" in c else "0"] = (us, e.get("status") or e.get("outcome"), c)
     except OSError:
