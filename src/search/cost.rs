@@ -458,6 +458,12 @@ fn estimate_with(
     total
 }
 
+/// The math-time factor of `pk=1` with `red=fixup`: measured 2.36× slower than `pk=0` on the
+/// H200 (bwd-weight 3×3, 128×256, sk=16: 219.1 vs 93.0 µs; BENCHMARKS, session 7 final pass A):
+/// a tile's slices are walked by different blocks in unit order, so the last contributor of
+/// each tile arrives only at the end of the walks.
+const PERSISTENT_FIXUP_LOSS: f64 = 2.0;
+
 /// K steps' worth of time each block-per-unit pays outside its K loop: the pipeline fill
 /// (the first stages' loads before the first multiply) and the epilogue with nothing loading.
 const UNIT_OVERHEAD_STEPS: f64 = 2.0;
@@ -467,9 +473,13 @@ const UNIT_OVERHEAD_STEPS: f64 = 2.0;
 /// overhead falls from [`UNIT_OVERHEAD_STEPS`] to half of it plus the first fill spread over
 /// the walk: `(k + O/2 + O/(2u)) / (k + O)` for `k` K steps per unit. One unit a block (units
 /// ≤ grid) gains nothing; short K with many units per block gains most. 1 for `pk=0`.
+/// With the split-K fix-up it is a loss instead ([`PERSISTENT_FIXUP_LOSS`]).
 fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 {
     if c.persistent != crate::config::Grid::Persistent {
         return 1.0;
+    }
+    if c.split_k > 1 && c.red == Reduction::Fixup {
+        return PERSISTENT_FIXUP_LOSS;
     }
     let grid = units.min(slots).max(1);
     let per_block = ceil_div(units.max(1), grid) as f64;
