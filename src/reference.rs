@@ -93,6 +93,32 @@ pub fn random_tensor<R: Rng + ?Sized>(p: &ConvProblem, t: Tensor, rng: &mut R) -
         .collect()
 }
 
+/// Elements per independently seeded piece of [`random_tensor_par`].
+const RANDOM_CHUNK: usize = 1 << 16;
+
+/// [`random_tensor`]'s distribution, made on all cores: one seed is drawn from `rng` and each
+/// piece of [`RANDOM_CHUNK`] elements gets its own generator seeded from it and the piece's
+/// index, so the values depend on `rng` alone, not on the number of threads (a restarted
+/// worker makes the same data). The measurers fill tensors of up to ~10^8 elements this way:
+/// one generator made that a second of every problem's fixed cost.
+pub fn random_tensor_par<R: Rng + ?Sized>(p: &ConvProblem, t: Tensor, rng: &mut R) -> Vec<f64> {
+    use rand::{rngs::StdRng, SeedableRng};
+    use rayon::prelude::*;
+    let dtype = p.dtype();
+    let base: u64 = rng.gen();
+    let mut out = vec![0.0; p.tensor_elems(t) as usize];
+    out.par_chunks_mut(RANDOM_CHUNK)
+        .enumerate()
+        .for_each(|(i, piece)| {
+            let mut r =
+                StdRng::seed_from_u64(base ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            for v in piece {
+                *v = round_to(dtype, r.gen_range(-1.0..=1.0));
+            }
+        });
+    out
+}
+
 /// The nearest value of `dtype` (round to nearest even), as f64.
 fn round_to(dtype: DType, v: f64) -> f64 {
     match dtype {
@@ -115,6 +141,44 @@ mod tests {
 
     fn nchw(s: ConvSizes, dir: Direction) -> ConvProblem {
         problem(s, dir, Layout::NGCHW, Layout::GKCYX)
+    }
+
+    #[test]
+    fn parallel_random_tensors_do_not_depend_on_the_thread_count() {
+        let s = ConvSizes {
+            c: 64,
+            k: 8,
+            h: 40,
+            w: 40,
+            ..Default::default()
+        };
+        let p = ConvProblem::new(
+            s,
+            Direction::Fwd,
+            DType::BF16,
+            Layout::NGCHW,
+            Layout::GKCYX,
+            Layout::NGCHW,
+        )
+        .unwrap();
+        let make = || random_tensor_par(&p, Tensor::Input, &mut StdRng::seed_from_u64(9));
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(make);
+        let many = make();
+        assert!(one.len() > 2 * RANDOM_CHUNK);
+        assert_eq!(one, many);
+        assert!(one
+            .iter()
+            .all(|&v| (-1.0..=1.0).contains(&v) && round_to(DType::BF16, v) == v));
+        // Pieces are not copies of each other, and another seed gives other data.
+        assert_ne!(one[..64], one[RANDOM_CHUNK..RANDOM_CHUNK + 64]);
+        assert_ne!(
+            one,
+            random_tensor_par(&p, Tensor::Input, &mut StdRng::seed_from_u64(10))
+        );
     }
 
     #[test]

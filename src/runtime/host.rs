@@ -60,20 +60,21 @@ pub(crate) const POISON: u8 = 0xFF;
 /// [`crate::reference::random_tensor`] makes them), so the device reads exactly what the f64 checks
 /// assume.
 pub(crate) fn encode(dtype: DType, values: &[f64]) -> Vec<u8> {
-    match dtype {
-        DType::F32 => values
-            .iter()
-            .flat_map(|&v| (v as f32).to_le_bytes())
-            .collect(),
-        DType::F16 => values
-            .iter()
-            .flat_map(|&v| f16::from_f64(v).to_le_bytes())
-            .collect(),
-        DType::BF16 => values
-            .iter()
-            .flat_map(|&v| bf16::from_f64(v).to_le_bytes())
-            .collect(),
-    }
+    use rayon::prelude::*;
+    let size = dtype.bytes() as usize;
+    let mut out = vec![0u8; values.len() * size];
+    out.par_chunks_mut(COMPARE_CHUNK * size)
+        .zip(values.par_chunks(COMPARE_CHUNK))
+        .for_each(|(bytes, vals)| {
+            for (b, &v) in bytes.chunks_exact_mut(size).zip(vals) {
+                match dtype {
+                    DType::F32 => b.copy_from_slice(&(v as f32).to_le_bytes()),
+                    DType::F16 => b.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
+                    DType::BF16 => b.copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
+                }
+            }
+        });
+    out
 }
 
 /// Exact f64 values of little-endian `dtype` elements.

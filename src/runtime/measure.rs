@@ -22,7 +22,7 @@ use super::preload::{threads_from_env, Preloader};
 use super::ptxas::{Image, Ptxas};
 use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, Tensor};
-use crate::reference::random_tensor;
+use crate::reference::random_tensor_par;
 use cudarc::driver::{
     result::{self, DriverError},
     sys::CUevent_flags,
@@ -145,7 +145,7 @@ impl Measurer {
             let elems = problem.tensor_elems(t) as usize;
             let mut buf = alloc(&self.stream, elems * dtype.bytes() as usize, t.name())?;
             if t != written {
-                let values = random_tensor(problem, t, &mut rng);
+                let values = random_tensor_par(problem, t, &mut rng);
                 self.stream
                     .memcpy_htod(&host::encode(dtype, &values), &mut buf)
                     .map_err(|e| RuntimeError::driver("cuMemcpyHtoDAsync", t.name(), e))?;

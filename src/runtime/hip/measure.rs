@@ -16,7 +16,7 @@ use super::{device, hip_err, HipDevice};
 use crate::abi::{device_pointers, ArgRole};
 use crate::codegen::{read_code_object, AmdResources};
 use crate::problem::{ConvProblem, Tensor};
-use crate::reference::random_tensor;
+use crate::reference::random_tensor_par;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::host::{self, compare, POISON};
 use crate::runtime::outcome::{Outcome, Timing};
@@ -141,7 +141,7 @@ impl<A: HipApi> HipMeasurer<A> {
             })?;
             tensors[i] = Buffer { ptr, bytes };
             if t != written {
-                let values = random_tensor(problem, t, &mut rng);
+                let values = random_tensor_par(problem, t, &mut rng);
                 if let Err(e) = self.api.copy_to_device(ptr, &host::encode(dtype, &values)) {
                     self.free_buffers(&tensors);
                     return Err(hip_err("hipMemcpyHtoD", e));
