@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{LdsLayout, LoadPath, MmaPath, Reduction};
+use super::{LdsLayout, LoadPath, MmaPath, Reduction, Transform};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -65,6 +65,7 @@ named_field_value!(LdsLayout);
 named_field_value!(MmaPath);
 named_field_value!(Reduction);
 named_field_value!(LoadPath);
+named_field_value!(Transform);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -262,7 +263,7 @@ perf_config_fields! {
     ///
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
-    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`. A config
+    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`, `v4:` `xf`. A config
     /// prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
     /// databases and new ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -315,6 +316,10 @@ perf_config_fields! {
         /// How tiles reach shared memory on the `wgmma` path (`cp`, `tma` or `ws`).
         #[field(key = "ld", variant = Ld, level = 2, since = 3, default = LoadPath::Cp)]
         pub ld: LoadPath,
+        /// Layout transform around the GEMMs (`none`, `nhwc`, `nhwc_out`): fixed outermost,
+        /// because it picks the lowering that every other rule reads.
+        #[field(key = "xf", variant = Xf, level = 0, since = 4, default = Transform::None)]
+        pub xf: Transform,
     }
 }
 

@@ -9,7 +9,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v3:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v4:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]

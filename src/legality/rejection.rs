@@ -35,6 +35,8 @@ pub enum RejectReasonKind {
     VectorC,
     /// TMA loads (`ld=tma`) where a tensor map cannot describe the tiles.
     Tma,
+    /// A layout transform (`xf`) that would move nothing.
+    Transform,
 }
 
 impl fmt::Display for RejectReasonKind {
@@ -54,6 +56,7 @@ impl fmt::Display for RejectReasonKind {
             RejectReasonKind::VectorB => "vector B",
             RejectReasonKind::VectorC => "vector C",
             RejectReasonKind::Tma => "tma",
+            RejectReasonKind::Transform => "layout transform",
         })
     }
 }
@@ -180,6 +183,14 @@ pub enum Rejection {
         why: String,
         /// The sub-GEMM, when one is at fault.
         gemm: Option<u32>,
+    },
+    /// The layout transform does not apply to the problem.
+    #[error("xf={xf} does not apply: {why}")]
+    Transform {
+        /// The transform (`nhwc` or `nhwc_out`).
+        xf: &'static str,
+        /// Why, in words.
+        why: String,
     },
     /// A swizzled layout needs whole, power-of-two counts of 16-byte chunks per row.
     #[error("lds=swz needs shared-memory rows (bk × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
@@ -321,6 +332,7 @@ impl Rejection {
             | Rejection::StreamK { .. } => K::SplitK,
             Rejection::Raster { .. } => K::Raster,
             Rejection::Tma { .. } => K::Tma,
+            Rejection::Transform { .. } => K::Transform,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }
             | Rejection::VectorTile { operand, .. }
