@@ -6,6 +6,7 @@ use super::builder::Kb;
 use super::gemm::{emit_gemm, grid};
 use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::{GemmPlan, SchedulerKind};
+use super::relayout::{self, emit_transpose, Place, Transpose};
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
 use super::streamk::emit_streamk;
@@ -14,8 +15,8 @@ use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
 use crate::arch::{Vendor, MAX_GRID};
-use crate::config::PerfConfig;
-use crate::lowering::Lowering;
+use crate::config::{PerfConfig, Transform};
+use crate::lowering::{relayout::relayouts, Lowering};
 use crate::problem::{ConvProblem, DType, Tensor};
 use inkwell::context::Context;
 use inkwell::module::Module;
@@ -56,6 +57,8 @@ pub(crate) enum Body<'l> {
     },
     /// Direct convolution.
     Reference(&'l ConvProblem),
+    /// A layout transform's transpose (reads and writes its places, never redirected).
+    Relayout(Transpose),
 }
 
 /// The launches of a job, planned without LLVM.
@@ -66,6 +69,9 @@ pub(crate) struct Launches<'l> {
     pub workspace_bytes: u64,
     /// Whether the GEMM kernels get the out-of-bounds store.
     pub fault: bool,
+    /// Per tensor, the workspace byte offset of its channels-last copy that every kernel but
+    /// the transposes reads or writes instead of the tensor (`xf`).
+    pub redirect: [Option<u64>; 3],
 }
 
 fn kernel(
@@ -118,6 +124,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                 kernels,
                 workspace_bytes: 0,
                 fault: false,
+                redirect: [None; 3],
             })
         }
         Job::Conv {
@@ -125,6 +132,80 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             cfg,
             fault,
         } => {
+            let gemms = lowering.for_transform(cfg.xf).ok_or_else(|| CodegenError::Config {
+                config: cfg.to_string(),
+                gemm: 0,
+                reason: crate::lowering::relayout::why_not(&lowering.problem, cfg.xf)
+                    .unwrap_or_else(|| "the layout transform has no lowering".into()),
+            })?;
+            let mut l = plan_gemms(gemms, cfg, spec, fault)?;
+            if cfg.xf != Transform::None {
+                transform(&lowering.problem, cfg.xf, &mut l)?;
+            }
+            Ok(l)
+        }
+    }
+}
+
+/// Adds the transposes of layout transform `xf` around the GEMM launches `l` of the twin
+/// lowering: the channels-last copies go to the workspace after what the GEMMs use, the
+/// GEMMs' tensors (and tensor maps) are redirected there, the read tensors are copied in
+/// first and the written one copied back last.
+fn transform(p: &ConvProblem, xf: Transform, l: &mut Launches) -> Result<(), CodegenError> {
+    const ALIGN: u64 = 256;
+    let dt = p.dtype();
+    let written = p.direction().written();
+    let mut at = l.workspace_bytes.next_multiple_of(ALIGN);
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for r in relayouts(p, xf) {
+        l.redirect[r.tensor as usize] = Some(at);
+        let back = r.tensor == written;
+        let t = Transpose {
+            dt,
+            batch: r.batch,
+            rows: if back { r.cols } else { r.rows },
+            cols: if back { r.rows } else { r.cols },
+            src: if back { Place::Workspace(at) } else { Place::Tensor(r.tensor) },
+            dst: if back { Place::Tensor(r.tensor) } else { Place::Workspace(at) },
+        };
+        let name = format!(
+            "convtune_relayout_{}{}",
+            r.tensor.name(),
+            if back { "_back" } else { "" }
+        );
+        let k = kernel(name, [t.blocks(), 1, 1], relayout::THREADS, t.shared_bytes())?;
+        if back { &mut after } else { &mut before }.push((k, Body::Relayout(t)));
+        at = (at + r.elems() * dt.bytes() as u64).next_multiple_of(ALIGN);
+    }
+    for (k, _) in &mut l.kernels {
+        for a in &mut k.args {
+            let role = a.role;
+            if let (crate::abi::ArgKind::TensorMap(m), Some(t)) = (&mut a.kind, role.tensor()) {
+                if let Some(off) = l.redirect[t as usize] {
+                    m.offset += off;
+                    a.role = ArgRole::Workspace;
+                }
+            }
+        }
+    }
+    l.workspace_bytes = at;
+    before.append(&mut l.kernels);
+    before.append(&mut after);
+    l.kernels = before;
+    Ok(())
+}
+
+/// The launches of the GEMMs of `lowering` with `cfg` (and the zeroing, fix-up counters and
+/// split-K finish around them), each tensor in the layout `lowering.problem` gives it.
+fn plan_gemms<'l>(
+    lowering: &'l Lowering,
+    cfg: &'l PerfConfig,
+    spec: &dyn TargetSpec,
+    fault: bool,
+) -> Result<Launches<'l>, CodegenError> {
+    let mut kernels = Vec::new();
+    {
+        {
             let p = &lowering.problem;
             let written = p.direction().written();
             let elems = p.tensor_elems(written);
@@ -147,6 +228,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                     kernels,
                     workspace_bytes: 0,
                     fault,
+                    redirect: [None; 3],
                 });
             }
             let split = cfg.split_k > 1 && !plans.is_empty();
@@ -222,6 +304,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                 kernels,
                 workspace_bytes,
                 fault,
+                redirect: [None; 3],
             })
         }
     }
@@ -248,8 +331,24 @@ pub(crate) fn emit<'ctx>(
             Body::Phased(_) => vec![ArgRole::Input],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
+            Body::Relayout(t) => vec![match t.dst {
+                Place::Tensor(x) => ArgRole::of(x),
+                Place::Workspace(_) => ArgRole::Workspace,
+            }],
         };
+        let mut writes = writes;
+        let redirected = launches.redirect.iter().any(Option::is_some);
+        if redirected && !writes.contains(&ArgRole::Workspace) {
+            writes.push(ArgRole::Workspace);
+        }
         let kb = Kb::kernel(ctx, module, spec, &k.name, &k.args, &writes);
+        if !matches!(body, Body::Relayout(_)) {
+            for t in Tensor::ALL {
+                if let Some(at) = launches.redirect[t as usize] {
+                    kb.redirect(t, at);
+                }
+            }
+        }
         match body {
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => match plan.scheduler {
@@ -259,6 +358,7 @@ pub(crate) fn emit<'ctx>(
             Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),
+            Body::Relayout(t) => emit_transpose(&kb, t),
         }
         kb.finish();
     }

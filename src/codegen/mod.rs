@@ -46,6 +46,7 @@ mod math;
 mod nvptx;
 mod phased;
 mod plan;
+mod relayout;
 mod report;
 mod schedule;
 mod schedule_phase;

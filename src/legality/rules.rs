@@ -207,6 +207,9 @@ pub struct Checker {
     /// the transform does not apply: a config with `xf` set is judged by its twin, whose
     /// GEMMs are the ones that run.
     pub(super) twins: [Result<Box<Checker>, String>; 2],
+    /// The transform whose twin lowering this checker judges (`None` for the problem as
+    /// given): such a checker judges configs of that transform itself.
+    pub(super) transform: Transform,
 }
 
 /// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
@@ -253,6 +256,7 @@ impl Checker {
         });
         Checker {
             twins,
+            transform: lowering.transform,
             mn_major,
             gemms: lowering.gemms.clone(),
             problem: p,
@@ -281,8 +285,14 @@ impl Checker {
 
     /// The checker that judges `cfg`: this one, or the twin of its layout transform.
     pub(super) fn judge(&self, cfg: &PerfConfig) -> Result<&Checker, Rejection> {
-        if cfg.xf == Transform::None {
+        if cfg.xf == self.transform {
             return Ok(self);
+        }
+        if self.transform != Transform::None || cfg.xf == Transform::None {
+            return Err(Rejection::Transform {
+                xf: cfg.xf.name(),
+                why: format!("this lowering is the twin of xf={}", self.transform.name()),
+            });
         }
         match &self.twins[cfg.xf as usize - 1] {
             Ok(t) => Ok(t),
