@@ -338,8 +338,8 @@ impl Field {
     };
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
-    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, ld, sk, red, rs, va,
-    /// vb, vc).
+    /// declaration order within a level (bm, bn, wm, wn, mma, xf, bk, st, lds, ld, sk, red, rs,
+    /// va, vb, vc).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -384,15 +384,15 @@ mod tests {
             keys,
             [
                 "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
-                "red", "ld"
+                "red", "ld", "xf"
             ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
             [
-                "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "red", "rs", "va",
-                "vb", "vc"
+                "bm", "bn", "wm", "wn", "mma", "xf", "bk", "st", "lds", "ld", "sk", "red", "rs",
+                "va", "vb", "vc"
             ]
         );
         assert_eq!(Field::LEVELS, 8);

@@ -26,6 +26,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             mma: crate::config::MmaPath::Sync,
             red: crate::config::Reduction::Atomic,
             ld: crate::config::LoadPath::Cp,
+            xf: crate::config::Transform::None,
         })
         .collect()
 }

@@ -20,6 +20,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         mma: crate::config::MmaPath::Sync,
         red: crate::config::Reduction::Atomic,
         ld: crate::config::LoadPath::Cp,
+        xf: crate::config::Transform::None,
     }
 }
 
@@ -252,4 +253,31 @@ fn tma_operands_cost_no_copy_issue_and_ws_overlaps_the_rest() {
     assert!(ws.compute_us < tma.compute_us, "{ws:?} vs {tma:?}");
     assert_eq!(ws.blocks_per_sm, 1);
     assert!(ws.time_us.is_finite());
+}
+
+#[test]
+fn a_layout_transform_is_charged_its_transposes() {
+    let l = lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1");
+    let c = PerfConfig {
+        vec_b: 1,
+        vec_c: 1,
+        ..cfg(128, 64, 32, 64, 32, 1)
+    };
+    let x = PerfConfig {
+        xf: crate::config::Transform::Nhwc,
+        vec_b: 8,
+        ..c
+    };
+    let m = h200();
+    let t = transform_us(&l, &x, &m);
+    // Two launches (input, filter) and the input read and written once.
+    let input = 32.0 * 64.0 * 27.0 * 27.0 * 2.0;
+    assert!(t > 2.0 * m.launch_us + 2.0 * input / (m.dram_tbps * 1e6));
+    assert_eq!(transform_us(&l, &c, &m), 0.0);
+    let (plain, moved) = (estimate(&l, &c, &m), estimate(&l, &x, &m));
+    assert!(moved.time_us.is_finite() && plain.time_us.is_finite());
+    assert!(moved.time_us > t);
+    // Not applicable to NHWC: ranked last.
+    let nhwc = lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    assert!(estimate(&nhwc, &x, &m).time_us.is_infinite());
 }
