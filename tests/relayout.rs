@@ -117,3 +117,25 @@ fn emulated_nchw_transform_on_gfx90a() {
     let rep = emulate_where_legal(&p, &c, Arch::GFX90A, 5).expect("legal on gfx90a");
     assert!(rep.kernels.iter().any(|k| k.name.starts_with("convtune_relayout")));
 }
+
+/// The configs the report asks the lead to time on the H200 (the cost model's best per load
+/// path for the suite's f16 NCHW 3×3 forward and the f32 NCHW 5×5 stride-3 data gradient), on
+/// smaller images of the same channels: every one legal and bit-exact, `ld=ws` included.
+#[test]
+fn emulated_report_configs_bit_exact() {
+    let fwd = problem("convfp16 -n 1 -c 64 -H 7 -W 9 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1");
+    let dgrad = problem("conv -n 1 -c 64 -H 10 -W 11 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2");
+    let cases = [
+        (&fwd, "v4:bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=2,vb=2,vc=1,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,xf=nhwc"),
+        (&fwd, "v4:bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=2,vb=2,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma,xf=nhwc_out"),
+        (&fwd, "v4:bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=cp,xf=nhwc"),
+        (&fwd, "v4:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=sync,red=atomic,ld=cp,xf=nhwc_out"),
+        (&dgrad, "v4:bm=16,bn=32,bk=64,wm=16,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=4,mma=sync,red=atomic,ld=cp,xf=nhwc_out"),
+        (&dgrad, "v4:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=sync,red=atomic,ld=cp,xf=nhwc_out"),
+    ];
+    for (p, c) in cases {
+        let c = cfg(c);
+        let moved = if c.xf == Transform::Nhwc { 2 } else { 3 };
+        assert_eq!(run(p, &c), Some(moved), "{p} {c}");
+    }
+}
