@@ -115,7 +115,10 @@ fn emulated_nchw_transform_on_gfx90a() {
         Transform::Nhwc,
     );
     let rep = emulate_where_legal(&p, &c, Arch::GFX90A, 5).expect("legal on gfx90a");
-    assert!(rep.kernels.iter().any(|k| k.name.starts_with("convtune_relayout")));
+    assert!(rep
+        .kernels
+        .iter()
+        .any(|k| k.name.starts_with("convtune_relayout")));
 }
 
 /// The configs the report asks the lead to time on the H200 (the cost model's best per load

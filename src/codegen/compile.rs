@@ -132,12 +132,14 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             cfg,
             fault,
         } => {
-            let gemms = lowering.for_transform(cfg.xf).ok_or_else(|| CodegenError::Config {
-                config: cfg.to_string(),
-                gemm: 0,
-                reason: crate::lowering::relayout::why_not(&lowering.problem, cfg.xf)
-                    .unwrap_or_else(|| "the layout transform has no lowering".into()),
-            })?;
+            let gemms = lowering
+                .for_transform(cfg.xf)
+                .ok_or_else(|| CodegenError::Config {
+                    config: cfg.to_string(),
+                    gemm: 0,
+                    reason: crate::lowering::relayout::why_not(&lowering.problem, cfg.xf)
+                        .unwrap_or_else(|| "the layout transform has no lowering".into()),
+                })?;
             let mut l = plan_gemms(gemms, cfg, spec, fault)?;
             if cfg.xf != Transform::None {
                 transform(&lowering.problem, cfg.xf, &mut l)?;
@@ -165,15 +167,28 @@ fn transform(p: &ConvProblem, xf: Transform, l: &mut Launches) -> Result<(), Cod
             batch: r.batch,
             rows: if back { r.cols } else { r.rows },
             cols: if back { r.rows } else { r.cols },
-            src: if back { Place::Workspace(at) } else { Place::Tensor(r.tensor) },
-            dst: if back { Place::Tensor(r.tensor) } else { Place::Workspace(at) },
+            src: if back {
+                Place::Workspace(at)
+            } else {
+                Place::Tensor(r.tensor)
+            },
+            dst: if back {
+                Place::Tensor(r.tensor)
+            } else {
+                Place::Workspace(at)
+            },
         };
         let name = format!(
             "convtune_relayout_{}{}",
             r.tensor.name(),
             if back { "_back" } else { "" }
         );
-        let k = kernel(name, [t.blocks(), 1, 1], relayout::THREADS, t.shared_bytes())?;
+        let k = kernel(
+            name,
+            [t.blocks(), 1, 1],
+            relayout::THREADS,
+            t.shared_bytes(),
+        )?;
         if back { &mut after } else { &mut before }.push((k, Body::Relayout(t)));
         at = (at + r.elems() * dt.bytes() as u64).next_multiple_of(ALIGN);
     }

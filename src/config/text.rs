@@ -188,7 +188,10 @@ mod tests {
             ..t
         };
         let xs = x.to_string();
-        assert!(xs.starts_with("v4:") && xs.ends_with(",ld=tma,xf=nhwc_out"), "{xs}");
+        assert!(
+            xs.starts_with("v4:") && xs.ends_with(",ld=tma,xf=nhwc_out"),
+            "{xs}"
+        );
         assert_eq!(xs.parse::<PerfConfig>().unwrap(), x);
         assert!(t.to_string().starts_with("v3:"));
         let e = s

@@ -247,13 +247,14 @@ impl Checker {
             }
         }
         let p0 = lowering.problem;
-        let twins = [Transform::Nhwc, Transform::NhwcOut].map(|xf| {
-            match lowering.for_transform(xf) {
-                Some(l) if lowering.transform == Transform::None => Ok(Box::new(Checker::new(l, arch))),
+        let twins =
+            [Transform::Nhwc, Transform::NhwcOut].map(|xf| match lowering.for_transform(xf) {
+                Some(l) if lowering.transform == Transform::None => {
+                    Ok(Box::new(Checker::new(l, arch)))
+                }
                 _ => Err(crate::lowering::relayout::why_not(&p0, xf)
                     .unwrap_or_else(|| "a twin lowering has no transforms of its own".into())),
-            }
-        });
+            });
         Checker {
             twins,
             transform: lowering.transform,

@@ -493,7 +493,21 @@ mod tests {
                 if nv { (5, 5, 6, 3, 2) } else { (4, 4, 4, 1, 3) };
             assert_eq!(
                 s.raw_size(),
-                blocks * blocks * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths * red * xf
+                blocks
+                    * blocks
+                    * 3
+                    * 4
+                    * warp_n
+                    * 4
+                    * 4
+                    * 4
+                    * 4
+                    * 2
+                    * split_k
+                    * 3
+                    * paths
+                    * red
+                    * xf
             );
             assert_eq!(s.iter_raw().take(3).count(), 3);
         }

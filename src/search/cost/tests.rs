@@ -278,6 +278,7 @@ fn a_layout_transform_is_charged_its_transposes() {
     assert!(moved.time_us.is_finite() && plain.time_us.is_finite());
     assert!(moved.time_us > t);
     // Not applicable to NHWC: ranked last.
-    let nhwc = lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let nhwc =
+        lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
     assert!(estimate(&nhwc, &x, &m).time_us.is_infinite());
 }
