@@ -219,110 +219,106 @@ fn plan_gemms<'l>(
     fault: bool,
 ) -> Result<Launches<'l>, CodegenError> {
     let mut kernels = Vec::new();
-    {
-        {
-            let p = &lowering.problem;
-            let written = p.direction().written();
-            let elems = p.tensor_elems(written);
-            let dt = p.dtype();
-            let mut plans = lowering
-                .gemms
-                .iter()
-                .map(|g| GemmPlan::new(p, g, cfg, spec))
-                .collect::<Result<Vec<_>, _>>()?;
-            if phased::one_launch(lowering, cfg) {
-                let plan = PhasedPlan::new(lowering, plans);
-                let k = kernel(
-                    "convtune_phases".into(),
-                    plan.grid,
-                    plan.threads,
-                    plan.shared_bytes,
-                )?;
-                kernels.push((k, Body::Phased(Box::new(plan))));
-                return Ok(Launches {
-                    kernels,
-                    workspace_bytes: 0,
-                    fault,
-                    redirect: [None; 3],
-                });
-            }
-            let split = cfg.split_k > 1 && !plans.is_empty();
-            // Split-K through atomics: a zeroed f32 sum (the output itself for f32), and for
-            // f16/bf16 a finishing launch. Through the fix-up: only its counters are zeroed.
-            let atomics = split && plans.iter().all(|pl| pl.fixup.is_none());
-            let to_workspace = atomics && dt != DType::F32;
-            let mut workspace_bytes = if to_workspace { elems * 4 } else { 0 };
-            let counter_bytes = plans
-                .iter()
-                .filter_map(|pl| pl.fixup.map(|f| f.counter_bytes()))
-                .max();
-            if let Some(counters) = counter_bytes {
-                for fx in plans.iter_mut().filter_map(|pl| pl.fixup.as_mut()) {
-                    fx.partials_at = counters;
-                    workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
-                }
-                let words = counters / 4;
-                let k = kernel(
-                    "convtune_zero_counters".into(),
-                    [blocks(words, fill_width(words, 4)), 1, 1],
-                    THREADS,
-                    0,
-                )?;
-                kernels.push((
-                    k,
-                    Body::Zero {
-                        role: ArgRole::Workspace,
-                        dt: DType::F32,
-                        elems: words,
-                    },
-                ));
-            }
-            if lowering.zero_init || atomics {
-                let (role, zdt) = if to_workspace {
-                    (ArgRole::Workspace, DType::F32)
-                } else {
-                    (ArgRole::of(written), dt)
-                };
-                let per = fill_width(elems, zdt.bytes());
-                let k = kernel(
-                    "convtune_zero".into(),
-                    [blocks(elems, per), 1, 1],
-                    THREADS,
-                    0,
-                )?;
-                kernels.push((
-                    k,
-                    Body::Zero {
-                        role,
-                        dt: zdt,
-                        elems,
-                    },
-                ));
-            }
-            for plan in plans {
-                let name = format!("convtune_gemm{}", plan.gemm.id);
-                let grid = grid(&plan);
-                let mut k = kernel(name, grid, plan.launch_threads(), plan.smem.bytes)?;
-                k.args = plan.args();
-                kernels.push((k, Body::Gemm(Box::new(plan))));
-            }
-            if to_workspace {
-                let k = kernel(
-                    "convtune_splitk_finish".into(),
-                    [blocks(elems, 1), 1, 1],
-                    THREADS,
-                    0,
-                )?;
-                kernels.push((k, Body::Finish { written, dt, elems }));
-            }
-            Ok(Launches {
-                kernels,
-                workspace_bytes,
-                fault,
-                redirect: [None; 3],
-            })
-        }
+    let p = &lowering.problem;
+    let written = p.direction().written();
+    let elems = p.tensor_elems(written);
+    let dt = p.dtype();
+    let mut plans = lowering
+        .gemms
+        .iter()
+        .map(|g| GemmPlan::new(p, g, cfg, spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    if phased::one_launch(lowering, cfg) {
+        let plan = PhasedPlan::new(lowering, plans);
+        let k = kernel(
+            "convtune_phases".into(),
+            plan.grid,
+            plan.threads,
+            plan.shared_bytes,
+        )?;
+        kernels.push((k, Body::Phased(Box::new(plan))));
+        return Ok(Launches {
+            kernels,
+            workspace_bytes: 0,
+            fault,
+            redirect: [None; 3],
+        });
     }
+    let split = cfg.split_k > 1 && !plans.is_empty();
+    // Split-K through atomics: a zeroed f32 sum (the output itself for f32), and for
+    // f16/bf16 a finishing launch. Through the fix-up: only its counters are zeroed.
+    let atomics = split && plans.iter().all(|pl| pl.fixup.is_none());
+    let to_workspace = atomics && dt != DType::F32;
+    let mut workspace_bytes = if to_workspace { elems * 4 } else { 0 };
+    let counter_bytes = plans
+        .iter()
+        .filter_map(|pl| pl.fixup.map(|f| f.counter_bytes()))
+        .max();
+    if let Some(counters) = counter_bytes {
+        for fx in plans.iter_mut().filter_map(|pl| pl.fixup.as_mut()) {
+            fx.partials_at = counters;
+            workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
+        }
+        let words = counters / 4;
+        let k = kernel(
+            "convtune_zero_counters".into(),
+            [blocks(words, fill_width(words, 4)), 1, 1],
+            THREADS,
+            0,
+        )?;
+        kernels.push((
+            k,
+            Body::Zero {
+                role: ArgRole::Workspace,
+                dt: DType::F32,
+                elems: words,
+            },
+        ));
+    }
+    if lowering.zero_init || atomics {
+        let (role, zdt) = if to_workspace {
+            (ArgRole::Workspace, DType::F32)
+        } else {
+            (ArgRole::of(written), dt)
+        };
+        let per = fill_width(elems, zdt.bytes());
+        let k = kernel(
+            "convtune_zero".into(),
+            [blocks(elems, per), 1, 1],
+            THREADS,
+            0,
+        )?;
+        kernels.push((
+            k,
+            Body::Zero {
+                role,
+                dt: zdt,
+                elems,
+            },
+        ));
+    }
+    for plan in plans {
+        let name = format!("convtune_gemm{}", plan.gemm.id);
+        let grid = grid(&plan);
+        let mut k = kernel(name, grid, plan.launch_threads(), plan.smem.bytes)?;
+        k.args = plan.args();
+        kernels.push((k, Body::Gemm(Box::new(plan))));
+    }
+    if to_workspace {
+        let k = kernel(
+            "convtune_splitk_finish".into(),
+            [blocks(elems, 1), 1, 1],
+            THREADS,
+            0,
+        )?;
+        kernels.push((k, Body::Finish { written, dt, elems }));
+    }
+    Ok(Launches {
+        kernels,
+        workspace_bytes,
+        fault,
+        redirect: [None; 3],
+    })
 }
 
 /// Emits every kernel of `launches` into `module`.
