@@ -488,9 +488,9 @@ mod tests {
             assert_eq!(paths, if nv { 3 } else { 1 });
             // NVIDIA also lists the split-K reductions (red = ["atomic", "fixup", "stream"]).
             // NVIDIA: split-K without 8 and xf = ["none", "nhwc_out"] (the 2^28 cap); AMD
-            // every transform.
+            // lists no transform.
             let (blocks, warp_n, split_k, red, xf) =
-                if nv { (5, 5, 6, 3, 2) } else { (4, 4, 4, 1, 3) };
+                if nv { (5, 5, 6, 3, 2) } else { (4, 4, 4, 1, 1) };
             assert_eq!(
                 s.raw_size(),
                 blocks
