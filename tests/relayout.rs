@@ -133,6 +133,9 @@ fn emulated_report_configs_bit_exact() {
         (&fwd, "v4:bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=2,vb=2,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma,xf=nhwc_out"),
         (&fwd, "v4:bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=cp,xf=nhwc"),
         (&fwd, "v4:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=sync,red=atomic,ld=cp,xf=nhwc_out"),
+        (&fwd, "v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=8,vb=8,vc=1,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,xf=nhwc"),
+        (&fwd, "v4:bm=128,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=cp,xf=nhwc_out"),
+        (&dgrad, "v4:bm=16,bn=32,bk=64,wm=16,wn=32,st=4,va=4,vb=4,vc=1,lds=swz,sk=1,rs=4,mma=sync,red=atomic,ld=cp,xf=nhwc"),
         (&dgrad, "v4:bm=16,bn=32,bk=64,wm=16,wn=32,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=4,mma=sync,red=atomic,ld=cp,xf=nhwc_out"),
         (&dgrad, "v4:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=sync,red=atomic,ld=cp,xf=nhwc_out"),
     ];
