@@ -38,6 +38,9 @@ pub(crate) struct Kb<'a, 'ctx> {
     /// Which threads [`Kb::barrier`] synchronises: `None` the whole block, `Some((id,
     /// threads))` a named barrier over the first `threads` (see [`Kb::set_barrier_scope`]).
     scope: Cell<Option<(u32, u32)>>,
+    /// Per tensor, the workspace byte offset that holds it instead of its argument (a layout
+    /// transform's channels-last copy: [`Kb::redirect`]).
+    redirect: Cell<[Option<u64>; 3]>,
 }
 
 impl<'a, 'ctx> Deref for Kb<'a, 'ctx> {
@@ -106,6 +109,7 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
             spec,
             args,
             scope: Cell::new(None),
+            redirect: Cell::new([None; 3]),
         }
     }
 
@@ -132,9 +136,19 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
             .unwrap_or_else(|| panic!("kernel has no tensor map {n}"))
             .into_pointer_value()
     }
-    /// The argument of tensor `t`.
+    /// The memory of tensor `t`: its argument, or the workspace bytes it was redirected to.
     pub fn tensor(&self, t: Tensor) -> PointerValue<'ctx> {
-        self.arg(ArgRole::of(t))
+        match self.redirect.get()[t as usize] {
+            Some(at) => self.gep_bytes(self.arg(ArgRole::Workspace), at as i64),
+            None => self.arg(ArgRole::of(t)),
+        }
+    }
+    /// Makes [`Kb::tensor`] of `t` the workspace at byte `at`: the kernel reads (or writes)
+    /// the layout transform's copy of `t` there.
+    pub fn redirect(&self, t: Tensor, at: u64) {
+        let mut r = self.redirect.get();
+        r[t as usize] = Some(at);
+        self.redirect.set(r);
     }
 
     /// Keeps `v` computed here (see [`TargetSpec::pin`]).

@@ -6,6 +6,7 @@ use super::builder::Kb;
 use super::gemm::{emit_gemm, grid};
 use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::{GemmPlan, SchedulerKind};
+use super::relayout::{self, emit_transpose, Place, Transpose};
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
 use super::streamk::emit_streamk;
@@ -14,8 +15,8 @@ use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
 use crate::arch::{Vendor, MAX_GRID};
-use crate::config::PerfConfig;
-use crate::lowering::Lowering;
+use crate::config::{PerfConfig, Transform};
+use crate::lowering::{relayout::relayouts, Lowering};
 use crate::problem::{ConvProblem, DType, Tensor};
 use inkwell::context::Context;
 use inkwell::module::Module;
@@ -56,6 +57,8 @@ pub(crate) enum Body<'l> {
     },
     /// Direct convolution.
     Reference(&'l ConvProblem),
+    /// A layout transform's transpose (reads and writes its places, never redirected).
+    Relayout(Transpose),
 }
 
 /// The launches of a job, planned without LLVM.
@@ -66,6 +69,9 @@ pub(crate) struct Launches<'l> {
     pub workspace_bytes: u64,
     /// Whether the GEMM kernels get the out-of-bounds store.
     pub fault: bool,
+    /// Per tensor, the workspace byte offset of its channels-last copy that every kernel but
+    /// the transposes reads or writes instead of the tensor (`xf`).
+    pub redirect: [Option<u64>; 3],
 }
 
 fn kernel(
@@ -118,6 +124,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                 kernels,
                 workspace_bytes: 0,
                 fault: false,
+                redirect: [None; 3],
             })
         }
         Job::Conv {
@@ -125,106 +132,193 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             cfg,
             fault,
         } => {
-            let p = &lowering.problem;
-            let written = p.direction().written();
-            let elems = p.tensor_elems(written);
-            let dt = p.dtype();
-            let mut plans = lowering
-                .gemms
-                .iter()
-                .map(|g| GemmPlan::new(p, g, cfg, spec))
-                .collect::<Result<Vec<_>, _>>()?;
-            if phased::one_launch(lowering, cfg) {
-                let plan = PhasedPlan::new(lowering, plans);
-                let k = kernel(
-                    "convtune_phases".into(),
-                    plan.grid,
-                    plan.threads,
-                    plan.shared_bytes,
-                )?;
-                kernels.push((k, Body::Phased(Box::new(plan))));
-                return Ok(Launches {
-                    kernels,
-                    workspace_bytes: 0,
-                    fault,
-                });
+            let gemms = lowering
+                .for_transform(cfg.xf)
+                .ok_or_else(|| CodegenError::Config {
+                    config: cfg.to_string(),
+                    gemm: 0,
+                    reason: crate::lowering::relayout::why_not(&lowering.problem, cfg.xf)
+                        .unwrap_or_else(|| "the layout transform has no lowering".into()),
+                })?;
+            let mut l = plan_gemms(gemms, cfg, spec, fault)?;
+            if cfg.xf != Transform::None {
+                transform(&lowering.problem, cfg.xf, &mut l)?;
             }
-            let split = cfg.split_k > 1 && !plans.is_empty();
-            // Split-K through atomics: a zeroed f32 sum (the output itself for f32), and for
-            // f16/bf16 a finishing launch. Through the fix-up: only its counters are zeroed.
-            let atomics = split && plans.iter().all(|pl| pl.fixup.is_none());
-            let to_workspace = atomics && dt != DType::F32;
-            let mut workspace_bytes = if to_workspace { elems * 4 } else { 0 };
-            let counter_bytes = plans
-                .iter()
-                .filter_map(|pl| pl.fixup.map(|f| f.counter_bytes()))
-                .max();
-            if let Some(counters) = counter_bytes {
-                for fx in plans.iter_mut().filter_map(|pl| pl.fixup.as_mut()) {
-                    fx.partials_at = counters;
-                    workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
-                }
-                let words = counters / 4;
-                let k = kernel(
-                    "convtune_zero_counters".into(),
-                    [blocks(words, fill_width(words, 4)), 1, 1],
-                    THREADS,
-                    0,
-                )?;
-                kernels.push((
-                    k,
-                    Body::Zero {
-                        role: ArgRole::Workspace,
-                        dt: DType::F32,
-                        elems: words,
-                    },
-                ));
-            }
-            if lowering.zero_init || atomics {
-                let (role, zdt) = if to_workspace {
-                    (ArgRole::Workspace, DType::F32)
-                } else {
-                    (ArgRole::of(written), dt)
-                };
-                let per = fill_width(elems, zdt.bytes());
-                let k = kernel(
-                    "convtune_zero".into(),
-                    [blocks(elems, per), 1, 1],
-                    THREADS,
-                    0,
-                )?;
-                kernels.push((
-                    k,
-                    Body::Zero {
-                        role,
-                        dt: zdt,
-                        elems,
-                    },
-                ));
-            }
-            for plan in plans {
-                let name = format!("convtune_gemm{}", plan.gemm.id);
-                let grid = grid(&plan);
-                let mut k = kernel(name, grid, plan.launch_threads(), plan.smem.bytes)?;
-                k.args = plan.args();
-                kernels.push((k, Body::Gemm(Box::new(plan))));
-            }
-            if to_workspace {
-                let k = kernel(
-                    "convtune_splitk_finish".into(),
-                    [blocks(elems, 1), 1, 1],
-                    THREADS,
-                    0,
-                )?;
-                kernels.push((k, Body::Finish { written, dt, elems }));
-            }
-            Ok(Launches {
-                kernels,
-                workspace_bytes,
-                fault,
-            })
+            Ok(l)
         }
     }
+}
+
+/// Adds the transposes of layout transform `xf` around the GEMM launches `l` of the twin
+/// lowering: the channels-last copies go to the workspace after what the GEMMs use, the
+/// GEMMs' tensors (and tensor maps) are redirected there, the read tensors are copied in
+/// first and the written one copied back last.
+fn transform(p: &ConvProblem, xf: Transform, l: &mut Launches) -> Result<(), CodegenError> {
+    const ALIGN: u64 = 256;
+    let dt = p.dtype();
+    let written = p.direction().written();
+    let mut at = l.workspace_bytes.next_multiple_of(ALIGN);
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for r in relayouts(p, xf) {
+        l.redirect[r.tensor as usize] = Some(at);
+        let back = r.tensor == written;
+        let t = Transpose {
+            dt,
+            batch: r.batch,
+            rows: if back { r.cols } else { r.rows },
+            cols: if back { r.rows } else { r.cols },
+            src: if back {
+                Place::Workspace(at)
+            } else {
+                Place::Tensor(r.tensor)
+            },
+            dst: if back {
+                Place::Tensor(r.tensor)
+            } else {
+                Place::Workspace(at)
+            },
+        };
+        let name = format!(
+            "convtune_relayout_{}{}",
+            r.tensor.name(),
+            if back { "_back" } else { "" }
+        );
+        let k = kernel(
+            name,
+            [t.blocks(), 1, 1],
+            relayout::THREADS,
+            t.shared_bytes(),
+        )?;
+        if back { &mut after } else { &mut before }.push((k, Body::Relayout(t)));
+        at = (at + r.elems() * dt.bytes() as u64).next_multiple_of(ALIGN);
+    }
+    for (k, _) in &mut l.kernels {
+        for a in &mut k.args {
+            let role = a.role;
+            if let (crate::abi::ArgKind::TensorMap(m), Some(t)) = (&mut a.kind, role.tensor()) {
+                if let Some(off) = l.redirect[t as usize] {
+                    m.offset += off;
+                    a.role = ArgRole::Workspace;
+                }
+            }
+        }
+    }
+    l.workspace_bytes = at;
+    before.append(&mut l.kernels);
+    before.append(&mut after);
+    l.kernels = before;
+    Ok(())
+}
+
+/// The launches of the GEMMs of `lowering` with `cfg` (and the zeroing, fix-up counters and
+/// split-K finish around them), each tensor in the layout `lowering.problem` gives it.
+fn plan_gemms<'l>(
+    lowering: &'l Lowering,
+    cfg: &'l PerfConfig,
+    spec: &dyn TargetSpec,
+    fault: bool,
+) -> Result<Launches<'l>, CodegenError> {
+    let mut kernels = Vec::new();
+    let p = &lowering.problem;
+    let written = p.direction().written();
+    let elems = p.tensor_elems(written);
+    let dt = p.dtype();
+    let mut plans = lowering
+        .gemms
+        .iter()
+        .map(|g| GemmPlan::new(p, g, cfg, spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    if phased::one_launch(lowering, cfg) {
+        let plan = PhasedPlan::new(lowering, plans);
+        let k = kernel(
+            "convtune_phases".into(),
+            plan.grid,
+            plan.threads,
+            plan.shared_bytes,
+        )?;
+        kernels.push((k, Body::Phased(Box::new(plan))));
+        return Ok(Launches {
+            kernels,
+            workspace_bytes: 0,
+            fault,
+            redirect: [None; 3],
+        });
+    }
+    let split = cfg.split_k > 1 && !plans.is_empty();
+    // Split-K through atomics: a zeroed f32 sum (the output itself for f32), and for
+    // f16/bf16 a finishing launch. Through the fix-up: only its counters are zeroed.
+    let atomics = split && plans.iter().all(|pl| pl.fixup.is_none());
+    let to_workspace = atomics && dt != DType::F32;
+    let mut workspace_bytes = if to_workspace { elems * 4 } else { 0 };
+    let counter_bytes = plans
+        .iter()
+        .filter_map(|pl| pl.fixup.map(|f| f.counter_bytes()))
+        .max();
+    if let Some(counters) = counter_bytes {
+        for fx in plans.iter_mut().filter_map(|pl| pl.fixup.as_mut()) {
+            fx.partials_at = counters;
+            workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
+        }
+        let words = counters / 4;
+        let k = kernel(
+            "convtune_zero_counters".into(),
+            [blocks(words, fill_width(words, 4)), 1, 1],
+            THREADS,
+            0,
+        )?;
+        kernels.push((
+            k,
+            Body::Zero {
+                role: ArgRole::Workspace,
+                dt: DType::F32,
+                elems: words,
+            },
+        ));
+    }
+    if lowering.zero_init || atomics {
+        let (role, zdt) = if to_workspace {
+            (ArgRole::Workspace, DType::F32)
+        } else {
+            (ArgRole::of(written), dt)
+        };
+        let per = fill_width(elems, zdt.bytes());
+        let k = kernel(
+            "convtune_zero".into(),
+            [blocks(elems, per), 1, 1],
+            THREADS,
+            0,
+        )?;
+        kernels.push((
+            k,
+            Body::Zero {
+                role,
+                dt: zdt,
+                elems,
+            },
+        ));
+    }
+    for plan in plans {
+        let name = format!("convtune_gemm{}", plan.gemm.id);
+        let grid = grid(&plan);
+        let mut k = kernel(name, grid, plan.launch_threads(), plan.smem.bytes)?;
+        k.args = plan.args();
+        kernels.push((k, Body::Gemm(Box::new(plan))));
+    }
+    if to_workspace {
+        let k = kernel(
+            "convtune_splitk_finish".into(),
+            [blocks(elems, 1), 1, 1],
+            THREADS,
+            0,
+        )?;
+        kernels.push((k, Body::Finish { written, dt, elems }));
+    }
+    Ok(Launches {
+        kernels,
+        workspace_bytes,
+        fault,
+        redirect: [None; 3],
+    })
 }
 
 /// Emits every kernel of `launches` into `module`.
@@ -248,8 +342,24 @@ pub(crate) fn emit<'ctx>(
             Body::Phased(_) => vec![ArgRole::Input],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
+            Body::Relayout(t) => vec![match t.dst {
+                Place::Tensor(x) => ArgRole::of(x),
+                Place::Workspace(_) => ArgRole::Workspace,
+            }],
         };
+        let mut writes = writes;
+        let redirected = launches.redirect.iter().any(Option::is_some);
+        if redirected && !writes.contains(&ArgRole::Workspace) {
+            writes.push(ArgRole::Workspace);
+        }
         let kb = Kb::kernel(ctx, module, spec, &k.name, &k.args, &writes);
+        if !matches!(body, Body::Relayout(_)) {
+            for t in Tensor::ALL {
+                if let Some(at) = launches.redirect[t as usize] {
+                    kb.redirect(t, at);
+                }
+            }
+        }
         match body {
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => match plan.scheduler {
@@ -259,6 +369,7 @@ pub(crate) fn emit<'ctx>(
             Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),
+            Body::Relayout(t) => emit_transpose(&kb, t),
         }
         kb.finish();
     }

@@ -47,6 +47,7 @@ mod math;
 mod nvptx;
 mod phased;
 mod plan;
+mod relayout;
 mod report;
 mod schedule;
 mod schedule_persistent;

@@ -36,7 +36,8 @@ pub(crate) fn emit_zero<'ctx>(kb: &Kb<'_, 'ctx>, role: ArgRole, dt: DType, elems
     let first = kb.mulc(global_id(kb), v as i64);
     kb.if_then(kb.ultc(first, elems as u32), |kb| {
         let ty = kb.vec_ty(dt, v);
-        let at = kb.gep(kb.elem_ty(dt), kb.arg(role), first);
+        let base = role.tensor().map_or_else(|| kb.arg(role), |t| kb.tensor(t));
+        let at = kb.gep(kb.elem_ty(dt), base, first);
         kb.store(Mem::Global, at, kb.zero(ty), v * dt.bytes());
     });
 }

@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{Grid, LdsLayout, LoadPath, MmaPath, Reduction};
+use super::{Grid, LdsLayout, LoadPath, MmaPath, Reduction, Transform};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -66,6 +66,7 @@ named_field_value!(MmaPath);
 named_field_value!(Reduction);
 named_field_value!(LoadPath);
 named_field_value!(Grid);
+named_field_value!(Transform);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -263,8 +264,8 @@ perf_config_fields! {
     ///
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
-    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`, `v4:` `pk`. A config
-    /// prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
+    /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`, `v4:` `pk` and
+    /// `xf`. A config prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
     /// databases and new ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub struct PerfConfig {
@@ -320,6 +321,10 @@ perf_config_fields! {
         /// resident blocks walking the work units, `ld=ws` only).
         #[field(key = "pk", variant = Persistent, level = 7, since = 4, default = Grid::PerTile)]
         pub persistent: Grid,
+        /// Layout transform around the GEMMs (`none`, `nhwc`, `nhwc_out`): fixed outermost,
+        /// because it picks the lowering that every other rule reads.
+        #[field(key = "xf", variant = Xf, level = 0, since = 4, default = Transform::None)]
+        pub xf: Transform,
     }
 }
 
@@ -338,8 +343,8 @@ impl Field {
     };
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
-    /// declaration order within a level (bm, bn, wm, wn, mma, bk, st, lds, ld, sk, red, rs, va,
-    /// vb, vc, pk).
+    /// declaration order within a level (bm, bn, wm, wn, mma, xf, bk, st, lds, ld, sk, red, rs,
+    /// va, vb, vc, pk).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -384,15 +389,15 @@ mod tests {
             keys,
             [
                 "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
-                "red", "ld", "pk"
+                "red", "ld", "pk", "xf"
             ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
             [
-                "bm", "bn", "wm", "wn", "mma", "bk", "st", "lds", "ld", "sk", "red", "rs", "va",
-                "vb", "vc", "pk"
+                "bm", "bn", "wm", "wn", "mma", "xf", "bk", "st", "lds", "ld", "sk", "red", "rs",
+                "va", "vb", "vc", "pk"
             ]
         );
         assert_eq!(Field::LEVELS, 8);

@@ -183,6 +183,40 @@ impl Reduction {
     }
 }
 
+/// Whether the plan reorders tensors before (and after) the GEMMs: NCHW activations and a
+/// KCYX filter are contiguous along the spatial axes, which makes the implicit GEMM's vectors
+/// straddle padding (width 1) and its tiles MN-major; copied to channels-last in the workspace
+/// first, the GEMM is the NHWC one, with 16-byte vectors, TMA im2col and `wgmma`
+/// ([`crate::lowering::relayout`] says which tensors and why this, not transposed tiles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Transform {
+    /// Every tensor in its own layout (what configs before `v4:` mean).
+    None,
+    /// The tensors the GEMMs read that are channels-first are copied to channels-last in the
+    /// workspace by a transpose launch each; the written tensor keeps its layout.
+    Nhwc,
+    /// As `nhwc`, and the written tensor too: the GEMMs write it channels-last into the
+    /// workspace and a last launch transposes it into place.
+    NhwcOut,
+}
+
+impl Transform {
+    /// Every value, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [Transform; 3] = [Transform::None, Transform::Nhwc, Transform::NhwcOut];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 3] = ["none", "nhwc", "nhwc_out"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Whether the written tensor is transposed too.
+    pub fn writes_nhwc(self) -> bool {
+        self == Transform::NhwcOut
+    }
+}
+
 impl PerfConfig {
     /// Warps (waves) per block: one per warp tile, four per warpgroup tile with `wgmma`.
     pub fn warps(&self) -> u32 {

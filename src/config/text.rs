@@ -141,6 +141,7 @@ mod tests {
             red: Reduction::Atomic,
             ld: LoadPath::Cp,
             persistent: crate::config::Grid::PerTile,
+            xf: crate::config::Transform::None,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -182,6 +183,18 @@ mod tests {
             "v5:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
+        // v4 appends xf; a config without a transform keeps printing as before.
+        let x = PerfConfig {
+            xf: crate::config::Transform::NhwcOut,
+            ..t
+        };
+        let xs = x.to_string();
+        assert!(
+            xs.starts_with("v4:") && xs.ends_with(",ld=tma,xf=nhwc_out"),
+            "{xs}"
+        );
+        assert_eq!(xs.parse::<PerfConfig>().unwrap(), x);
+        assert!(t.to_string().starts_with("v3:"));
         let e = s
             .replace("bk=32", "bk=x")
             .parse::<PerfConfig>()

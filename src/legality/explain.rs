@@ -9,6 +9,22 @@ impl Checker {
     /// One line per rule, `ok` or `FAIL`, in evaluation order; a line per sub-GEMM's vector
     /// facts first. Unlike [`Checker::check`], it does not stop at the first failure.
     pub fn explain(&self, cfg: &PerfConfig) -> Vec<String> {
+        if let Ok(twin) = self.judge(cfg) {
+            if !std::ptr::eq(twin, self) {
+                let moved: Vec<_> = crate::lowering::relayout::relayouts(&self.problem, cfg.xf)
+                    .iter()
+                    .map(|r| r.tensor.name())
+                    .collect();
+                let mut out = vec![format!(
+                    "xf={}: transposes {} in the workspace; the rules below judge the GEMMs on \
+                     the copies",
+                    cfg.xf.name(),
+                    moved.join(", ")
+                )];
+                out.extend(twin.explain(cfg));
+                return out;
+            }
+        }
         let mut out = Vec::new();
         let p = &self.problem;
         out.push(format!(
@@ -59,6 +75,10 @@ impl Checker {
         let arch = &self.arch;
         match rule {
             Rule::NonZero => "all fields ≥ 1".into(),
+            Rule::Transform => match cfg.xf {
+                crate::config::Transform::None => "xf=none: every tensor in its own layout".into(),
+                xf => format!("xf={}: channels-last GEMMs of {}", xf.name(), self.problem),
+            },
             Rule::WarpTile => format!(
                 "{}x{} warps of {}x{} tile the {}x{} block",
                 cfg.block_m / cfg.warp_m,

@@ -37,6 +37,8 @@ pub enum RejectReasonKind {
     Tma,
     /// The persistent grid (`pk=1`) where it is not built or does not fit.
     Persistent,
+    /// A layout transform (`xf`) that would move nothing.
+    Transform,
 }
 
 impl fmt::Display for RejectReasonKind {
@@ -57,6 +59,7 @@ impl fmt::Display for RejectReasonKind {
             RejectReasonKind::VectorC => "vector C",
             RejectReasonKind::Tma => "tma",
             RejectReasonKind::Persistent => "persistent",
+            RejectReasonKind::Transform => "layout transform",
         })
     }
 }
@@ -188,6 +191,14 @@ pub enum Rejection {
     /// own shared-memory region must fit.
     #[error("pk=1 (persistent grid): {why}")]
     Persistent {
+        /// Why, in words.
+        why: String,
+    },
+    /// The layout transform does not apply to the problem.
+    #[error("xf={xf} does not apply: {why}")]
+    Transform {
+        /// The transform (`nhwc` or `nhwc_out`).
+        xf: &'static str,
         /// Why, in words.
         why: String,
     },
@@ -332,6 +343,7 @@ impl Rejection {
             Rejection::Raster { .. } => K::Raster,
             Rejection::Tma { .. } => K::Tma,
             Rejection::Persistent { .. } => K::Persistent,
+            Rejection::Transform { .. } => K::Transform,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }
             | Rejection::VectorTile { operand, .. }

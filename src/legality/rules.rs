@@ -5,7 +5,7 @@
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{fit, Arch, MathInstr};
-use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig};
+use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig, Transform};
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
@@ -60,15 +60,18 @@ pub enum Rule {
     Tma,
     /// The persistent grid (`pk=1`): built for `ld=ws`, its epilogue region fits.
     Persistent,
+    /// The layout transform applies (`xf`): some tensor changes.
+    Transform,
 }
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 17] = [
+    pub const ALL: [Rule; 18] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
         Rule::Space,
+        Rule::Transform,
         Rule::OversizedMN,
         Rule::OversizedK,
         Rule::MmaShape,
@@ -93,6 +96,7 @@ impl Rule {
             Rule::OversizedK | Rule::MmaShape | Rule::Registers => Field::BlockK,
             Rule::SharedMemory => Field::Lds,
             Rule::Tma => Field::Ld,
+            Rule::Transform => Field::Xf,
             Rule::SplitK => Field::SplitK,
             Rule::Reduction => Field::Red,
             Rule::Raster => Field::Raster,
@@ -130,6 +134,7 @@ impl Rule {
             Rule::VectorC => "vector width C",
             Rule::Tma => "tma loads",
             Rule::Persistent => "persistent grid",
+            Rule::Transform => "layout transform",
         }
     }
 }
@@ -204,6 +209,13 @@ pub struct Checker {
     /// The sub-GEMMs, for the TMA rule (whether a tensor map describes a tile depends on the
     /// tile's size).
     pub(super) gemms: Vec<Gemm>,
+    /// The checkers of the layout transforms' twin lowerings (`xf=nhwc`, `nhwc_out`), or why
+    /// the transform does not apply: a config with `xf` set is judged by its twin, whose
+    /// GEMMs are the ones that run.
+    pub(super) twins: [Result<Box<Checker>, String>; 2],
+    /// The transform whose twin lowering this checker judges (`None` for the problem as
+    /// given): such a checker judges configs of that transform itself.
+    pub(super) transform: Transform,
 }
 
 /// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
@@ -240,7 +252,18 @@ impl Checker {
                 mn_major[i] |= d.is_some_and(|d| d != Dim::K);
             }
         }
+        let p0 = lowering.problem;
+        let twins =
+            [Transform::Nhwc, Transform::NhwcOut].map(|xf| match lowering.for_transform(xf) {
+                Some(l) if lowering.transform == Transform::None => {
+                    Ok(Box::new(Checker::new(l, arch)))
+                }
+                _ => Err(crate::lowering::relayout::why_not(&p0, xf)
+                    .unwrap_or_else(|| "a twin lowering has no transforms of its own".into())),
+            });
         Checker {
+            twins,
+            transform: lowering.transform,
             mn_major,
             gemms: lowering.gemms.clone(),
             problem: p,
@@ -261,7 +284,30 @@ impl Checker {
     /// Adds a search space's pruning rules.
     pub fn with_pruning(mut self, pruning: Pruning) -> Checker {
         self.pruning = Some(pruning);
+        for t in self.twins.iter_mut().flatten() {
+            t.pruning = Some(pruning);
+        }
         self
+    }
+
+    /// The checker that judges `cfg`: this one, or the twin of its layout transform.
+    pub(super) fn judge(&self, cfg: &PerfConfig) -> Result<&Checker, Rejection> {
+        if cfg.xf == self.transform {
+            return Ok(self);
+        }
+        if self.transform != Transform::None || cfg.xf == Transform::None {
+            return Err(Rejection::Transform {
+                xf: cfg.xf.name(),
+                why: format!("this lowering is the twin of xf={}", self.transform.name()),
+            });
+        }
+        match &self.twins[cfg.xf as usize - 1] {
+            Ok(t) => Ok(t),
+            Err(why) => Err(Rejection::Transform {
+                xf: cfg.xf.name(),
+                why: why.clone(),
+            }),
+        }
     }
 
     /// Per sub-GEMM, per operand (A, B, C): the vector facts.
@@ -286,8 +332,20 @@ impl Checker {
         )
     }
 
-    /// Evaluates one rule.
+    /// Evaluates one rule (for a config with a layout transform, on the transform's GEMMs).
     pub fn rule(&self, rule: Rule, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let judge = self.judge(cfg);
+        match (rule, judge) {
+            (Rule::Transform, j) => j.map(|_| ()),
+            // Judged by `Rule::Transform` in its place: an unavailable transform is no reason
+            // for earlier rules to fail.
+            (_, Err(_)) => Ok(()),
+            (_, Ok(j)) if !std::ptr::eq(j, self) => j.rule_here(rule, cfg),
+            _ => self.rule_here(rule, cfg),
+        }
+    }
+
+    fn rule_here(&self, rule: Rule, cfg: &PerfConfig) -> Result<(), Rejection> {
         let arch = &self.arch;
         match rule {
             Rule::NonZero => match cfg.zero_field() {
@@ -494,6 +552,7 @@ impl Checker {
                 Ok(())
             }
             Rule::Tma => self.tma(cfg, [true, true]).map(|_| ()),
+            Rule::Transform => Ok(()),
             Rule::VectorA => {
                 self.vector(cfg, 0)?;
                 self.tma_cp_width(cfg, 0)
@@ -581,6 +640,13 @@ impl Checker {
 
     /// The resources of a config (meaningful once it passed the rules).
     pub fn resources(&self, cfg: &PerfConfig) -> Resources {
+        match self.judge(cfg) {
+            Ok(j) if !std::ptr::eq(j, self) => j.resources(cfg),
+            _ => self.resources_here(cfg),
+        }
+    }
+
+    fn resources_here(&self, cfg: &PerfConfig) -> Resources {
         let arch = &self.arch;
         let warps = Self::warps(cfg);
         let threads = warps * arch.warp_size as u64;

@@ -157,6 +157,8 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
         problem: *p,
         zero_init,
         gemms,
+        transform: crate::config::Transform::None,
+        twins: [None, None],
     }
 }
 

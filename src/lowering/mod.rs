@@ -26,12 +26,14 @@ mod execute;
 pub mod groups;
 pub mod im2col;
 mod launch;
+pub mod relayout;
 pub mod tma;
 
 pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;
 pub use launch::{one_launch, MAX_COVER_CLASSES, MAX_PHASES};
 
+use crate::config::Transform;
 use crate::problem::{ConvProblem, Direction, Tensor};
 use serde::Serialize;
 use std::fmt;
@@ -297,9 +299,27 @@ pub struct Lowering {
     pub zero_init: bool,
     /// The GEMMs, ids consecutive from 0.
     pub gemms: Vec<Gemm>,
+    /// The layout transform these GEMMs are for: `None` for the problem as given; otherwise
+    /// [`Self::problem`] is the channels-last twin that [`relayout`] derives.
+    pub transform: Transform,
+    /// The lowerings of the transforms that apply (`xf=nhwc`, `xf=nhwc_out`), built with the
+    /// plain one so that legality and codegen borrow them like it.
+    #[serde(skip)]
+    pub twins: [Option<Box<Lowering>>; 2],
 }
 
 impl Lowering {
+    /// The lowering whose GEMMs run the problem with layout transform `xf`: this one for
+    /// `none`, else its twin, or `None` where `xf` does not apply ([`relayout::why_not`]).
+    pub fn for_transform(&self, xf: Transform) -> Option<&Lowering> {
+        match xf {
+            _ if xf == self.transform => Some(self),
+            Transform::None => None,
+            _ if self.transform != Transform::None => None,
+            _ => self.twins[xf as usize - 1].as_deref(),
+        }
+    }
+
     /// Total multiply-add work of the GEMMs, ×2 (≥ the problem's FLOPs: sub-GEMMs include
     /// padding).
     pub fn gemm_flops(&self) -> f64 {
@@ -337,6 +357,13 @@ fn channels_last(p: &ConvProblem, t: Tensor) -> bool {
 /// Lowers a problem to its GEMMs (with several groups a GEMM batch when a group has fewer
 /// channels than the smallest tile: [`groups`]).
 pub fn lower(p: &ConvProblem) -> Lowering {
+    let mut l = lower_one(p);
+    l.twins = relayout::twins(p);
+    l
+}
+
+/// [`lower`] without the transforms' twins.
+fn lower_one(p: &ConvProblem) -> Lowering {
     let mut l = match p.direction() {
         Direction::Fwd => single(p, fwd(p)),
         Direction::BwdWeight => single(p, bwd_weight(p)),
@@ -361,6 +388,8 @@ fn single(p: &ConvProblem, gemm: Gemm) -> Lowering {
         problem: *p,
         zero_init: false,
         gemms: vec![gemm],
+        transform: Transform::None,
+        twins: [None, None],
     }
 }
 

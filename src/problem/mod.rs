@@ -20,7 +20,7 @@ mod layout;
 pub mod parse;
 
 pub use file::{read_problem_file, ProblemFileError};
-pub use layout::{ActDim, FilDim, Layout, LayoutError};
+pub use layout::{ActDim, FilDim, Layout, LayoutError, LayoutKind};
 pub use parse::{parse_problem_file, ParseError};
 
 use serde::{Deserialize, Serialize};

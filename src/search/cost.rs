@@ -34,6 +34,9 @@
 //!   once and overlaps each unit's epilogue with the next unit's loads
 //!   ([`persistent_gain`]); wave quantisation is the same as one block per unit (the units
 //!   are dealt round-robin).
+//! - **Layout transform** (`xf`): the GEMM terms are those of the channels-last twin lowering,
+//!   plus a launch and a read and a write of each transposed tensor at DRAM bandwidth
+//!   ([`transform_us`]).
 
 use crate::arch::{fit, Arch, MathKind};
 use crate::config::fixup::serial_reads;
@@ -195,8 +198,29 @@ impl<'a> CostModel<'a> {
     /// Predicts the time of `c` (see the module docs for the terms).
     pub fn estimate(&self, c: &PerfConfig) -> Estimate {
         let res = self.checker.resources(c);
-        estimate_with(self.lowering, c, &self.machine, &res)
+        let Some(gemms) = self.lowering.for_transform(c.xf) else {
+            // No twin: legality refuses the config; rank it last.
+            let mut e = estimate_with(self.lowering, c, &self.machine, &res);
+            e.time_us = f64::INFINITY;
+            return e;
+        };
+        let mut e = estimate_with(gemms, c, &self.machine, &res);
+        let t = transform_us(self.lowering, c, &self.machine);
+        e.time_us += t;
+        e.memory_us += t;
+        e
     }
+}
+
+/// The transposes of `c`'s layout transform: per tensor moved, one launch and its bytes read
+/// and written once at DRAM bandwidth (coalesced both ways through the shared-memory tile).
+pub fn transform_us(lowering: &Lowering, c: &PerfConfig, machine: &CostArch) -> f64 {
+    let p = &lowering.problem;
+    let e = f64::from(p.dtype().bytes());
+    crate::lowering::relayout::relayouts(p, c.xf)
+        .iter()
+        .map(|r| machine.launch_us + 2.0 * r.elems() as f64 * e / (machine.dram_tbps * 1e6))
+        .sum()
 }
 
 /// Predicts the time of `c` on the problem `lowering` describes (builds a [`CostModel`]; use

@@ -487,10 +487,27 @@ mod tests {
             let paths = s.params.mma.len() as u64;
             assert_eq!(paths, if nv { 3 } else { 1 });
             // NVIDIA also lists the split-K reductions (red = ["atomic", "fixup", "stream"]).
-            let (blocks, warp_n, split_k, red) = if nv { (5, 5, 7, 3) } else { (4, 4, 4, 1) };
+            // NVIDIA: split-K without 8 and xf = ["none", "nhwc_out"] (the 2^28 cap); AMD
+            // lists no transform.
+            let (blocks, warp_n, split_k, red, xf) =
+                if nv { (5, 5, 6, 3, 2) } else { (4, 4, 4, 1, 1) };
             assert_eq!(
                 s.raw_size(),
-                blocks * blocks * 3 * 4 * warp_n * 4 * 4 * 4 * 4 * 2 * split_k * 3 * paths * red
+                blocks
+                    * blocks
+                    * 3
+                    * 4
+                    * warp_n
+                    * 4
+                    * 4
+                    * 4
+                    * 4
+                    * 2
+                    * split_k
+                    * 3
+                    * paths
+                    * red
+                    * xf
             );
             assert_eq!(s.iter_raw().take(3).count(), 3);
         }
@@ -536,7 +553,7 @@ mod tests {
             "{e}"
         );
         // Missing key: named.
-        let t = good.replace("split_k = [1, 2, 4, 8, 16, 32, 64]", "");
+        let t = good.replace("split_k = [1, 2, 4, 16, 32, 64]", "");
         assert!(err(&t).contains("split_k"), "{}", err(&t));
         // Bad values, with line.
         let t = good.replace("vec_b = [1, 2, 4, 8]", "vec_b = [1, 3]");
@@ -582,7 +599,7 @@ mod tests {
         // wrapped the u64 product to 0 ("raw 0 legal 0").
         let all = |n: u32| format!("{:?}", (1..=n).collect::<Vec<_>>());
         let t = NVIDIA_TOML.replace(
-            "split_k = [1, 2, 4, 8, 16, 32, 64]",
+            "split_k = [1, 2, 4, 16, 32, 64]",
             &format!("split_k = {}", all(4096)),
         );
         assert!(

@@ -27,6 +27,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             red: crate::config::Reduction::Atomic,
             ld: crate::config::LoadPath::Cp,
             persistent: crate::config::Grid::PerTile,
+            xf: crate::config::Transform::None,
         })
         .collect()
 }

@@ -21,6 +21,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         red: crate::config::Reduction::Atomic,
         ld: crate::config::LoadPath::Cp,
         persistent: crate::config::Grid::PerTile,
+        xf: crate::config::Transform::None,
     }
 }
 
@@ -283,4 +284,29 @@ fn a_persistent_grid_gains_where_blocks_walk_many_short_units() {
     let g = persistent_gain(&ws(c, on), 2, 1000, 100);
     assert!((g - (2.0 + 1.0 + 0.1) / 4.0).abs() < 1e-12, "{g}");
     assert!(persistent_gain(&ws(c, on), 64, 1000, 100) > 0.98);
+fn a_layout_transform_is_charged_its_transposes() {
+    let l = lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1");
+    let c = PerfConfig {
+        vec_b: 1,
+        vec_c: 1,
+        ..cfg(128, 64, 32, 64, 32, 1)
+    };
+    let x = PerfConfig {
+        xf: crate::config::Transform::Nhwc,
+        vec_b: 8,
+        ..c
+    };
+    let m = h200();
+    let t = transform_us(&l, &x, &m);
+    // Two launches (input, filter) and the input read and written once.
+    let input = 32.0 * 64.0 * 27.0 * 27.0 * 2.0;
+    assert!(t > 2.0 * m.launch_us + 2.0 * input / (m.dram_tbps * 1e6));
+    assert_eq!(transform_us(&l, &c, &m), 0.0);
+    let (plain, moved) = (estimate(&l, &c, &m), estimate(&l, &x, &m));
+    assert!(moved.time_us.is_finite() && plain.time_us.is_finite());
+    assert!(moved.time_us > t);
+    // Not applicable to NHWC: ranked last.
+    let nhwc =
+        lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    assert!(estimate(&nhwc, &x, &m).time_us.is_infinite());
 }
