@@ -65,12 +65,12 @@ for c in "${cases[@]}"; do
 done
 tables $labels
 
-log "== 2. search (guided, 90 s a problem)"
+log "== 2. search (guided, ${SEARCH_T:-90} s a problem)"
 echo "$F16" > "$R/f16.txt"; echo "$F32" > "$R/f32.txt"
-timeout 150 "$BIN" --problems "$R/f16.txt" --space search-spaces/nvidia-hopper.toml --arch sm_90 --time 90 \
+timeout 150 "$BIN" --problems "$R/f16.txt" --space search-spaces/nvidia-hopper.toml --arch sm_90 --time "${SEARCH_T:-90}" \
   --quiet --db "$R/db-tuned.toml" --journal "$R/journal-tuned16.jsonl" --report "$R/report-tuned.json" >> "$R/log-tuned.txt" 2>&1
 log "f16 search: exit $?"
-timeout 150 "$BIN" --problems "$R/f32.txt" --arch sm_90 --time 90 \
+timeout 150 "$BIN" --problems "$R/f32.txt" --arch sm_90 --time "${SEARCH_T:-90}" \
   --quiet --db "$R/db-tuned.toml" --journal "$R/journal-tuned32.jsonl" --report "$R/report-tuned.json" >> "$R/log-tuned.txt" 2>&1
 log "f32 search: exit $?"
 ab_table "$R" old tuned | tee -a "$S"
