@@ -148,8 +148,8 @@ mod tests {
         let s = ConvSizes {
             c: 64,
             k: 8,
-            h: 40,
-            w: 40,
+            h: 64,
+            w: 64,
             ..Default::default()
         };
         let p = ConvProblem::new(

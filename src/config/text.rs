@@ -1,6 +1,7 @@
 //! The versioned string form of a [`PerfConfig`] that databases and recordings store, so old
 //! databases still parse after fields are added: `vN:` then `key=value` for every field that
-//! version N has, in declaration order (see [`Field::since`]).
+//! version N has, in declaration order (see [`Field::since`]). Printing writes every one;
+//! parsing lets a field with a default (one added after v1) be left out.
 
 use super::fields::{Domain, Field, PerField, PerfConfig};
 use std::fmt;
@@ -79,7 +80,7 @@ impl std::str::FromStr for PerfConfig {
         let (version, body) = (1..=latest())
             .find_map(|v| text.strip_prefix(&format!("v{v}:")).map(|body| (v, body)))
             .ok_or_else(|| ConfigParseError::Version(text.to_string()))?;
-        let mut parts = body.split(',');
+        let mut parts = body.split(',').peekable();
         let mut values: PerField<Option<&str>> = PerField::default();
         for (pos, g) in Field::ALL.into_iter().enumerate() {
             if g.since() > version {
@@ -90,12 +91,18 @@ impl std::str::FromStr for PerfConfig {
                 expected: g.key(),
                 pos: pos + 1,
             };
-            let part = parts.next().ok_or_else(field_err)?;
-            let (k, v) = part.split_once('=').ok_or_else(field_err)?;
-            if k != g.key() {
-                return Err(field_err());
+            let next = parts.peek().map(|part| part.split_once('='));
+            match next {
+                Some(Some((k, v))) if k == g.key() => {
+                    values[g] = Some(v);
+                    parts.next();
+                }
+                // A field with a default (added after v1) may be left out, in its place, by a
+                // string of its version: `v4:…,ld=ws,pk=1` is `xf=none`, and a string written
+                // before a sibling field of the same version still reads.
+                _ if g.default_code().is_some() => {}
+                _ => return Err(field_err()),
             }
-            values[g] = Some(v);
         }
         if parts.next().is_some() {
             return Err(ConfigParseError::Trailing(text.to_string()));
@@ -190,10 +197,24 @@ mod tests {
         };
         let xs = x.to_string();
         assert!(
-            xs.starts_with("v4:") && xs.ends_with(",ld=tma,xf=nhwc_out"),
+            xs.starts_with("v4:") && xs.ends_with(",ld=tma,pk=0,xf=nhwc_out"),
             "{xs}"
         );
         assert_eq!(xs.parse::<PerfConfig>().unwrap(), x);
+        // A field with a default may be left out in its place (strings written before a
+        // sibling field of the same version), but not moved, and v1's fields never.
+        assert_eq!(xs.replace(",pk=0", "").parse::<PerfConfig>().unwrap(), x);
+        let p = PerfConfig {
+            persistent: crate::config::Grid::Persistent,
+            ..t
+        };
+        let ps = format!("v4:{},pk=1", &ts[3..]);
+        assert_eq!(ps.parse::<PerfConfig>().unwrap(), p);
+        assert!(xs
+            .replace(",pk=0,xf=nhwc_out", ",xf=nhwc_out,pk=0")
+            .parse::<PerfConfig>()
+            .is_err());
+        assert!(s.replace("sk=1,", "").parse::<PerfConfig>().is_err());
         assert!(t.to_string().starts_with("v3:"));
         let e = s
             .replace("bk=32", "bk=x")

@@ -284,6 +284,9 @@ fn a_persistent_grid_gains_where_blocks_walk_many_short_units() {
     let g = persistent_gain(&ws(c, on), 2, 1000, 100);
     assert!((g - (2.0 + 1.0 + 0.1) / 4.0).abs() < 1e-12, "{g}");
     assert!(persistent_gain(&ws(c, on), 64, 1000, 100) > 0.98);
+}
+
+#[test]
 fn a_layout_transform_is_charged_its_transposes() {
     let l = lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1");
     let c = PerfConfig {
