@@ -18,7 +18,7 @@ use common::{cfg, data, emulate_where_legal, mismatches, problem};
 
 /// One consumer warpgroup, two stages, staged epilogue.
 const WS: &str =
-    "v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,pk=1";
+    "v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
 
 /// Emulates `c` on an H200-like arch with `sms` SMs, bit-exactly; returns the GEMM grid's x
 /// (the blocks of the persistent grid). Legality must agree that it runs.
@@ -50,7 +50,7 @@ fn pk_is_a_v4_field_that_older_strings_leave_off() {
     // pk=0 prints as v3 (what every database entry already says) and v3 means pk=0.
     assert_eq!(
         off.to_string(),
-        WS.replace("v4:", "v3:").replace(",pk=1", "")
+        WS.replace("v4:", "v3:").replace(",pk=1,xf=none", "")
     );
     assert_eq!(cfg(&off.to_string()), off);
     assert!("v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,pk=2"
