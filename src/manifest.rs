@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn tma_kernels_carry_their_encode_calls_and_parameter_offsets() {
-        // Seed 003's shipped ld=tma config: a tiled map of the filter, an im2col map of dy.
+        // An ld=tma config of seed 003 (shipped in session 6): a tiled map of the filter, an im2col map of dy.
         let m = manifest(
             "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
             "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma",

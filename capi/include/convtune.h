@@ -121,6 +121,19 @@ typedef enum convtune_ld {
     CONVTUNE_LD_WS = 2   /* ld=ws: TMA from a producer warpgroup (warp-specialised) */
 } convtune_ld;
 
+/* The grid of the ld=ws kernels. */
+typedef enum convtune_persistent {
+    CONVTUNE_PERSISTENT_PER_TILE = 0,  /* pk=0: one block per work unit */
+    CONVTUNE_PERSISTENT_PERSISTENT = 1 /* pk=1: at most SMs blocks walking the work units */
+} convtune_persistent;
+
+/* A layout transform around the GEMMs (NCHW problems). */
+typedef enum convtune_xf {
+    CONVTUNE_XF_NONE = 0,    /* xf=none */
+    CONVTUNE_XF_NHWC = 1,    /* xf=nhwc: the read tensors copied channels-last first */
+    CONVTUNE_XF_NHWC_OUT = 2 /* xf=nhwc_out: the written one too, transposed back at the end */
+} convtune_xf;
+
 /* Where the config came from. */
 typedef enum convtune_source {
     CONVTUNE_SOURCE_EXACT = 0,    /* a database entry tuned for exactly this problem */
@@ -137,9 +150,10 @@ typedef enum convtune_source {
  * at a character boundary. */
 typedef struct convtune_config {
     /* The tuning parameters, in the order of the config string (bm bn bk wm wn st va vb vc lds
-     * sk rs mma red ld) and named as in search-space files: block tile, warp tile, pipeline
-     * stages, vector widths of A/B/C, LDS layout, split-K factor, block rasterisation group,
-     * matrix instruction path, split-K reduction, load path. */
+     * sk rs mma red ld pk xf) and named as in search-space files: block tile, warp tile,
+     * pipeline stages, vector widths of A/B/C, LDS layout, split-K factor, block rasterisation
+     * group, matrix instruction path, split-K reduction, load path, persistent grid, layout
+     * transform. */
     uint32_t block_m, block_n, block_k;
     uint32_t warp_m, warp_n;
     uint32_t stages;
@@ -150,6 +164,8 @@ typedef struct convtune_config {
     int32_t mma; /* convtune_mma */
     int32_t red; /* convtune_red */
     int32_t ld;  /* convtune_ld */
+    int32_t persistent; /* convtune_persistent */
+    int32_t xf;  /* convtune_xf */
     /* End of the tuning parameters. */
     int32_t source; /* convtune_source */
     /* For CONVTUNE_SOURCE_NEAREST: the distance to the tuned problem; 0 otherwise. */

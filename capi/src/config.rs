@@ -29,6 +29,8 @@ fn set_field(out: &mut ConfigC, f: Field, code: u32) {
         Field::Mma => out.mma = named,
         Field::Red => out.red = named,
         Field::Ld => out.ld = named,
+        Field::Persistent => out.persistent = named,
+        Field::Xf => out.xf = named,
     }
 }
 
@@ -51,6 +53,8 @@ fn field(c: &ConfigC, f: Field) -> Option<u32> {
         Field::Mma => named(c.mma),
         Field::Red => named(c.red),
         Field::Ld => named(c.ld),
+        Field::Persistent => named(c.persistent),
+        Field::Xf => named(c.xf),
     }
 }
 

@@ -98,6 +98,10 @@ pub struct ConfigC {
     pub red: i32,
     /// `convtune_ld`.
     pub ld: i32,
+    /// `convtune_persistent`.
+    pub persistent: i32,
+    /// `convtune_xf`.
+    pub xf: i32,
     /// `convtune_source`.
     pub source: i32,
     /// Distance to the tuned problem for a nearest hit.

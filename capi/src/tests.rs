@@ -6,7 +6,7 @@ use std::ptr::null;
 
 const SEED_003: &str = "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC";
 const SEED_003_CONFIG: &str =
-    "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma";
+    "v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=2,vb=8,vc=4,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
 
 fn zeroed() -> ConfigC {
     // SAFETY: ConfigC is plain integers, a float and byte arrays: all-zero is a valid value.
@@ -304,7 +304,7 @@ fn the_new_fields_come_back_from_a_lookup() {
     let rc =
         unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut out) };
     assert_eq!(rc, 0, "{}", last_error());
-    assert_eq!((out.red, out.ld), (0, 1));
+    assert_eq!((out.red, out.ld, out.persistent, out.xf), (0, 2, 1, 0));
 }
 
 #[test]
@@ -322,7 +322,7 @@ fn format_refuses_values_outside_a_field_and_short_buffers() {
     let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), buf.len()) };
     assert_eq!(rc, Status::Config as c_int);
     assert!(last_error().contains("`stages`"), "{}", last_error());
-    c.stages = 3;
+    c.stages = cfg.stages;
     let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), 10) };
     assert_eq!(rc, Status::Buffer as c_int);
     assert!(last_error().contains("needs"), "{}", last_error());

@@ -3,7 +3,7 @@ import re
 import pytest
 
 import convtune
-from conftest import SEED_003, SEED_003_CONFIG
+from conftest import SEED_003, SEED_003_SHIPPED
 
 
 def test_compile_returns_ptx_and_a_manifest(no_user_db):
@@ -13,7 +13,7 @@ def test_compile_returns_ptx_and_a_manifest(no_user_db):
     assert ".entry" in ptx
     assert manifest["module"] == {"kind": "ptx", "bytes": len(module)}
     assert manifest["args"] == ["x", "w", "y", "workspace"]
-    assert manifest["lookup"]["config"] == SEED_003_CONFIG
+    assert manifest["lookup"]["config"] == SEED_003_SHIPPED
     assert manifest["lookup"]["source"] == "exact"
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
     assert manifest["kernels"], "no launches"

@@ -1,25 +1,26 @@
 import pytest
 
 import convtune
-from conftest import SEED_003, SEED_003_CONFIG
+from conftest import SEED_003, SEED_003_SHIPPED
 
 
 def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
     r = convtune.lookup(SEED_003, "sm_90", db=no_user_db)
     assert r["source"] == "exact", r["reason"]
-    assert r["config"] == SEED_003_CONFIG
+    assert r["config"] == SEED_003_SHIPPED
     assert r["nearest"] is None
     assert r["problem"].endswith("-I NHWGC -f GKYXC -O NHWGC")
     f = r["fields"]
     assert (f["block_m"], f["block_n"], f["block_k"]) == (128, 128, 64)
-    assert (f["warp_m"], f["warp_n"], f["stages"]) == (64, 128, 3)
-    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (2, 8, 8)
-    assert (f["lds"], f["split_k"], f["raster"], f["mma"], f["ld"]) == ("swz", 1, 1, "wg", "tma")
+    assert (f["warp_m"], f["warp_n"], f["stages"]) == (64, 128, 4)
+    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (2, 8, 4)
+    assert (f["lds"], f["split_k"], f["raster"], f["mma"], f["ld"]) == ("swz", 1, 4, "wg", "ws")
+    assert (f["persistent"], f["xf"]) == ("1", "none")
     line = convtune.problem_string(16, 2048, 1, 512, 2048, 1, 2, direction="bwd-data",
                                    dtype="bf16", stride=(1, 2), layout="NHWGC")
     again = convtune.lookup(line, "sm_90", db=no_user_db)
     assert again["problem"] == r["problem"]
-    assert again["config"] == SEED_003_CONFIG
+    assert again["config"] == SEED_003_SHIPPED
 
 
 def test_an_untuned_problem_falls_back_and_says_why(no_user_db):

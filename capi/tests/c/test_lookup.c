@@ -26,7 +26,7 @@ static const char *SEED_003 =
     "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 "
     "-F 2 --layout NHWC";
 static const char *SEED_003_CONFIG =
-    "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma";
+    "v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=2,vb=8,vc=4,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
 
 static convtune_problem seed_003(const char *layout) {
     convtune_problem p;
@@ -60,15 +60,16 @@ static void seed_003_is_found_exactly(void) {
     CHECK(strcmp(from_str.config, SEED_003_CONFIG) == 0, "config %s", from_str.config);
     CHECK(from_str.block_m == 128 && from_str.block_n == 128 && from_str.block_k == 64,
           "block %u %u %u", from_str.block_m, from_str.block_n, from_str.block_k);
-    CHECK(from_str.warp_m == 64 && from_str.warp_n == 128 && from_str.stages == 3,
+    CHECK(from_str.warp_m == 64 && from_str.warp_n == 128 && from_str.stages == 4,
           "warp %u %u stages %u", from_str.warp_m, from_str.warp_n, from_str.stages);
-    CHECK(from_str.vec_a == 2 && from_str.vec_b == 8 && from_str.vec_c == 8, "vectors");
+    CHECK(from_str.vec_a == 2 && from_str.vec_b == 8 && from_str.vec_c == 4, "vectors");
     CHECK(from_str.lds == CONVTUNE_LDS_SWIZZLED && from_str.split_k == 1 &&
-              from_str.raster == 1 && from_str.mma == CONVTUNE_MMA_WGMMA,
+              from_str.raster == 4 && from_str.mma == CONVTUNE_MMA_WGMMA,
           "lds %d sk %u rs %u mma %d", from_str.lds, from_str.split_k, from_str.raster,
           from_str.mma);
-    CHECK(from_str.red == CONVTUNE_RED_ATOMIC && from_str.ld == CONVTUNE_LD_TMA, "red %d ld %d",
-          from_str.red, from_str.ld);
+    CHECK(from_str.red == CONVTUNE_RED_ATOMIC && from_str.ld == CONVTUNE_LD_WS &&
+              from_str.persistent == CONVTUNE_PERSISTENT_PERSISTENT && from_str.xf == CONVTUNE_XF_NONE,
+          "red %d ld %d pk %d xf %d", from_str.red, from_str.ld, from_str.persistent, from_str.xf);
     CHECK(strstr(from_str.problem_key, "-I NHWGC -f GKYXC -O NHWGC") != NULL, "key %s",
           from_str.problem_key);
     CHECK(from_str.nearest_key[0] == '\0', "nearest key %s", from_str.nearest_key);
