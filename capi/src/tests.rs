@@ -74,9 +74,9 @@ fn string_and_struct_find_the_shipped_seed_003_entry_in_any_layout_spelling() {
     );
     assert_eq!(
         (from_str.warp_m, from_str.warp_n, from_str.stages),
-        (64, 128, 3)
+        (64, 128, 4)
     );
-    assert_eq!((from_str.lds, from_str.raster, from_str.mma), (1, 1, 1));
+    assert_eq!((from_str.lds, from_str.raster, from_str.mma), (1, 4, 1));
     assert!(text(&from_str.problem_key).ends_with("-I NHWGC -f GKYXC -O NHWGC"));
 
     for spelling in [c"NHWC", c"nhwgc", c"NHWGC"] {
