@@ -139,15 +139,7 @@ pub fn compile_conv(
     cfg: &PerfConfig,
     target: Target,
 ) -> Result<Compiled, CodegenError> {
-    compile_job(
-        Job::Conv {
-            lowering,
-            cfg,
-            fault: false,
-        },
-        target,
-        None,
-    )
+    compile_conv_cached(lowering, cfg, target, None)
 }
 
 /// [`compile_conv`] through a [`CodegenCache`]: a candidate whose generated IR was compiled
