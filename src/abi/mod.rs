@@ -319,6 +319,19 @@ pub fn device_pointers(
         .collect()
 }
 
+/// A small tiled bf16 map (a 64 × 32 tensor, 64 × 16 boxes, 128-byte swizzle) for unit tests.
+#[cfg(test)]
+pub(crate) const EXAMPLE_TILED: TensorMapSpec = TensorMapSpec {
+    dtype: DType::BF16,
+    rank: 2,
+    dims: [64, 32, 1, 1, 1],
+    strides: [128, 0, 0, 0],
+    offset: 0,
+    boxes: [64, 16, 1, 1, 1],
+    swizzle128: true,
+    im2col: None,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,16 +356,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(v, [10, 20, 30, 0]);
-        let spec = TensorMapSpec {
-            dtype: DType::BF16,
-            rank: 2,
-            dims: [64, 32, 1, 1, 1],
-            strides: [128, 0, 0, 0],
-            offset: 0,
-            boxes: [64, 16, 1, 1, 1],
-            swizzle128: true,
-            im2col: None,
-        };
+        let spec = EXAMPLE_TILED;
         assert_eq!(spec.box_bytes(), 64 * 16 * 2);
         assert_eq!(spec.mode(), "tiled");
         assert_eq!(im2col_corner_range(4), (-128, 127));

@@ -77,21 +77,11 @@ pub fn param_layout(args: &[KernelArg]) -> ParamLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::{ArgKind, ArgRole, TensorMapSpec, CONV_ARGS, TENSOR_MAP_BYTES};
-    use crate::problem::DType;
+    use crate::abi::{ArgKind, ArgRole, CONV_ARGS, EXAMPLE_TILED, TENSOR_MAP_BYTES};
 
     #[test]
     fn tensor_maps_sit_at_multiples_of_64_after_the_pointers() {
-        let spec = TensorMapSpec {
-            dtype: DType::BF16,
-            rank: 2,
-            dims: [64, 32, 1, 1, 1],
-            strides: [128, 0, 0, 0],
-            offset: 0,
-            boxes: [64, 16, 1, 1, 1],
-            swizzle128: true,
-            im2col: None,
-        };
+        let spec = EXAMPLE_TILED;
         let mut args = CONV_ARGS.to_vec();
         for role in [ArgRole::Input, ArgRole::Filter] {
             args.push(KernelArg {

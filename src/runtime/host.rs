@@ -63,8 +63,8 @@ pub(crate) fn encode(dtype: DType, values: &[f64]) -> Vec<u8> {
     use rayon::prelude::*;
     let size = dtype.bytes() as usize;
     let mut out = vec![0u8; values.len() * size];
-    out.par_chunks_mut(COMPARE_CHUNK * size)
-        .zip(values.par_chunks(COMPARE_CHUNK))
+    out.par_chunks_mut(PIECE * size)
+        .zip(values.par_chunks(PIECE))
         .for_each(|(bytes, vals)| {
             for (b, &v) in bytes.chunks_exact_mut(size).zip(vals) {
                 match dtype {
@@ -113,9 +113,10 @@ impl Comparison {
     }
 }
 
-/// Elements per piece of a parallel comparison: the pieces' partial sums are added in piece
-/// order, so the result does not depend on the number of threads.
-const COMPARE_CHUNK: usize = 1 << 16;
+/// Elements per piece of the parallel passes over a tensor (encoding, comparing): a
+/// comparison's partial sums are added in piece order, so no result depends on the number of
+/// threads.
+const PIECE: usize = 1 << 16;
 
 /// Compares raw output bytes with reference values, in f64. Runs on all cores without
 /// decoding the tensor into a copy: on the H200 the single-threaded version (a 100 MB f64
@@ -132,8 +133,8 @@ pub(crate) fn compare(dtype: DType, out: &[u8], reference: &[f64]) -> Comparison
         }
     };
     let parts: Vec<(f64, f64, u64, u64)> = out
-        .par_chunks(COMPARE_CHUNK * size)
-        .zip(reference.par_chunks(COMPARE_CHUNK))
+        .par_chunks(PIECE * size)
+        .zip(reference.par_chunks(PIECE))
         .map(|(bytes, want)| {
             let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
             let (mut unwritten, mut non_finite) = (0u64, 0u64);
@@ -283,14 +284,14 @@ mod tests {
 
     #[test]
     fn a_tensor_of_many_pieces_compares_as_one() {
-        // Several COMPARE_CHUNK pieces and a partial one; a poisoned element, an infinity and
+        // Several PIECE pieces and a partial one; a poisoned element, an infinity and
         // an error in different pieces.
-        let n = 3 * COMPARE_CHUNK + 123;
+        let n = 3 * PIECE + 123;
         let v = values(DType::BF16, n, 5);
         let mut got: Vec<f64> = decode(DType::BF16, &encode(DType::BF16, &v));
-        got[COMPARE_CHUNK + 7] += 0.25;
+        got[PIECE + 7] += 0.25;
         let mut out = encode(DType::BF16, &got);
-        out[2 * (2 * COMPARE_CHUNK + 1)..][..2].fill(POISON);
+        out[2 * (2 * PIECE + 1)..][..2].fill(POISON);
         out[2 * (n - 1)..].copy_from_slice(&half::bf16::INFINITY.to_le_bytes());
         let c = compare(DType::BF16, &out, &v);
         assert_eq!((c.unwritten, c.non_finite), (1, 1));

@@ -90,11 +90,17 @@ impl Record for Mem {
     }
 }
 
+/// The one small problem the campaign tests tune.
+fn tiny() -> crate::lowering::Lowering {
+    lower(
+        &"conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
+            .parse()
+            .unwrap(),
+    )
+}
+
 fn run(cands: &[PerfConfig], budget: Option<usize>, rec: &mut Mem) -> (TuneReport, usize) {
-    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
-        .parse()
-        .unwrap();
-    let l = lower(&p);
+    let l = tiny();
     let ctx = SearchContext {
         lowering: &l,
         arch: &crate::arch::Arch::SM_90,
@@ -219,10 +225,7 @@ fn run_screening(
     opts: &TuneOptions,
     delay: std::time::Duration,
 ) -> (TuneReport, Vec<Option<f64>>) {
-    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
-        .parse()
-        .unwrap();
-    let l = lower(&p);
+    let l = tiny();
     let ctx = SearchContext {
         lowering: &l,
         arch: &crate::arch::Arch::SM_90,
@@ -348,10 +351,7 @@ fn tune_with(
     compile: impl Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
     limit: std::time::Duration,
 ) -> (TuneReport, std::time::Duration) {
-    let p = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1"
-        .parse()
-        .unwrap();
-    let l = lower(&p);
+    let l = tiny();
     let ctx = SearchContext {
         lowering: &l,
         arch: &crate::arch::Arch::SM_90,
