@@ -5,11 +5,10 @@
 use super::builder::Kb;
 use super::gemm::{emit_gemm, grid};
 use super::phased::{self, emit_phased, PhasedPlan};
-use super::plan::{GemmPlan, SchedulerKind};
+use super::plan::GemmPlan;
 use super::relayout::{self, emit_transpose, Place, Transpose};
 use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
-use super::streamk::emit_streamk;
 use super::target::Target;
 use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
@@ -362,10 +361,7 @@ pub(crate) fn emit<'ctx>(
         }
         match body {
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
-            Body::Gemm(plan) => match plan.scheduler {
-                SchedulerKind::StreamK(sk) => emit_streamk(&kb, plan, &sk, launches.fault),
-                _ => emit_gemm(&kb, plan, launches.fault),
-            },
+            Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
             Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),

@@ -10,7 +10,7 @@ use super::loader::Loader;
 use super::mainloop::{MainLoop, MultistageLoop};
 use super::math::WarpMath;
 use super::plan::{CStage, GemmPlan, MainLoopKind, SchedulerKind};
-use super::schedule::{RasterScheduler, Tile, TileScheduler};
+use super::schedule::{Finish, RasterScheduler, TileScheduler, Unit};
 use super::schedule_persistent::PersistentScheduler;
 use super::schedule_phase::PhaseScheduler;
 use super::tma::TmaLoop;
@@ -19,13 +19,17 @@ use crate::abi::ArgRole;
 use crate::lowering::Dim;
 use inkwell::values::{FloatValue, IntValue};
 
-/// Emits the body of the GEMM kernel of `plan` into `kb`'s function, for a plan with one block
-/// per tile (a stream-K plan is [`super::streamk`]'s; `compile` picks). `fault` adds a store far
-/// outside every buffer (the fault-isolation test).
+/// Emits the body of the GEMM kernel of `plan` into `kb`'s function: one block per tile, the
+/// warp-specialised body ([`super::ws`], whatever the scheduler), or the `ld=cp` stream-K
+/// kernel ([`super::streamk`]). `fault` adds a store far outside every buffer (the
+/// fault-isolation test).
 pub(crate) fn emit_gemm<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     kb.set_block_size(plan.launch_threads());
     if plan.ws.is_some() {
         return emit_ws_body(kb, plan, fault);
+    }
+    if let SchedulerKind::StreamK(sk) = plan.scheduler {
+        return super::streamk::emit_streamk(kb, plan, &sk, fault);
     }
     emit_gemm_body(kb, plan, fault);
 }
@@ -42,22 +46,34 @@ pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bo
     let math = WarpMath::new(kb, plan, tid);
     let (lo, hi) = scheduler.k_range(kb, plan, &tile);
     main_loop(plan).emit(kb, plan, &a, &b, &math, lo, hi);
-    write_tile(kb, plan, &math, &tile, tid);
+    let z = tile.z;
+    let unit = Unit {
+        tile,
+        lo,
+        hi,
+        finish: Finish::Tile,
+    };
+    write_unit(kb, plan, &math, &unit, tid);
     if fault {
-        emit_fault(kb, plan, tid, tile.z);
+        emit_fault(kb, plan, tid, z);
     }
 }
 
 /// The body of a warp-specialised plan ([`super::ws`]): the same tile, K range, epilogue and
 /// fix-up, the loads and the multiplies in warpgroups of their own; with `pk=1` each block
-/// walks the persistent grid's work units.
+/// walks the persistent grid's work units, or its stream-K units.
 fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     let tid = kb.thread_idx();
-    let write = |kb: &Kb<'_, 'ctx>, math: &WarpMath<'_, 'ctx>, tile: &Tile<'ctx>| {
-        write_tile(kb, plan, math, tile, tid)
+    let write = |kb: &Kb<'_, 'ctx>, math: &WarpMath<'_, 'ctx>, unit: &Unit<'ctx>| {
+        write_unit(kb, plan, math, unit, tid)
     };
-    if let SchedulerKind::Persistent(_) = plan.scheduler {
-        super::ws::emit(kb, plan, &Work::Walk, tid, write);
+    let walk = match plan.scheduler {
+        SchedulerKind::Persistent(_) => Some(Work::Walk),
+        SchedulerKind::StreamK(sk) => Some(Work::Stream(sk)),
+        SchedulerKind::Raster | SchedulerKind::Phase { .. } => None,
+    };
+    if let Some(work) = walk {
+        super::ws::emit(kb, plan, &work, tid, write);
         if fault {
             emit_fault(kb, plan, tid, kb.block_idx(2));
         }
@@ -67,35 +83,50 @@ fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     let tile = scheduler.tile(kb, plan);
     let (lo, hi) = scheduler.k_range(kb, plan, &tile);
     let z = tile.z;
-    super::ws::emit(kb, plan, &Work::One { tile, lo, hi }, tid, write);
+    let unit = Unit {
+        tile,
+        lo,
+        hi,
+        finish: Finish::Tile,
+    };
+    super::ws::emit(kb, plan, &Work::One(unit), tid, write);
     if fault {
         emit_fault(kb, plan, tid, z);
     }
 }
 
-/// Writes the finished accumulators of `tile`: through the split-K fix-up when the plan has
-/// one, then the staged or the direct epilogue.
-fn write_tile<'ctx>(
+/// Writes the finished accumulators of `unit`: through the split-K fix-up where it has one
+/// (a split-K slice, a stream-K unit covering part of its tile), then the staged or the
+/// direct epilogue.
+pub(crate) fn write_unit<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     math: &WarpMath<'_, 'ctx>,
-    tile: &Tile<'ctx>,
+    unit: &Unit<'ctx>,
     tid: IntValue<'ctx>,
 ) {
+    let tile = &unit.tile;
     let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
     // `None`: the accumulators themselves, read where the epilogue always read them.
     let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match plan.c_stage {
         Some(st) => epilogue_staged(kb, plan, math, vals, &st, tid, g, m0, n0),
         None => epilogue(kb, plan, math, vals, g, m0, n0),
     };
-    match &plan.fixup {
-        Some(fx) => {
-            let share = Share::of_split(kb, fx, tile);
-            emit_fixup(kb, plan, fx, &share, tid, math.values(kb), |kb, sums| {
-                write_c(kb, Some(sums))
-            })
+    let fixup = |kb: &Kb<'_, 'ctx>, share: &Share<'ctx>| {
+        let fx = plan
+            .fixup
+            .unwrap_or_else(|| panic!("a split unit in a plan without the fix-up"));
+        emit_fixup(kb, plan, &fx, share, tid, math.values(kb), |kb, sums| {
+            write_c(kb, Some(sums))
+        })
+    };
+    match (&unit.finish, &plan.fixup) {
+        (Finish::Tile, Some(fx)) => fixup(kb, &Share::of_split(kb, fx, tile)),
+        (Finish::Tile, None) | (Finish::Direct, _) => write_c(kb, None),
+        (Finish::Stream { whole, share }, _) => {
+            kb.if_then(*whole, |kb| write_c(kb, None));
+            kb.if_then(kb.xor(*whole, kb.cbool(true)), |kb| fixup(kb, share));
         }
-        None => write_c(kb, None),
     }
 }
 

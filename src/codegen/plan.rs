@@ -426,30 +426,25 @@ impl<'l> GemmPlan<'l> {
                 return Err(fail("red=fixup needs split_k > 1".into()));
             }
             Reduction::Atomic => None,
-            Reduction::Stream if split => {
-                return Err(fail("red=stream splits K itself: split_k must be 1".into()));
+            Reduction::Stream => {
+                if let Some(why) = c.stream_refusal() {
+                    return Err(fail(format!("red=stream: {why}")));
+                }
+                None
             }
-            Reduction::Stream => None,
         };
         let tiles = gemm.g_len() * tiles_m * tiles_n;
         let stream = c.stream_k(tiles, k_tiles, arch.compute_units);
         let fixup = match stream {
             Some(sk) => {
-                let partials = tiles as u64
-                    * sk.max_contributors() as u64
-                    * c.block_m as u64
-                    * c.block_n as u64;
-                if partials > i32::MAX as u64 {
+                let fx = sk.fixup(c.block_m, c.block_n);
+                if fx.partials() > i32::MAX as u64 {
                     return Err(fail(format!(
-                        "red=stream: {partials} f32 partials exceed the kernels' i32 indices"
+                        "red=stream: {} f32 partials exceed the kernels' i32 indices",
+                        fx.partials()
                     )));
                 }
-                Some(Fixup::new(
-                    tiles,
-                    sk.max_contributors(),
-                    c.block_m,
-                    c.block_n,
-                ))
+                Some(fx)
             }
             None => fixup,
         };

@@ -28,6 +28,36 @@ pub(crate) struct Tile<'ctx> {
     pub z: IntValue<'ctx>,
 }
 
+/// One unit of a block's work: K tiles `[lo, hi)` of `tile`, and how its accumulators are
+/// written.
+pub(crate) struct Unit<'ctx> {
+    /// The output tile.
+    pub tile: Tile<'ctx>,
+    /// First K tile.
+    pub lo: IntValue<'ctx>,
+    /// End of the K tiles (a split-K slice past the last K tile has `lo > hi`).
+    pub hi: IntValue<'ctx>,
+    /// How the finished accumulators reach C.
+    pub finish: Finish<'ctx>,
+}
+
+/// How a unit's finished accumulators reach C.
+pub(crate) enum Finish<'ctx> {
+    /// As the plan says for a tile: directly, or through the split-K fix-up as the tile's
+    /// slice.
+    Tile,
+    /// Stream-K: directly when `whole` (block-uniform: the unit covers all of the tile's K),
+    /// else through the fix-up as `share`.
+    Stream {
+        /// Whether the unit covers the whole tile.
+        whole: IntValue<'ctx>,
+        /// The unit's share of the tile otherwise.
+        share: super::fixup::Share<'ctx>,
+    },
+    /// Directly (stream-K's data-parallel tiles).
+    Direct,
+}
+
 /// Maps blocks to tiles.
 pub(crate) trait TileScheduler: Sync + fmt::Debug {
     /// Launch grid for `plan`.

@@ -1,38 +1,67 @@
-//! The stream-K GEMM kernel (`red=stream`): a persistent grid of [`StreamK::blocks`] blocks
-//! (at most one per SM), block `b` walking the iterations `[b · per, (b + 1) · per)` of the
-//! tile-major (output tile, K tile) space. Its range crosses a few output tiles; per tile it
-//! runs the ordinary main loop over its K tiles of that tile, then either writes C directly
-//! (it covered the whole tile) or hands its partial to the split-K fix-up ([`super::fixup`]),
-//! whose last contributor adds the partials in block order and writes C. Nobody waits for
-//! anybody, so any number of resident blocks (and the emulator's one at a time) is fine.
+//! Stream-K (`red=stream`): the walk of a block of the [`StreamK`] schedule, shared by the two
+//! kernels that run it. Block `b` first walks its stream-K range, iterations
+//! `[b · per, (b + 1) · per)` of the tile-major (output tile, K tile) space of the stream-K
+//! region (it crosses a few output tiles: one unit per tile it meets), then its data-parallel
+//! tiles, whole. A unit that covers only part of its tile hands its partial to the split-K
+//! fix-up ([`super::fixup`]), whose last contributor adds the partials in K order (the
+//! contributors' block order) and writes C. Nobody waits for anybody, so any number of
+//! resident blocks (and the emulator's one at a time) is fine, and a block never idles on a
+//! turnstile while its producer could load the next unit.
 //!
-//! Tiles are walked in plain row-major order within a group (`rs` is not used: every tile's
-//! blocks run at once anyway).
+//! - `ld=cp` ([`emit_streamk`]): per unit, the ordinary main loop over its K tiles, then the
+//!   epilogue or the fix-up, and a block barrier before the next unit's copies reuse the
+//!   shared memory.
+//! - `ld=ws` with `pk=1` ([`super::ws`]'s `Work::Stream`): the producer walks the same units,
+//!   its stage ring running on across them as for the persistent grid's units.
+//!
+//! Tiles are numbered as the raster scheduler numbers them within a group (rasterised by
+//! `rs`), so the data-parallel waves read neighbouring tiles at once.
 
 use super::builder::Kb;
-use super::fixup::{emit_fixup, Share};
-use super::gemm::{emit_fault, epilogue, epilogue_staged, main_loop};
+use super::fixup::Share;
+use super::gemm::{emit_fault, main_loop, write_unit};
 use super::loader::Loader;
 use super::math::WarpMath;
 use super::plan::GemmPlan;
+use super::schedule::{raster_tile_at, Finish, Unit};
 use crate::config::StreamK;
-use inkwell::values::{FloatValue, IntValue};
+use inkwell::values::IntValue;
 
-/// Emits the stream-K GEMM kernel of `plan` (whose scheduler is `sk`).
+/// Emits the `ld=cp` stream-K GEMM kernel of `plan` (whose scheduler is `sk`).
 pub(crate) fn emit_streamk<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, sk: &StreamK, fault: bool) {
-    let fx = plan
-        .fixup
-        .unwrap_or_else(|| panic!("a stream-K plan without its fix-up"));
-    kb.set_block_size(plan.threads);
     let tid = kb.thread_idx();
+    walk_units(kb, plan, sk, |kb, unit| {
+        let (tile, lo, hi) = (&unit.tile, unit.lo, unit.hi);
+        let a = Loader::new(kb, plan, &plan.gemm.a, tid, tile.g, tile.m0);
+        let b = Loader::new(kb, plan, &plan.gemm.b, tid, tile.g, tile.n0);
+        let math = WarpMath::new(kb, plan, tid);
+        main_loop(plan).emit(kb, plan, &a, &b, &math, lo, hi);
+        write_unit(kb, plan, &math, unit, tid);
+        // The next unit's copies overwrite the shared memory this one's epilogue or fix-up
+        // verdict used.
+        kb.barrier();
+    });
+    if fault {
+        emit_fault(kb, plan, tid, kb.c(0));
+    }
+}
+
+/// Calls `body` for each unit of block `blockIdx.x`'s walk, in order: the non-empty
+/// segments of its stream-K range (block-uniform branches: `body` may hold barriers), then
+/// its data-parallel tiles. [`StreamK::units_of`] is the same walk on the host.
+pub(crate) fn walk_units<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    sk: &StreamK,
+    body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
+) {
     let b = kb.block_idx(0);
     let per = sk.per_block as i64;
     let k_tiles = sk.k_tiles as i64;
-    let total = sk.tiles as i64 * k_tiles;
+    let total = sk.sk_tiles() as i64 * k_tiles;
     let start = kb.mulc(b, per);
     let end = kb.umin(kb.addc(start, per), kb.c(total));
     let first_tile = kb.udivc(start, sk.k_tiles);
-    let per_group = plan.tiles_m * plan.tiles_n;
     let segments = kb.c(sk.max_segments() as i64);
     kb.for_range(kb.c(0), segments, |kb, seg| {
         let t = kb.add(first_tile, seg);
@@ -40,39 +69,44 @@ pub(crate) fn emit_streamk<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, sk: &Stream
         let t_hi = kb.addc(t_lo, k_tiles);
         let lo = kb.umax(start, t_lo);
         let hi = kb.umin(end, t_hi);
-        // Block-uniform: the whole block takes the same branches below (barriers inside).
         kb.if_then(kb.ult(lo, hi), |kb| {
-            let g = kb.udivc(t, per_group);
-            let r = kb.uremc(t, per_group);
-            let m0 = kb.mulc(kb.udivc(r, plan.tiles_n), plan.cfg.block_m as i64);
-            let n0 = kb.mulc(kb.uremc(r, plan.tiles_n), plan.cfg.block_n as i64);
-            let a = Loader::new(kb, plan, &plan.gemm.a, tid, g, m0);
-            let bl = Loader::new(kb, plan, &plan.gemm.b, tid, g, n0);
-            let math = WarpMath::new(kb, plan, tid);
-            main_loop(plan).emit(kb, plan, &a, &bl, &math, kb.sub(lo, t_lo), kb.sub(hi, t_lo));
-            let write_c =
-                |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match plan.c_stage {
-                    Some(st) => epilogue_staged(kb, plan, &math, vals, &st, tid, g, m0, n0),
-                    None => epilogue(kb, plan, &math, vals, g, m0, n0),
-                };
             let whole = kb.all(&[kb.eq(lo, t_lo), kb.eq(hi, t_hi)]);
-            let vals = math.values(kb);
-            let split = kb.xor(whole, kb.cbool(true));
-            kb.if_then(whole, |kb| write_c(kb, Some(vals.clone())));
-            kb.if_then(split, |kb| {
-                let share = share(kb, t, b, sk);
-                emit_fixup(kb, plan, &fx, &share, tid, vals, |kb, sums| {
-                    write_c(kb, Some(sums))
-                });
-            });
-            // The next tile's copies overwrite the shared memory this one's epilogue or
-            // fix-up verdict used.
-            kb.barrier();
+            body(
+                kb,
+                &Unit {
+                    tile: tile_at(kb, plan, t),
+                    lo: kb.sub(lo, t_lo),
+                    hi: kb.sub(hi, t_lo),
+                    finish: Finish::Stream {
+                        whole,
+                        share: share(kb, t, b, sk),
+                    },
+                },
+            );
         });
     });
-    if fault {
-        emit_fault(kb, plan, tid, kb.c(0));
+    if sk.dp_waves > 0 {
+        let first = kb.addc(b, sk.sk_tiles() as i64);
+        kb.for_range(kb.c(0), kb.c(sk.dp_waves as i64), |kb, j| {
+            let t = kb.add(first, kb.mulc(j, sk.blocks as i64));
+            body(
+                kb,
+                &Unit {
+                    tile: tile_at(kb, plan, t),
+                    lo: kb.c(0),
+                    hi: kb.c(k_tiles),
+                    finish: Finish::Direct,
+                },
+            );
+        });
     }
+}
+
+/// Output tile `t` (over groups and tiles): the raster scheduler's tile `t mod tiles` of
+/// group `t / tiles`.
+fn tile_at<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, t: IntValue<'ctx>) -> super::schedule::Tile<'ctx> {
+    let per_group = plan.tiles_m * plan.tiles_n;
+    raster_tile_at(kb, plan, kb.uremc(t, per_group), |kb| kb.udivc(t, per_group))
 }
 
 /// Block `b`'s share of tile `t`: the blocks whose ranges meet the tile are consecutive, from

@@ -35,12 +35,13 @@ use super::builder::Kb;
 use super::loader::{stage_base, Loader};
 use super::math::WarpMath;
 use super::plan::{GemmPlan, Math};
-use super::schedule::{Tile, TileScheduler};
+use super::schedule::{Finish, Tile, TileScheduler, Unit};
+use super::streamk::walk_units;
 use super::schedule_persistent::PersistentScheduler;
 use super::spec::TargetSpec;
 use super::tma::Issue;
 use crate::arch::ws::{ws_block, WsBlock};
-use crate::config::{PerfConfig, Reduction};
+use crate::config::{PerfConfig, StreamK};
 use inkwell::values::{IntValue, PointerValue};
 
 /// The named barrier the consumers use after the loop (0 is the block barrier).
@@ -61,31 +62,19 @@ pub(crate) fn plan_ws(
     if let Some(why) = cfg.ws_refusal() {
         return Err(format!("ld=ws: {why}"));
     }
-    if cfg.red == Reduction::Stream {
-        // Legality's `red` rule says the same for every TMA path.
-        return Err(
-            "ld=ws: a stream-K block walks several tiles and the producer/consumer \
-                    ring sets up its mbarriers once per tile; use ld=cp"
-                .into(),
-        );
-    }
     ws_block(spec.target().arch(), consumers).map_err(|r| format!("ld=ws: {r}"))
 }
 
 /// What a block of the warp-specialised kernel computes.
 pub(crate) enum Work<'ctx> {
-    /// One work unit, K tiles `[lo, hi)` of `tile` (one block per unit, `pk=0`).
-    One {
-        /// The tile.
-        tile: Tile<'ctx>,
-        /// First K tile.
-        lo: IntValue<'ctx>,
-        /// End of the K tiles.
-        hi: IntValue<'ctx>,
-    },
+    /// One work unit (one block per unit, `pk=0`).
+    One(Unit<'ctx>),
     /// The block's walk over the persistent grid's units (`pk=1`): the ring's stage and
     /// parity run on over a block-global K-tile counter, never reset at a unit boundary.
     Walk,
+    /// The block's stream-K walk ([`super::streamk::walk_units`], `pk=1`, `red=stream`): its
+    /// units, the same ring running on across them.
+    Stream(StreamK),
 }
 
 /// Test hook: while set (on the emitting thread), a persistent kernel restarts its ring
@@ -121,31 +110,51 @@ fn issue<'p, 'a, 'ctx>(
     }
 }
 
-/// Calls `body(kb, tile, lo, hi, base)` for each unit the block walks, `base` the ring
-/// counter of the unit's first K tile (the K tiles of the units before it); returns the
+/// Calls `body(kb, unit, base)` for each unit the block walks (`work` is a walk), `base` the
+/// ring counter of the unit's first K tile (the K tiles of the units before it); returns the
 /// counter after the last unit.
 fn walk<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
-    body: impl Fn(&Kb<'_, 'ctx>, &Tile<'ctx>, IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>),
+    work: &Work<'ctx>,
+    body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>, IntValue<'ctx>),
 ) -> IntValue<'ctx> {
-    let sched = PersistentScheduler;
     let i32t = kb.i32t();
     let counter = kb.var(kb.c(0).into());
     let reset = RESET_RING.with(|r| r.get());
-    kb.for_range(kb.c(0), sched.units_of_block(kb, plan), |kb, i| {
-        let unit = sched.unit(kb, plan, i);
-        let tile = sched.unit_tile(kb, plan, unit);
-        let (lo, hi) = sched.k_range(kb, plan, &tile);
+    let visit = |kb: &Kb<'_, 'ctx>, unit: &Unit<'ctx>| {
         let base = if reset {
             kb.c(0)
         } else {
             kb.get(counter, i32t.into()).into_int_value()
         };
-        body(kb, &tile, lo, hi, base);
+        body(kb, unit, base);
         // An empty split-K slice (lo ≥ hi) has no K tile.
+        let (lo, hi) = (unit.lo, unit.hi);
         kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
-    });
+    };
+    match work {
+        Work::Walk => {
+            let sched = PersistentScheduler;
+            kb.for_range(kb.c(0), sched.units_of_block(kb, plan), |kb, i| {
+                let unit = sched.unit(kb, plan, i);
+                let tile = sched.unit_tile(kb, plan, unit);
+                let (lo, hi) = sched.k_range(kb, plan, &tile);
+                let finish = Finish::Tile;
+                visit(
+                    kb,
+                    &Unit {
+                        tile,
+                        lo,
+                        hi,
+                        finish,
+                    },
+                );
+            });
+        }
+        Work::Stream(sk) => walk_units(kb, plan, sk, visit),
+        Work::One(_) => unreachable!("one unit is no walk"),
+    }
     kb.get(counter, i32t.into()).into_int_value()
 }
 
@@ -156,7 +165,7 @@ pub(crate) fn emit<'ctx>(
     plan: &GemmPlan,
     work: &Work<'ctx>,
     tid: IntValue<'ctx>,
-    write: impl Fn(&Kb<'_, 'ctx>, &WarpMath<'_, 'ctx>, &Tile<'ctx>),
+    write: impl Fn(&Kb<'_, 'ctx>, &WarpMath<'_, 'ctx>, &Unit<'ctx>),
 ) {
     let ws = plan
         .ws
@@ -240,7 +249,7 @@ pub(crate) fn emit<'ctx>(
             });
         };
         let produce = |kb: &Kb<'_, 'ctx>, io: Option<&Issue<'_, '_, 'ctx>>| match (work, io) {
-            (Work::One { lo, hi, .. }, Some(io)) => {
+            (Work::One(Unit { lo, hi, .. }), Some(io)) => {
                 produce_unit(kb, io, *lo, *hi, None);
                 // A split-K slice past the last K tile has `lo > hi`: its ring ends at
                 // position 0, not at the negative `hi - lo` (whose unsigned parity names a
@@ -252,25 +261,25 @@ pub(crate) fn emit<'ctx>(
                 };
                 tail(kb, end, *lo);
             }
-            (Work::Walk, _) => {
-                let end = walk(kb, plan, |kb, tile, lo, hi, base| {
-                    let (a, b) = loaders(kb, tile);
+            (Work::Walk | Work::Stream(_), _) => {
+                let end = walk(kb, plan, work, |kb, unit, base| {
+                    let (a, b) = loaders(kb, &unit.tile);
                     produce_unit(
                         kb,
                         &issue(kb, plan, [&a, &b], ptid, bars),
-                        lo,
-                        hi,
+                        unit.lo,
+                        unit.hi,
                         Some(base),
                     )
                 });
                 tail(kb, end, kb.c(0));
             }
-            (Work::One { .. }, None) => unreachable!("one unit's loaders are built up front"),
+            (Work::One(_), None) => unreachable!("one unit's loaders are built up front"),
         };
         // One unit: its loaders up front, for every producer thread.
         let first = match work {
-            Work::One { tile, .. } => Some(loaders(kb, tile)),
-            Work::Walk => None,
+            Work::One(unit) => Some(loaders(kb, &unit.tile)),
+            Work::Walk | Work::Stream(_) => None,
         };
         let io = first
             .as_ref()
@@ -293,8 +302,8 @@ pub(crate) fn emit<'ctx>(
         kb.set_barrier_scope(Some((CONSUMER_BARRIER, t)));
         // One unit: its accumulators first (as the kernel always emitted them).
         let first = match work {
-            Work::One { .. } => Some(WarpMath::new(kb, plan, tid)),
-            Work::Walk => None,
+            Work::One(_) => Some(WarpMath::new(kb, plan, tid)),
+            Work::Walk | Work::Stream(_) => None,
         };
         let lane0 = kb.eq(kb.uremc(tid, plan.warp), kb.c(0));
         let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
@@ -342,16 +351,16 @@ pub(crate) fn emit<'ctx>(
             }
         };
         match work {
-            Work::One { tile, lo, hi } => {
+            Work::One(unit) => {
                 let math = first.unwrap_or_else(|| unreachable!());
-                consume(kb, &math, *lo, *hi, None);
-                write(kb, &math, tile);
+                consume(kb, &math, unit.lo, unit.hi, None);
+                write(kb, &math, unit);
             }
-            Work::Walk => {
-                walk(kb, plan, |kb, tile, lo, hi, base| {
+            Work::Walk | Work::Stream(_) => {
+                walk(kb, plan, work, |kb, unit, base| {
                     let math = WarpMath::new(kb, plan, tid);
-                    consume(kb, &math, lo, hi, Some(base));
-                    write(kb, &math, tile);
+                    consume(kb, &math, unit.lo, unit.hi, Some(base));
+                    write(kb, &math, unit);
                 });
             }
         }

@@ -57,6 +57,11 @@ impl Fixup {
         }
     }
 
+    /// f32 partial values of the slices (what the kernels index with i32).
+    pub fn partials(&self) -> u64 {
+        u64::from(self.tiles) * u64::from(self.slots_per_tile()) * u64::from(self.tile_values)
+    }
+
     /// Counters per tile: the tile's, then one per group.
     pub fn counters_per_tile(&self) -> u32 {
         1 + self.groups()

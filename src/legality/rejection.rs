@@ -177,7 +177,7 @@ pub enum Rejection {
     },
     /// TMA loads (`ld=tma|ws`) do not apply: path, arch, or tiles a tiled tensor map cannot
     /// describe (padding, NCHW, unaligned channels, boxes); with `ws` also what the
-    /// warp-specialised block cannot do (one stage, stream-K, threads, registers).
+    /// warp-specialised block cannot do (one stage, threads, registers).
     #[error("ld={ld} cannot load this config's tiles{}: {why}", gemm.map(|g| format!(" (sub-GEMM {g})")).unwrap_or_default())]
     Tma {
         /// The load path (`tma` or `ws`).
@@ -187,9 +187,9 @@ pub enum Rejection {
         /// The sub-GEMM, when one is at fault.
         gemm: Option<u32>,
     },
-    /// The persistent grid (`pk=1`): only on `ld=ws`, not with stream-K, and its epilogue's
-    /// own shared-memory region must fit.
-    #[error("pk=1 (persistent grid): {why}")]
+    /// The persistent grid (`pk`): `pk=1` only on `ld=ws`, where stream-K needs it, and its
+    /// epilogue's own shared-memory region must fit.
+    #[error("pk (persistent grid): {why}")]
     Persistent {
         /// Why, in words.
         why: String,

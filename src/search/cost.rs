@@ -367,8 +367,9 @@ fn estimate_with(
         let sk = u64::from(c.split_k);
         let k_split = ceil_div(k, sk);
         let k_steps = ceil_div(k_split, u64::from(c.block_k));
-        // Stream-K: one block per SM at most, each walking an equal share of the iterations
-        // (`per_block` K steps); the waves are as full as the iterations divide.
+        // Stream-K: one block per SM at most, each walking its data-parallel tiles and an
+        // equal share of the stream-K region's iterations; the waves are as full as that
+        // divides (the busiest block walks `most_per_block` K steps).
         let stream = c.stream_k((gl * tiles_m * tiles_n) as u32, k_steps as u32, sms as u32);
         let blocks = match stream {
             Some(s) => u64::from(s.blocks),
@@ -380,10 +381,20 @@ fn estimate_with(
         let waves = ceil_div(blocks, sms).max(1);
         let (wave_eff, steps_per_block) = match stream {
             Some(s) => (
-                (gl * tiles_m * tiles_n * k_steps) as f64 / (sms * u64::from(s.per_block)) as f64,
-                u64::from(s.per_block),
+                (gl * tiles_m * tiles_n * k_steps) as f64
+                    / (sms * u64::from(s.most_per_block())) as f64,
+                u64::from(s.most_per_block()),
             ),
             None => (blocks as f64 / (waves * sms) as f64, k_steps),
+        };
+        // The persistent walks: a stream-K block walks its segments and data-parallel tiles
+        // (its grid is its own); a persistent grid's blocks one block-per-unit's units.
+        let (units, unit_steps, slots) = match stream {
+            Some(s) => {
+                let per = u64::from(s.dp_waves + s.max_segments().saturating_sub(1).max(1));
+                (blocks * per, ceil_div(steps_per_block, per), blocks)
+            }
+            None => (blocks, k_steps, sms * u64::from(bps.max(1))),
         };
         let resident = blocks.min(sms * u64::from(bps));
         let per_sm_warps = (ceil_div(resident, sms) as f64) * f64::from(c.warps());
@@ -421,7 +432,7 @@ fn estimate_with(
             * spill;
         let math = padded_flops / (peak * 1e6) / (mma_eff * step_eff * hide * wave_eff * lds_eff)
             * spill
-            * persistent_gain(c, k_steps, blocks, sms * u64::from(bps.max(1)));
+            * persistent_gain(c, unit_steps, units, slots);
         // `ld=ws`: a producer warpgroup of its own issues the copies while the consumers
         // multiply, so they overlap instead of adding up.
         let compute = if c.ld.warp_specialised() {
@@ -519,8 +530,8 @@ fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 
 /// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the block
 /// that finishes a tile reads [`serial_reads`] partial tiles alone, through its SM's port to
 /// L2 (`sm_bytes_per_us`) while the tiles of the last wave finish.
-/// `red=stream` (`stream`): each block's range splits at most one tile at each end, so about
-/// one partial tile per block, and the tail adds the most contributors any tile has.
+/// `red=stream` (`stream`): each stream-K block's range splits at most one tile at each end, so
+/// about one partial tile per block, and the tail adds the most contributors any tile has.
 fn split_reduction(
     c: &PerfConfig,
     stream: Option<StreamK>,
@@ -530,7 +541,7 @@ fn split_reduction(
 ) -> (f64, f64, f64) {
     let tile = f64::from(c.block_m) * f64::from(c.block_n) * 4.0;
     if let Some(s) = stream {
-        let partials = f64::from(s.blocks) * tile * 2.0;
+        let partials = f64::from(s.sk_blocks()) * tile * 2.0;
         let tail = f64::from(serial_reads(s.max_contributors())) * tile / sm_bytes_per_us.max(1.0);
         return (mn * e + partials, 2.0, tail);
     }

@@ -1,6 +1,7 @@
 //! The `pk` rule: the persistent grid is built for `ld=ws` only (its producer's ring runs on
-//! across work units; `ld=tma` and `ld=cp` keep one block per unit), not with stream-K (a
-//! persistent schedule of its own), and the epilogue's own shared-memory region must fit:
+//! across work units; `ld=tma` and `ld=cp` keep one block per unit), stream-K on `ld=ws` is
+//! that walk (so it needs `pk=1`: [`PerfConfig::persistent_refusal`]), and the epilogue's own
+//! shared-memory region must fit:
 //! with `pk=1` the producer refills stages while the consumers run the epilogue, so the
 //! fix-up's verdict words and the staged C tile (`vc` > 1 without atomics) live after the
 //! pipeline ([`persistent_epilogue_at`], the planner's layout), and at least one staged line
@@ -13,12 +14,12 @@ use crate::lowering::Dim;
 
 impl Checker {
     pub(in crate::legality) fn persistent(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
-        if cfg.persistent != Grid::Persistent {
-            return Ok(());
-        }
         let why = |why: String| Err(Rejection::Persistent { why });
         if let Some(w) = cfg.persistent_refusal() {
             return why(w);
+        }
+        if cfg.persistent != Grid::Persistent {
+            return Ok(());
         }
         let (pipeline, _) = self.lds_bytes(cfg);
         let (_, c_at) = persistent_epilogue_at(pipeline);

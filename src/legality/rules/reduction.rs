@@ -1,8 +1,9 @@
 //! The `red` rule: how split-K slices are added up. `red=fixup` only means something with
 //! split-K (a second name for the same kernel would double the space); `red=stream` splits K
-//! itself (so `sk` is 1) and only where it helps: the data-parallel schedule's last wave under
-//! half full (CUTLASS's rule) and at least [`StreamK::MIN_PER_BLOCK`] K tiles per block. Either
-//! workspace of partial tiles must be addressable with the kernels' i32 indices.
+//! itself (so `sk` is 1), not on `ld=tma` ([`PerfConfig::stream_refusal`]), and only where it
+//! helps: the data-parallel schedule's last wave under half full (CUTLASS's rule) and at least
+//! [`StreamK::MIN_PER_BLOCK`] K tiles per block in the stream-K region. Either workspace of
+//! partial tiles must be addressable with the kernels' i32 indices.
 
 use super::{Checker, MAX_FIXUP_PARTIALS};
 use crate::config::{PerfConfig, Reduction, StreamK};
@@ -35,16 +36,8 @@ impl Checker {
 
     fn stream_k(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
         let why = |why: String| Err(Rejection::StreamK { why });
-        if cfg.ld.uses_tma() {
-            // The TMA ring initialises its mbarriers once per K loop; a stream-K block runs
-            // one K loop per tile it visits, and re-initialising a live mbarrier is undefined.
-            return why(format!("a stream-K block walks several tiles and the TMA ring (ld={}) sets up its mbarriers once per tile; use ld=cp", cfg.ld.name()));
-        }
-        if cfg.split_k > 1 {
-            return why(format!(
-                "it splits K itself, so split_k must be 1 (not {})",
-                cfg.split_k
-            ));
+        if let Some(w) = cfg.stream_refusal() {
+            return why(w);
         }
         let units = self.arch.compute_units;
         for (gemm, (&[g, m, n], &k)) in self.gmn.iter().zip(&self.k_lens).enumerate() {
@@ -65,10 +58,7 @@ impl Checker {
                     StreamK::MIN_PER_BLOCK
                 ));
             }
-            let partials = u64::from(tiles)
-                * u64::from(sk.max_contributors())
-                * u64::from(cfg.block_m)
-                * u64::from(cfg.block_n);
+            let partials = sk.fixup(cfg.block_m, cfg.block_n).partials();
             if partials > MAX_FIXUP_PARTIALS {
                 return Err(Rejection::FixupWorkspace {
                     partials,
