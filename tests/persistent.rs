@@ -249,7 +249,8 @@ fn persistent_ptx_and_grid_for_the_h200() {
 }
 
 /// Legality and the planner agree on `pk=1` over the Hopper space: every legal `pk=1` config
-/// plans, with a grid of min(units, 132) blocks; each legal `ld=ws` config that the `pk` rule
+/// plans, with a grid of min(units, 132) blocks (stream-K: its schedule's); each legal `ld=ws`
+/// config that the `pk` rule
 /// refuses once persistent is refused by the planner too.
 #[test]
 fn legality_and_the_planner_agree_on_pk_over_the_hopper_space() {
@@ -283,7 +284,13 @@ fn legality_and_the_planner_agree_on_pk_over_the_hopper_space() {
                         .iter()
                         .find(|k| k.name.starts_with("convtune_gemm"))
                         .unwrap();
-                    assert_eq!(k.grid, [units.min(132), 1, 1], "{p} {pk}");
+                    // Stream-K's grid is its schedule's (at most one block per SM).
+                    let k_tiles = g.k_len().div_ceil(pk.block_k);
+                    let grid = match pk.stream_k(units, k_tiles, 132) {
+                        Some(s) => s.blocks,
+                        None => units.min(132),
+                    };
+                    assert_eq!(k.grid, [grid, 1, 1], "{p} {pk}");
                     assert!(k.shared_bytes <= Arch::SM_90.smem_per_block, "{p} {pk}");
                     planned += 1;
                 }

@@ -147,3 +147,230 @@ fn selfcheck_samples_stream_k_kernels_and_they_compile() {
     }
     assert!(n >= 4, "{n} stream-K kernels sampled");
 }
+
+/// The host form of the schedule: every (tile, K tile) iteration walked exactly once, the
+/// stream-K region first, a tile's contributors consecutive blocks (at most
+/// `max_contributors`), and the busiest block's work `most_per_block`.
+#[test]
+fn the_hybrid_schedule_covers_every_iteration_once() {
+    // (tiles, K tiles, SMs) → (data-parallel waves, stream-K tiles): under two full waves
+    // plain stream-K; a last wave that spread over every SM gives ≥ 8 K tiles each, alone;
+    // a thinner one with one full wave more (the issue's fwd 1x1: 400 tiles of 8 K tiles on
+    // 132 SMs).
+    for (tiles, k, units, dp, sk_tiles) in [
+        (140, 8, 132, 0, 140),
+        (36, 32, 132, 0, 36),
+        (400, 8, 132, 2, 136),
+        (7, 10, 3, 1, 4),
+        (7, 25, 3, 2, 1),
+        (1, 44, 5, 0, 1),
+        (11, 9, 4, 1, 7),
+    ] {
+        let s = StreamK::new(tiles, k, units);
+        assert_eq!((s.dp_waves, s.sk_tiles()), (dp, sk_tiles), "{s:?}");
+        assert!(s.blocks <= units);
+        let mut seen = vec![0u32; (tiles * k) as usize];
+        let mut contributors = vec![vec![]; tiles as usize];
+        let mut most = 0;
+        for b in 0..s.blocks {
+            let units = s.units_of(b);
+            most = most.max(units.iter().map(|&(_, lo, hi)| hi - lo).sum::<u32>());
+            for (i, &(t, lo, hi)) in units.iter().enumerate() {
+                assert!(lo < hi && hi <= k, "{s:?} block {b}: {units:?}");
+                for kt in lo..hi {
+                    seen[(t * k + kt) as usize] += 1;
+                }
+                if t < s.sk_tiles() {
+                    contributors[t as usize].push(b);
+                } else {
+                    // Data-parallel tiles are whole and come after the stream-K segments.
+                    assert!((lo, hi) == (0, k) && units[i..].iter().all(|u| u.0 >= s.sk_tiles()));
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1), "{s:?}: {seen:?}");
+        assert_eq!(most, s.most_per_block(), "{s:?}");
+        for c in contributors.iter().filter(|c| !c.is_empty()) {
+            assert!(c.len() as u32 <= s.max_contributors(), "{s:?}: {c:?}");
+            assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
+        }
+        if dp > 0 {
+            assert!(s.per_block >= StreamK::MIN_PER_BLOCK, "{s:?}");
+            assert_eq!(s.blocks, units);
+        }
+    }
+}
+
+/// Stream-K on the warp-specialised persistent path (`ld=ws`, `pk=1`): one consumer
+/// warpgroup, two stages, staged epilogue.
+const WS_STREAM: &str = "v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=stream,ld=ws,pk=1,xf=none";
+
+/// Emulates the ws stream-K config `c` on an H200-like arch of `sms` SMs, bit-exactly, legal;
+/// returns the GEMM launches' grids.
+fn check_ws(p: &ConvProblem, c: &PerfConfig, sms: u32) -> Vec<[u32; 3]> {
+    let arch = Arch::SM_90.with_compute_units(sms);
+    let rep =
+        common::emulate_where_legal(p, c, arch, 7).unwrap_or_else(|| panic!("{p} {c}: refused"));
+    rep.kernels
+        .iter()
+        .filter(|k| k.name.starts_with("convtune_gemm"))
+        .map(|k| {
+            assert_eq!(k.block[0], 128 + 128, "{p} {c}: consumers + producer");
+            k.grid
+        })
+        .collect()
+}
+
+fn ws_with(f: impl FnOnce(&mut PerfConfig)) -> PerfConfig {
+    let mut c = cfg(WS_STREAM);
+    f(&mut c);
+    c
+}
+
+#[test]
+fn ws_stream_k_splits_tiles_across_blocks() {
+    // bwd-weight 1x1: dw 128 x 64 in 64x64 tiles = 2 tiles of 22 K tiles (K = 2·20·34 = 1360:
+    // the last K tile partial) on 5 SMs: 44 iterations, 9 a block. Block 2 ends tile 0
+    // ([18, 22)) and starts tile 1 ([0, 5)): K ranges off the tile grid, tiles split over 3
+    // blocks, two tiles in one block's walk, the ring running on across them.
+    let p = problem("convbfp16 -n 2 -c 64 -H 20 -W 34 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
+    let s = StreamK::new(2, 22, 5);
+    assert_eq!((s.blocks, s.per_block, s.dp_waves), (5, 9, 0));
+    assert_eq!(s.units_of(2), [(0, 18, 22), (1, 0, 5)]);
+    assert_eq!(check_ws(&p, &cfg(WS_STREAM), 5), [[5, 1, 1]]);
+    // Three stages with the group in flight (released across the tile boundary), direct
+    // epilogue, f16.
+    let wg1 = ws_with(|c| {
+        c.stages = 3;
+        c.mma = convtune::config::MmaPath::WgmmaInFlight;
+        c.vec_c = 1;
+    });
+    let p16 = problem("convfp16 -n 2 -c 64 -H 20 -W 34 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
+    assert_eq!(check_ws(&p16, &wg1, 5), [[5, 1, 1]]);
+}
+
+#[test]
+fn ws_stream_k_hybrid_runs_data_parallel_waves_after_the_stream_k_region() {
+    // 7 tiles on 3 SMs (two full waves and one tile), bwd-weight dw 448 x 64.
+    // 10 K tiles: the last tile alone would give each block 3 (< 8), so the stream-K region
+    // is 4 tiles (40 iterations, 14 a block) and one data-parallel wave follows.
+    let p = problem("convbfp16 -n 2 -c 64 -H 16 -W 20 -k 448 -y 1 -x 1 -F 4 --layout NHWC");
+    let s = StreamK::new(7, 10, 3);
+    assert_eq!((s.dp_waves, s.sk_tiles(), s.per_block), (1, 4, 14));
+    assert_eq!(s.units_of(1), [(1, 4, 10), (2, 0, 8), (5, 0, 10)]);
+    assert_eq!(check_ws(&p, &cfg(WS_STREAM), 3), [[3, 1, 1]]);
+    // 25 K tiles: the last tile alone, over 3 blocks (9 each), after two full waves.
+    let p = problem("convbfp16 -n 4 -c 64 -H 20 -W 20 -k 448 -y 1 -x 1 -F 4 --layout NHWC");
+    let s = StreamK::new(7, 25, 3);
+    assert_eq!((s.dp_waves, s.sk_tiles(), s.per_block), (2, 1, 9));
+    assert_eq!(check_ws(&p, &cfg(WS_STREAM), 3), [[3, 1, 1]]);
+    // Forward, 1x1, two groups: 7 tiles of 64 output pixels by 64 channels each (the tile
+    // index runs over groups), K = 640 (10 K tiles), raster 2; 14 tiles on 6 SMs: a stream-K
+    // region of 8 tiles (80 iterations, 14 a block), then one data-parallel wave.
+    let fwd = problem("convbfp16 -n 7 -c 1280 -H 8 -W 8 -k 128 -y 1 -x 1 -g 2 -F 1 --layout NHWC");
+    let s = StreamK::new(14, 10, 6);
+    assert_eq!((s.dp_waves, s.sk_tiles(), s.per_block), (1, 8, 14));
+    let rs = ws_with(|c| c.raster = 2);
+    assert_eq!(check_ws(&fwd, &rs, 6), [[6, 1, 1]]);
+}
+
+#[test]
+fn ws_stream_k_over_several_sub_gemms() {
+    // Strided bwd-data, 3x3 stride 2: four sub-GEMMs (one per (iy, ix) phase) of 6 tiles and
+    // 32, 16, 16 and 8 K tiles, each its own stream-K launch and fix-up on 5 SMs.
+    let p = problem(
+        "convbfp16 -n 2 -c 64 -H 24 -W 24 -k 512 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC",
+    );
+    let l = lower(&p);
+    assert_eq!(l.gemms.len(), 4);
+    let grids = check_ws(&p, &cfg(WS_STREAM), 5);
+    assert_eq!(grids.len(), l.gemms.len(), "{grids:?}");
+}
+
+#[test]
+fn ws_stream_k_legality() {
+    let p = problem("convbfp16 -n 2 -c 64 -H 20 -W 34 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
+    let l = lower(&p);
+    let arch = Arch::SM_90.with_compute_units(5);
+    let c = cfg(WS_STREAM);
+    legality::check(&l, &c, &arch).unwrap_or_else(|e| panic!("{e}"));
+    let refused = |c: &PerfConfig| {
+        let e = legality::check(&l, c, &arch).unwrap_err().to_string();
+        let plan = launches(&l, c, Target::of(arch))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        (e, plan)
+    };
+    let (e, plan) = refused(&ws_with(|c| c.persistent = convtune::config::Grid::PerTile));
+    assert!(
+        e.contains("use pk=1") && plan.contains("use pk=1"),
+        "{e} / {plan}"
+    );
+    let (e, plan) = refused(&ws_with(|c| c.ld = convtune::config::LoadPath::Tma));
+    assert!(
+        e.contains("ld=tma") && plan.contains("ld=tma"),
+        "{e} / {plan}"
+    );
+    let (e, _) = refused(&ws_with(|c| c.split_k = 2));
+    assert!(e.contains("split_k must be 1"), "{e}");
+    // On the H200 the 2 tiles x 22 K tiles give 132 blocks fewer than 8 K tiles each.
+    let e = legality::check(&l, &c, &Arch::SM_90)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fewer than 8"), "{e}");
+}
+
+/// The issue's targets plan and compile for the H200 on the ws path: fwd 1x1 c512 -> 2048
+/// n64 (400 tiles of 128x128: two data-parallel waves after a stream-K region of 136 tiles)
+/// and bwd-weight (64 tiles: plain stream-K).
+#[test]
+fn ws_stream_k_for_the_issue_problems_on_the_h200() {
+    let c = cfg("v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=stream,ld=ws,pk=1,xf=none");
+    for (line, grid) in [
+        (
+            "convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC",
+            132,
+        ),
+        (
+            "convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 4 --layout NHWC",
+            131,
+        ),
+    ] {
+        let l = lower(&problem(line));
+        legality::check(&l, &c, &Arch::SM_90).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let compiled = compile_conv(&l, &c, H200).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let k = compiled
+            .kernels
+            .iter()
+            .find(|k| k.name.starts_with("convtune_gemm"))
+            .unwrap();
+        assert_eq!(k.grid, [grid, 1, 1], "{line}");
+        let ptx = compiled.module.ptx().unwrap();
+        assert!(ptx.contains("setmaxnreg") && ptx.contains("atom.acq_rel.gpu.global.add.u32"));
+    }
+}
+
+/// A ring restarted at every stream-K unit (each unit's K tiles from stage 0, parity 0) waits
+/// on the wrong phases once a block's second unit starts mid-ring: the emulator must notice.
+/// (Block 2's first unit has 4 K tiles: with 3 stages its second starts mid-ring; with 2
+/// every stage's parity would be back where a reset puts it.)
+#[test]
+fn ws_stream_k_ring_reset_per_unit_is_caught() {
+    let p = problem("convbfp16 -n 2 -c 64 -H 20 -W 34 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
+    let c = ws_with(|c| c.stages = 3);
+    let like = Target::of(Arch::SM_90.with_compute_units(5));
+    let mut t = common::data(&p, 3);
+    let want = convtune::reference::direct_conv(&p, &t[0], &t[1], &t[2]);
+    let rep = convtune::codegen::with_ring_reset_per_unit(|| {
+        convtune::codegen::emu::emulate_conv(&lower(&p), &c, like, &mut t)
+    })
+    .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+    let bad = common::mismatches(&p, &t[p.direction().written() as usize], &want).len();
+    assert!(
+        rep.violations > 0 || bad > 0,
+        "{p} {c}: the wrong ring went unnoticed"
+    );
+    // The right one passes on the same problem.
+    assert_eq!(check_ws(&p, &c, 5), [[5, 1, 1]]);
+}

@@ -104,9 +104,15 @@ pub(crate) fn walk_units<'ctx>(
 
 /// Output tile `t` (over groups and tiles): the raster scheduler's tile `t mod tiles` of
 /// group `t / tiles`.
-fn tile_at<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, t: IntValue<'ctx>) -> super::schedule::Tile<'ctx> {
+fn tile_at<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    t: IntValue<'ctx>,
+) -> super::schedule::Tile<'ctx> {
     let per_group = plan.tiles_m * plan.tiles_n;
-    raster_tile_at(kb, plan, kb.uremc(t, per_group), |kb| kb.udivc(t, per_group))
+    raster_tile_at(kb, plan, kb.uremc(t, per_group), |kb| {
+        kb.udivc(t, per_group)
+    })
 }
 
 /// Block `b`'s share of tile `t`: the blocks whose ranges meet the tile are consecutive, from

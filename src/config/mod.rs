@@ -415,8 +415,7 @@ impl StreamK {
         let tail = tiles % units;
         // The partial wave alone, if spread over every block it still gives each enough K
         // tiles; else one full wave more.
-        let dp_waves = if u64::from(tail) * k >= u64::from(units) * u64::from(Self::MIN_PER_BLOCK)
-        {
+        let dp_waves = if u64::from(tail) * k >= u64::from(units) * u64::from(Self::MIN_PER_BLOCK) {
             waves
         } else {
             waves.saturating_sub(1)
