@@ -322,7 +322,7 @@ impl<'l> GemmPlan<'l> {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));
         }
         if let Some(why) = c.persistent_refusal() {
-            return Err(fail(format!("pk=1: {why}")));
+            return Err(fail(format!("pk: {why}")));
         }
         let persistent = c.persistent == Grid::Persistent;
         // The mbarriers go after everything the staged epilogue may reuse.

@@ -275,8 +275,8 @@ impl PerfConfig {
         let persistent = self.persistent == Grid::Persistent;
         if persistent && !self.ld.warp_specialised() {
             return Some(format!(
-                "ld={}: the persistent grid is built for ld=ws (its producer's ring runs on \
-                 across work units); use pk=0{}",
+                "pk=1 with ld={}: the persistent grid is built for ld=ws (its producer's ring \
+                 runs on across work units); use pk=0{}",
                 self.ld.name(),
                 if self.red == Reduction::Stream {
                     " (red=stream on ld=cp is a persistent schedule of its own)"
