@@ -153,8 +153,8 @@ pub fn split_k_space(mut space: SearchSpace, red: Reduction) -> SearchSpace {
 }
 
 /// The problems `selfcheck --red` runs: the sweep's bwd-weight problems (the direction with
-/// split-K), and for stream-K, whose schedule needs ≥ 8 K tiles per SM, two of a few thousand
-/// K steps that the sweep's small ones do not reach.
+/// split-K), and for stream-K, whose schedule needs ≥ 8 K tiles per SM, a few of a few
+/// thousand K steps or a few hundred tiles that the sweep's small ones do not reach.
 pub fn reduction_problems(red: Reduction) -> Vec<ConvProblem> {
     let mut out: Vec<ConvProblem> = sweep_problems()
         .into_iter()
@@ -165,6 +165,11 @@ pub fn reduction_problems(red: Reduction) -> Vec<ConvProblem> {
             "convbfp16 -n 8 -c 64 -H 32 -W 32 -k 96 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
             "conv -n 8 -c 96 -H 24 -W 24 -k 64 -y 1 -x 1 -F 4 --layout NCHW",
             "convfp16 -n 8 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 4 --layout NHWC",
+            // Issue 14's targets, where the Hopper space's 128-wide tiles apply: bwd-weight
+            // (64 tiles of 128x128: plain stream-K) and fwd (400 tiles: two data-parallel
+            // waves after the stream-K region).
+            "convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 4 --layout NHWC",
+            "convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC",
         ] {
             out.push(line.parse().expect("static problem"));
         }

@@ -374,3 +374,31 @@ fn ws_stream_k_ring_reset_per_unit_is_caught() {
     // The right one passes on the same problem.
     assert_eq!(check_ws(&p, &c, 5), [[5, 1, 1]]);
 }
+
+/// `selfcheck --space search-spaces/nvidia-hopper.toml --red stream` samples stream-K on the
+/// warp-specialised path (`ld=ws`, `pk=1`) too, and what it samples compiles.
+#[test]
+fn the_hopper_space_samples_ws_stream_k() {
+    use convtune::selfcheck::{reduction_problems, split_k_space};
+    use convtune::space::{sample_legal, SearchSpace};
+    let space = SearchSpace::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search-spaces/nvidia-hopper.toml"
+    )))
+    .unwrap();
+    let space = split_k_space(space, Reduction::Stream);
+    let mut ws = 0;
+    for p in reduction_problems(Reduction::Stream) {
+        let l = lower(&p);
+        let got = sample_legal(&p, &Arch::SM_90, &space, 6, 5);
+        for c in got {
+            assert!(c.red == Reduction::Stream && c.ld != convtune::config::LoadPath::Tma);
+            if c.ld == convtune::config::LoadPath::Ws {
+                assert_eq!(c.persistent, convtune::config::Grid::Persistent, "{c}");
+                compile_conv(&l, &c, H200).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+                ws += 1;
+            }
+        }
+    }
+    assert!(ws >= 2, "{ws} ws stream-K kernels sampled");
+}

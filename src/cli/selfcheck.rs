@@ -22,7 +22,7 @@ pub struct SelfcheckArgs {
     #[arg(long, default_value_t = 7)]
     seed: u64,
     /// Check only kernels with this split-K reduction (`atomic`, `fixup` or `stream`), on the
-    /// sweep's bwd-weight problems (and, for stream-K, three with a longer K).
+    /// sweep's bwd-weight problems (and, for stream-K, a few with a longer K or more tiles).
     #[arg(long)]
     red: Option<String>,
     /// Check the problems of this file (one a line, `#` comments) instead of the built-in
