@@ -77,8 +77,8 @@ pub fn run(args: SelfcheckArgs) -> anyhow::Result<()> {
     };
     if let Some(path) = &args.problems {
         problems = read_problem_file(path).map_err(bad_input)?;
-        if red.is_some() {
-            // Only bwd-weight has split-K.
+        if red.is_some_and(|r| r != Reduction::Stream) {
+            // Only bwd-weight has split-K (stream-K splits any direction's K).
             problems.retain(|p| p.direction() == Direction::BwdWeight);
         }
     }

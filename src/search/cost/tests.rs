@@ -313,3 +313,29 @@ fn a_layout_transform_is_charged_its_transposes() {
         lowered("convfp16 -n 32 -c 64 -H 27 -W 27 -k 96 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
     assert!(estimate(&nhwc, &x, &m).time_us.is_infinite());
 }
+
+#[test]
+fn ws_stream_k_fills_the_last_wave_of_the_issues_fwd_problem() {
+    // 400 tiles of 128x128 on 132 SMs, 8 K tiles each: one block per tile runs 3 full waves
+    // and 4 tiles; DP + SK runs two data-parallel waves and spreads the other 136 tiles'
+    // 1088 iterations at 9 a block: 25 K steps a block instead of 32.
+    let l = lowered("convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC");
+    let a = h200();
+    let mut ws = cfg(128, 128, 64, 64, 128, 1);
+    ws.mma = crate::config::MmaPath::Wgmma;
+    ws.ld = crate::config::LoadPath::Ws;
+    ws.persistent = crate::config::Grid::Persistent;
+    ws.stages = 4;
+    let stream = PerfConfig {
+        red: Reduction::Stream,
+        ..ws
+    };
+    let (dp, sk) = (estimate(&l, &ws, &a), estimate(&l, &stream, &a));
+    assert_eq!(sk.blocks, 132);
+    assert!(
+        (sk.wave_efficiency - 3200.0 / (132.0 * 25.0)).abs() < 1e-9,
+        "{sk:?}"
+    );
+    assert!(sk.wave_efficiency > dp.wave_efficiency, "{sk:?} vs {dp:?}");
+    assert!(sk.compute_us < dp.compute_us, "{sk:?} vs {dp:?}");
+}
