@@ -4,23 +4,22 @@
 # issue's four problems; (2) the shipped configs of tuned-db/sm_90.toml and stream-K variants of
 # them, each pinned (verified, then timed); (3) a guided search over SPACE (--time T per
 # problem); (4) cuDNN on the same problems in the same run. Prints a table last.
-#   Usage: scripts/session8/sk-device.sh BIN SPACE OUT        (T=12 by default)
+#   Usage: scripts/session8/sk-device.sh BIN SPACE OUT        (T=10 by default)
+# (Run order: pinned A/B, cuDNN, search, table, then the selfcheck: what matters most first.)
 set -u
-B=${1:?binary}; SP=${2:?space}; OUT=${3:?out dir}; T=${T:-12}
+B=${1:?binary}; SP=${2:?space}; OUT=${3:?out dir}; T=${T:-10}
 W=$OUT/w; mkdir -p "$W"
 P1="convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 4 --layout NHWC"
 P2="convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC"
 P3="convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
 P4="convfp16 -n 128 -c 512 -H 7 -W 7 -k 512 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
 printf '%s\n' "$P1" "$P2" "$P3" "$P4" > "$W/problems.txt"
-timeout 45 "$B" selfcheck --space "$SP" --red stream --problems "$W/problems.txt" --configs 2 \
-  > "$OUT/selfcheck.txt" 2>&1; echo "selfcheck rc=$? $(tail -3 "$OUT/selfcheck.txt" | tr '\n' ' ')"
 i=0
 while IFS='|' read -r tag p c; do
   i=$((i + 1)); echo "$p" > "$W/p$i.txt"
   "$B" space --problem "$p" --arch sm_90 --pin "$c" > "$W/s$i.toml" 2> "$W/pin$i.err" \
     || { echo "pin $i ($tag): $(tail -1 "$W/pin$i.err")"; echo "$tag|unpinned|$c|$p" >> "$OUT/pinned.txt"; continue; }
-  timeout 25 "$B" --problems "$W/p$i.txt" --arch sm_90 --space "$W/s$i.toml" --strategy exhaustive \
+  timeout 15 "$B" --problems "$W/p$i.txt" --arch sm_90 --space "$W/s$i.toml" --strategy exhaustive \
     --db "$W/db$i.toml" --journal "$W/j$i.jsonl" --report "$W/r$i.json" --quiet > "$W/log$i.txt" 2>&1
   echo "pin $i ($tag) rc=$?"
   python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{sys.argv[2]}|{r[0][\"time_us\"]:.2f}|{r[0][\"config\"]}|{r[0][\"problem\"]}')" \
@@ -36,11 +35,11 @@ stream|$P3|v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=4,vb=8,vc=8,lds=swz,sk=1,
 shipped|$P4|v3:bm=64,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=2,vc=8,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=tma
 stream|$P4|v4:bm=64,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=2,vc=8,lds=swz,sk=1,rs=4,mma=wg,red=stream,ld=ws,pk=1,xf=none
 LIST
-timeout 70 "$B" --problems "$W/problems.txt" --arch sm_90 --space "$SP" --time "$T" --db "$W/dbs.toml" \
+timeout 35 python3 scripts/compare-cudnn.py "$W/problems.txt" --json "$OUT/cudnn.json" > "$OUT/cudnn.txt" 2>&1
+echo "cudnn rc=$?"
+timeout 60 "$B" --problems "$W/problems.txt" --arch sm_90 --space "$SP" --time "$T" --db "$W/dbs.toml" \
   --journal "$OUT/search-journal.jsonl" --report "$OUT/search.json" --quiet > "$W/search.log" 2>&1
 echo "search rc=$?"; tail -6 "$W/search.log"
-timeout 40 python3 scripts/compare-cudnn.py "$W/problems.txt" --json "$OUT/cudnn.json" > "$OUT/cudnn.txt" 2>&1
-echo "cudnn rc=$?"
 python3 - "$OUT" <<'PY' | tee "$OUT/table.txt"
 import json, sys
 out = sys.argv[1]
@@ -68,3 +67,5 @@ for n in range(4):
     if s:
         print(f"   search: {s['problem']}\n           {s['config']}")
 PY
+timeout 30 "$B" selfcheck --space "$SP" --red stream --problems "$W/problems.txt" --configs 2 \
+  > "$OUT/selfcheck.txt" 2>&1; echo "selfcheck rc=$? $(tail -3 "$OUT/selfcheck.txt" | tr '\n' ' ')"
