@@ -8,7 +8,7 @@
 # (Run order: pinned A/B, cuDNN, search, table, then the selfcheck: what matters most first.)
 set -u
 B=${1:?binary}; SP=${2:?space}; OUT=${3:?out dir}; T=${T:-10}
-W=$OUT/w; mkdir -p "$W"
+W=${TMPDIR:-/tmp}/sk-device; mkdir -p "$W" "$OUT"
 P1="convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 4 --layout NHWC"
 P2="convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC"
 P3="convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
@@ -21,7 +21,7 @@ while IFS='|' read -r tag p c; do
     || { echo "pin $i ($tag): $(tail -1 "$W/pin$i.err")"; echo "$tag|unpinned|$c|$p" >> "$OUT/pinned.txt"; continue; }
   timeout 15 "$B" --problems "$W/p$i.txt" --arch sm_90 --space "$W/s$i.toml" --strategy exhaustive \
     --db "$W/db$i.toml" --journal "$W/j$i.jsonl" --report "$W/r$i.json" --quiet > "$W/log$i.txt" 2>&1
-  echo "pin $i ($tag) rc=$?"
+  rc=$?; echo "pin $i ($tag) rc=$rc"; [ $rc -ne 0 ] && tail -3 "$W/log$i.txt"
   python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{sys.argv[2]}|{r[0][\"time_us\"]:.2f}|{r[0][\"config\"]}|{r[0][\"problem\"]}')" \
     "$W/r$i.json" "$tag" >> "$OUT/pinned.txt" 2>/dev/null || echo "$tag|failed|$c|$p" >> "$OUT/pinned.txt"
   rm -f "$W"/*.lock
