@@ -165,9 +165,13 @@ pub enum Reduction {
     Fixup,
     /// Stream-K (Osama et al., PPoPP'23): a persistent grid of one block per SM, each walking
     /// an equal contiguous range of the (output tile, K tile) iterations; a tile split between
-    /// blocks is finished by the same fix-up as `fixup`. For few output tiles and a long K,
-    /// where one block per tile leaves SMs idle and a fixed split-K over- or under-splits.
-    /// `sk` must be 1 (the schedule splits K itself).
+    /// blocks is finished by the same fix-up as `fixup`. Past two full waves of tiles, the
+    /// full waves but one (or all, when the last alone spreads thick enough) run whole tiles
+    /// data-parallel after it ([`StreamK`]: CUTLASS's DP + SK). For few output tiles and a
+    /// long K, where one block per tile leaves SMs idle and a fixed split-K over- or
+    /// under-splits. `sk` must be 1 (the schedule splits K itself); on `ld=cp` with `pk=0`, on
+    /// `ld=ws` with `pk=1` (its producer's ring runs on across the tiles a block visits), not
+    /// on `ld=tma` ([`PerfConfig::stream_refusal`], [`PerfConfig::persistent_refusal`]).
     Stream,
 }
 
