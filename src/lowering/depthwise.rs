@@ -200,8 +200,11 @@ impl DwShape {
 
     /// The widest legal vector (elements) within `max_bytes`.
     pub fn widest_vec(&self, max_bytes: u32) -> u32 {
-        let mut v = (max_bytes / self.dtype.bytes()).max(1).next_power_of_two();
-        while v > 1 && self.vec_misfit(v, max_bytes).is_some() {
+        let m = self.multiplier;
+        let mut v = 1 << (max_bytes / self.dtype.bytes()).max(1).ilog2();
+        while v > 1
+            && !(self.channels.is_multiple_of(v) && (v.is_multiple_of(m) || m.is_multiple_of(v)))
+        {
             v /= 2;
         }
         v
@@ -278,7 +281,8 @@ impl DwShape {
         let regs = self.registers(tile.vec, tile.rows, tile.cols);
         (regs > arch.max_regs_per_thread).then(|| {
             format!(
-                "register estimate {regs} per thread exceeds {} (va × vb × vc accumulators,                  va × Y × X filter taps, a row of inputs, addressing)",
+                "register estimate {regs} per thread exceeds {} (va × vb × vc accumulators, \
+                 va × Y × X filter taps, a row of inputs, addressing)",
                 arch.max_regs_per_thread
             )
         })
