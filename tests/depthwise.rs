@@ -26,8 +26,12 @@ fn dw(bm: u32, bn: u32, va: u32, vb: u32, vc: u32, xf: &str) -> PerfConfig {
 
 /// Runs `c` on `p` and demands that it ran as the one depthwise launch (plus transposes).
 fn runs(p: &ConvProblem, c: &PerfConfig, arch: Arch, seed: u64) {
-    let rep = emulate_where_legal(p, c, arch, seed)
-        .unwrap_or_else(|| panic!("{p} {c}: refused: {:?}", legality::check(&lower(p), c, &arch)));
+    let rep = emulate_where_legal(p, c, arch, seed).unwrap_or_else(|| {
+        panic!(
+            "{p} {c}: refused: {:?}",
+            legality::check(&lower(p), c, &arch)
+        )
+    });
     assert!(
         rep.kernels.iter().any(|k| k.name == "convtune_depthwise"),
         "{p} {c}: {:?}",
@@ -126,7 +130,10 @@ fn emulated_named_shapes() {
 fn nchw_through_the_transform() {
     let p = problem("convfp16 -n 2 -c 8 -H 5 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 1");
     runs(&p, &dw(8, 4, 8, 2, 1, "nhwc_out"), Arch::SM_90, 3);
-    for (xf, why) in [("none", "xf=nhwc_out"), ("nhwc", "output is not channels-last")] {
+    for (xf, why) in [
+        ("none", "xf=nhwc_out"),
+        ("nhwc", "output is not channels-last"),
+    ] {
         let e = legality::check(&lower(&p), &dw(8, 4, 8, 2, 1, xf), &Arch::SM_90).unwrap_err();
         assert!(e.to_string().contains(why), "{xf}: {e}");
     }
@@ -173,7 +180,8 @@ fn refusals_name_the_reason() {
         let err = compile_conv(&lower(&p), &c, Target::of(arch)).unwrap_err();
         assert!(err.to_string().contains("mma=dw"), "{err}");
     }
-    let p = problem("convfp16 -n 1 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 1 --layout NHWC");
+    let p =
+        problem("convfp16 -n 1 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 1 --layout NHWC");
     let gemm = cfg("v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=1,vb=8,vc=1,lds=pad,sk=1,rs=1");
     assert!(legality::check(&lower(&p), &gemm, &arch).is_ok());
 }
@@ -181,7 +189,8 @@ fn refusals_name_the_reason() {
 /// AMD: the same kernel compiles for gfx90a (wave64) and runs exactly in the emulator.
 #[test]
 fn gfx90a_compiles_and_runs_it() {
-    let p = problem("convfp16 -n 1 -c 16 -H 5 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 1 --layout NHWC");
+    let p =
+        problem("convfp16 -n 1 -c 16 -H 5 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 1 --layout NHWC");
     let c = dw(16, 8, 8, 2, 2, "none");
     runs(&p, &c, Arch::GFX90A, 9);
     let co = compile_conv(&lower(&p), &c, Target::of(Arch::GFX90A)).unwrap();
@@ -201,7 +210,11 @@ fn default_space_enumerates_and_ranks_it() {
     let arch = Arch::SM_90;
     let l = lower(&p);
     let e = enumerate_lowered(&l, &arch, &SearchSpace::default_for(&arch));
-    let dws: Vec<_> = e.legal.iter().filter(|c| c.mma == MmaPath::Depthwise).collect();
+    let dws: Vec<_> = e
+        .legal
+        .iter()
+        .filter(|c| c.mma == MmaPath::Depthwise)
+        .collect();
     assert!(dws.len() > 10, "{} depthwise candidates", dws.len());
     let tiles: std::collections::BTreeSet<_> = dws
         .iter()

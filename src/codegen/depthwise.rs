@@ -105,7 +105,12 @@ pub(crate) fn emit_depthwise<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
 
 /// Copies the filter taps of the block's channels to shared memory as f32, `[tap][channel]`
 /// (channels past the last are zero); consecutive threads take consecutive channels.
-fn fill_filter<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan, tid: IntValue<'ctx>, ch_block: IntValue<'ctx>) {
+fn fill_filter<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    pl: &DwPlan,
+    tid: IntValue<'ctx>,
+    ch_block: IntValue<'ctx>,
+) {
     let (s, t) = (&pl.shape, &pl.tile);
     let dt = s.dtype;
     let threads = pl.threads();
@@ -114,25 +119,29 @@ fn fill_filter<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan, tid: IntValue<'ctx>, ch_blo
     let smem = kb.shared_base();
     let f32t = kb.f32t();
     let fs = s.filter_strides;
-    kb.for_range(kb.c(0), kb.c(i64::from(elems.div_ceil(threads))), |kb, r| {
-        let i = kb.add(kb.mulc(r, i64::from(threads)), tid);
-        kb.if_then(kb.ultc(i, elems), |kb| {
-            let tap = kb.udivc(i, t.channels);
-            let ch = kb.add(ch_block, kb.uremc(i, t.channels));
-            let ok = kb.ultc(ch, s.channels);
-            let ch = kb.seli(ok, ch, kb.c(0));
-            let m = s.multiplier;
-            let (g, k) = (kb.udivc(ch, m), kb.uremc(ch, m));
-            let (y, x) = (kb.udivc(tap, tx), kb.uremc(tap, tx));
-            let off = [(g, fs[0]), (k, fs[1]), (y, fs[2]), (x, fs[3])]
-                .into_iter()
-                .fold(kb.c(0), |acc, (v, st)| kb.add(acc, kb.mulc(v, st as i64)));
-            let at = kb.gep(kb.elem_ty(dt), kb.tensor(Tensor::Filter), off);
-            let v = kb.widen(kb.load(Mem::Global, kb.elem_ty(dt), at, dt.bytes()), dt);
-            let v = kb.select(ok, v.into(), kb.cf(0.0).into());
-            kb.store(Mem::Shared, kb.gep(f32t.into(), smem, i), v, 4);
-        });
-    });
+    kb.for_range(
+        kb.c(0),
+        kb.c(i64::from(elems.div_ceil(threads))),
+        |kb, r| {
+            let i = kb.add(kb.mulc(r, i64::from(threads)), tid);
+            kb.if_then(kb.ultc(i, elems), |kb| {
+                let tap = kb.udivc(i, t.channels);
+                let ch = kb.add(ch_block, kb.uremc(i, t.channels));
+                let ok = kb.ultc(ch, s.channels);
+                let ch = kb.seli(ok, ch, kb.c(0));
+                let m = s.multiplier;
+                let (g, k) = (kb.udivc(ch, m), kb.uremc(ch, m));
+                let (y, x) = (kb.udivc(tap, tx), kb.uremc(tap, tx));
+                let off = [(g, fs[0]), (k, fs[1]), (y, fs[2]), (x, fs[3])]
+                    .into_iter()
+                    .fold(kb.c(0), |acc, (v, st)| kb.add(acc, kb.mulc(v, st as i64)));
+                let at = kb.gep(kb.elem_ty(dt), kb.tensor(Tensor::Filter), off);
+                let v = kb.widen(kb.load(Mem::Global, kb.elem_ty(dt), at, dt.bytes()), dt);
+                let v = kb.select(ok, v.into(), kb.cf(0.0).into());
+                kb.store(Mem::Shared, kb.gep(f32t.into(), smem, i), v, 4);
+            });
+        },
+    );
 }
 
 /// The f32 filter taps of filter element `tap` (row-major `y · X + x`) for the thread's
@@ -154,7 +163,11 @@ fn taps_of<'ctx>(
     let first = kb.addc(kb.mulc(cv, i64::from(t.vec)), i64::from(tap * t.channels));
     (0..t.vec / chunk)
         .flat_map(|c| {
-            let at = kb.gep(f32t.into(), kb.shared_base(), kb.addc(first, i64::from(c * chunk)));
+            let at = kb.gep(
+                f32t.into(),
+                kb.shared_base(),
+                kb.addc(first, i64::from(c * chunk)),
+            );
             let v = kb.load(Mem::Shared, ty, at, 4 * chunk);
             kb.scatter(v)
         })
@@ -178,14 +191,10 @@ fn accumulate<'ctx>(
     let m = s.multiplier;
     let mut acc = vec![kb.cf(0.0); (t.rows * t.cols * va) as usize];
     // src coordinates of the tile's first pixel at tap 0 (negative in the padding).
-    let first: [IntValue; 2] = std::array::from_fn(|d| {
-        kb.addc(kb.mulc(origin[d], i64::from(s.stride[d])), s.offset[d])
-    });
+    let first: [IntValue; 2] =
+        std::array::from_fn(|d| kb.addc(kb.mulc(origin[d], i64::from(s.stride[d])), s.offset[d]));
     let src = kb.tensor(s.src);
-    let base = kb.add(
-        kb.mulc(n, s.src_strides[0] as i64),
-        kb.udivc(ch0, m),
-    );
+    let base = kb.add(kb.mulc(n, s.src_strides[0] as i64), kb.udivc(ch0, m));
     let vty = kb.vec_ty(dt, rv);
     let span = s.span(t.rows, t.cols);
     // (output index, tap) pairs that read src offset `o` along dimension `d`.
@@ -195,7 +204,8 @@ fn accumulate<'ctx>(
             .filter(|&(i, f)| i * s.stride[d] + f * s.dilation[d] == o)
             .collect()
     };
-    let mut filter: Vec<Option<Vec<FloatValue<'ctx>>>> = vec![None; (s.taps[0] * s.taps[1]) as usize];
+    let mut filter: Vec<Option<Vec<FloatValue<'ctx>>>> =
+        vec![None; (s.taps[0] * s.taps[1]) as usize];
     for rr in 0..span[0] {
         let rows = users(0, rr, t.rows);
         if rows.is_empty() {
@@ -213,7 +223,11 @@ fn accumulate<'ctx>(
             let w = kb.addc(first[1], i64::from(cc));
             let ok = kb.all(&[row_ok, kb.ultc(w, s.src_hw[1])]);
             let w = kb.seli(ok, w, kb.c(0));
-            let at = kb.gep(kb.elem_ty(dt), src, kb.add(row, kb.mulc(w, s.src_strides[2] as i64)));
+            let at = kb.gep(
+                kb.elem_ty(dt),
+                src,
+                kb.add(row, kb.mulc(w, s.src_strides[2] as i64)),
+            );
             let v = kb.load(Mem::Global, vty, at, rv * dt.bytes());
             let v = kb.select(ok, v, kb.zero(vty));
             let x: Vec<FloatValue> = kb.scatter(v).into_iter().map(|e| kb.widen(e, dt)).collect();

@@ -113,7 +113,10 @@ mod tests {
                 .parse()
                 .unwrap();
         let t = DwTile::of(&c);
-        assert_eq!((t.channels, t.pixels, t.vec, t.cols, t.rows), (256, 32, 8, 4, 1));
+        assert_eq!(
+            (t.channels, t.pixels, t.vec, t.cols, t.rows),
+            (256, 32, 8, 4, 1)
+        );
         assert_eq!((t.channel_vectors(), t.tiles(), t.threads()), (32, 8, 256));
         assert_eq!(c.warps(), 8);
         assert_eq!(t.misfit(), None);
@@ -122,7 +125,14 @@ mod tests {
         let odd = DwTile { vec: 3, ..t };
         assert!(odd.misfit().unwrap().contains("va = 3"));
         // The fields the kernel reads are not among the ignored ones.
-        for f in [Field::BlockM, Field::BlockN, Field::VecA, Field::VecB, Field::VecC, Field::Xf] {
+        for f in [
+            Field::BlockM,
+            Field::BlockN,
+            Field::VecA,
+            Field::VecB,
+            Field::VecC,
+            Field::Xf,
+        ] {
             assert!(!DwTile::IGNORED.contains(&f), "{f:?}");
         }
     }

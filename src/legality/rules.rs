@@ -5,8 +5,8 @@
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{fit, Arch, MathInstr};
-use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig, Transform};
 use crate::config::DwTile;
+use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig, Transform};
 use crate::lowering::depthwise::DwShape;
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};

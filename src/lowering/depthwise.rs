@@ -88,9 +88,7 @@ impl DwShape {
             Direction::Fwd => (Tensor::Input, Tensor::Output),
             Direction::BwdData => (Tensor::Output, Tensor::Input),
             Direction::BwdWeight => {
-                return Err(
-                    "bwd-weight reduces over the pixels: it stays on the GEMM paths".into(),
-                )
+                return Err("bwd-weight reduces over the pixels: it stays on the GEMM paths".into())
             }
         };
         if dir == Direction::BwdData {
@@ -336,17 +334,35 @@ mod tests {
              --layout NHWC",
         )
         .unwrap();
-        assert_eq!((b.src, b.dst, b.flip), (Tensor::Output, Tensor::Input, true));
+        assert_eq!(
+            (b.src, b.dst, b.flip),
+            (Tensor::Output, Tensor::Input, true)
+        );
         assert_eq!(b.offset, [4 - 4, -4]);
         // 12 channels: a vector of 8 would start misaligned at every other pixel.
         assert!(b.vec_misfit(8, 16).is_some());
         assert_eq!(b.widest_vec(16), 4);
         for (line, why) in [
-            ("conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 4 -F 1 --layout NHWC", "not depthwise"),
-            ("conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 8 -F 4 --layout NHWC", "bwd-weight"),
-            ("conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -u 2 -g 8 -F 2 --layout NHWC", "stride 2x1"),
-            ("conv -n 1 -c 8 -H 5 -W 5 -k 16 -y 3 -x 3 -g 8 -F 2 --layout NHWC", "multiplier"),
-            ("conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 8 -F 1", "xf=nhwc_out"),
+            (
+                "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 4 -F 1 --layout NHWC",
+                "not depthwise",
+            ),
+            (
+                "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 8 -F 4 --layout NHWC",
+                "bwd-weight",
+            ),
+            (
+                "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -u 2 -g 8 -F 2 --layout NHWC",
+                "stride 2x1",
+            ),
+            (
+                "conv -n 1 -c 8 -H 5 -W 5 -k 16 -y 3 -x 3 -g 8 -F 2 --layout NHWC",
+                "multiplier",
+            ),
+            (
+                "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 8 -F 1",
+                "xf=nhwc_out",
+            ),
         ] {
             let e = shape(line).unwrap_err();
             assert!(e.contains(why), "{line}: {e}");
