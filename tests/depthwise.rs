@@ -172,6 +172,12 @@ fn refusals_name_the_reason() {
             dw(32, 8, 8, 4, 4, "none"),
             "bn = 8 pixels per block is not a whole number of vb × vc = 16",
         ),
+        (
+            // 512 threads of ~216 registers: more than an SM's register file.
+            "convfp16 -n 1 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -g 256 -F 1 --layout NHWC",
+            dw(256, 128, 8, 4, 2, "none"),
+            "exceed the 65536 registers of an SM",
+        ),
     ] {
         let p = problem(line);
         let e = legality::check(&lower(&p), &c, &arch).unwrap_err();

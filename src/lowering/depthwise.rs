@@ -277,6 +277,17 @@ impl DwShape {
             ));
         }
         let regs = self.registers(tile.vec, tile.rows, tile.cols);
+        // A block whose threads need more than the SM's register file is capped by the
+        // compiler and spills (seen on the H200: 512 threads capped at 128 registers, 552
+        // bytes of local memory, twice the time of the same tile in fewer threads).
+        let block = u64::from(regs) * u64::from(threads);
+        if regs <= arch.max_regs_per_thread && block > u64::from(arch.regs_per_sm) {
+            return Some(format!(
+                "{threads} threads × {regs} registers (estimate) exceed the {} registers of \
+                 an SM: the compiler would spill",
+                arch.regs_per_sm
+            ));
+        }
         (regs > arch.max_regs_per_thread).then(|| {
             format!(
                 "register estimate {regs} per thread exceeds {} (va × vb × vc accumulators, \
