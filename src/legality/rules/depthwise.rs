@@ -114,6 +114,68 @@ impl Checker {
         }
     }
 
+    /// What rule `rule` found for a config of `mma=dw` that passed it (`space --explain`).
+    pub(in crate::legality) fn depthwise_detail(
+        &self,
+        rule: Rule,
+        cfg: &PerfConfig,
+        res: &crate::legality::Resources,
+    ) -> String {
+        let Ok(s) = &self.depthwise else {
+            return "not depthwise".into();
+        };
+        let tile = DwTile::of(cfg);
+        let ignored = |fields: &[Field]| {
+            let keys: Vec<_> = fields.iter().map(|f| f.key()).collect();
+            format!("mma=dw does not read {}", keys.join(", "))
+        };
+        match rule {
+            Rule::Threads => format!(
+                "depthwise: {} {} channels from the {} (multiplier {}), {}x{} taps{}",
+                s.channels,
+                s.dst.name(),
+                s.src.name(),
+                s.multiplier,
+                s.taps[0],
+                s.taps[1],
+                if s.flip { ", filter flipped" } else { "" }
+            ),
+            Rule::OversizedMN => ignored(&[Field::WarpM, Field::WarpN]),
+            Rule::OversizedK => ignored(&[Field::BlockK]),
+            Rule::SharedMemory => format!(
+                "{} bytes of f32 filter taps for bm = {} channels",
+                res.lds_bytes, tile.channels
+            ),
+            Rule::Tma => ignored(&[Field::Ld]),
+            Rule::SplitK => ignored(&[Field::SplitK]),
+            Rule::Reduction => ignored(&[Field::Red]),
+            Rule::Raster => ignored(&[Field::Raster]),
+            Rule::Persistent => ignored(&[Field::Persistent]),
+            Rule::VectorA => format!(
+                "va = {} channels a thread (widest legal {}), reading {} of the {}",
+                tile.vec,
+                s.widest_vec(self.arch.max_vector_bytes),
+                s.src_vec(tile.vec),
+                s.src.name()
+            ),
+            Rule::VectorC => format!(
+                "{} threads ({} channel vectors × {} tiles of {}x{} pixels), {} registers \
+                 (estimate)",
+                res.threads,
+                tile.channel_vectors(),
+                tile.tiles(),
+                tile.rows,
+                tile.cols,
+                res.registers
+            ),
+            Rule::NonZero => "all fields ≥ 1".into(),
+            Rule::Transform => format!("xf={}", cfg.xf.name()),
+            Rule::WarpTile | Rule::Space | Rule::MmaShape | Rule::Registers | Rule::VectorB => {
+                "not a rule of mma=dw".into()
+            }
+        }
+    }
+
     /// With a search space's pruning: each of `fields` at the space's smallest value.
     fn dw_ignored(&self, cfg: &PerfConfig, fields: &[Field]) -> Result<(), Rejection> {
         let Some(pr) = &self.pruning else {

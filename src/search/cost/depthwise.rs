@@ -109,3 +109,48 @@ pub(super) fn estimate(
     out.blocks_per_sm = bps;
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{estimate, CostArch};
+    use crate::arch::Arch;
+    use crate::config::PerfConfig;
+    use crate::lowering::lower;
+    use crate::problem::{ConvProblem, DType};
+
+    fn dw(bm: u32, bn: u32, va: u32, vb: u32, vc: u32) -> PerfConfig {
+        format!(
+            "v2:bm={bm},bn={bn},bk=16,wm=16,wn=16,st=2,va={va},vb={vb},vc={vc},lds=pad,sk=1,\
+             rs=1,mma=dw"
+        )
+        .parse()
+        .unwrap()
+    }
+
+    #[test]
+    fn memory_bound_above_the_dram_floor_and_wide_vectors_win() {
+        let p: ConvProblem = "convfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 \
+                              -g 256 -F 1 --layout NHWC"
+            .parse()
+            .unwrap();
+        let l = lower(&p);
+        let a = CostArch::from_arch(&Arch::SM_90, DType::F16);
+        let wide = estimate(&l, &dw(128, 64, 8, 4, 2), &a);
+        let narrow = estimate(&l, &dw(128, 64, 1, 4, 2), &a);
+        let floor = p.min_bytes() / (a.dram_tbps * 1e6) + a.launch_us;
+        assert!(wide.time_us >= floor, "{wide:?} under the floor {floor}");
+        assert!(wide.memory_us > wide.compute_us, "{wide:?}");
+        assert!(wide.time_us < narrow.time_us, "{wide:?} vs {narrow:?}");
+        // A tile the kernel refuses (vb × vc does not divide bn) and a problem it does not run
+        // rank last.
+        assert!(estimate(&l, &dw(128, 4, 8, 4, 2), &a).time_us.is_infinite());
+        let dense = lower(
+            &"convfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+                .parse()
+                .unwrap(),
+        );
+        assert!(estimate(&dense, &dw(128, 64, 8, 4, 2), &a)
+            .time_us
+            .is_infinite());
+    }
+}
