@@ -3,6 +3,7 @@
 //! the emulator runs exactly the kernels the GPU gets.
 
 use super::builder::Kb;
+use super::depthwise::{emit_depthwise, DwPlan};
 use super::gemm::{emit_gemm, grid};
 use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::GemmPlan;
@@ -14,7 +15,7 @@ use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
 use crate::arch::{Vendor, MAX_GRID};
-use crate::config::{PerfConfig, Transform};
+use crate::config::{MmaPath, PerfConfig, Transform};
 use crate::lowering::{relayout::relayouts, Lowering};
 use crate::problem::{ConvProblem, DType, Tensor};
 use inkwell::context::Context;
@@ -48,6 +49,8 @@ pub(crate) enum Body<'l> {
     Gemm(Box<GemmPlan<'l>>),
     /// Every phase of strided bwd-data and its zeroing, in one grid.
     Phased(Box<PhasedPlan<'l>>),
+    /// The direct depthwise convolution (`mma=dw`).
+    Depthwise(Box<DwPlan>),
     /// Workspace (f32) → written tensor.
     Finish {
         written: Tensor,
@@ -139,7 +142,11 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
                     reason: crate::lowering::relayout::why_not(&lowering.problem, cfg.xf)
                         .unwrap_or_else(|| "the layout transform has no lowering".into()),
                 })?;
-            let mut l = plan_gemms(gemms, cfg, spec, fault)?;
+            let mut l = if cfg.mma == MmaPath::Depthwise {
+                plan_depthwise(gemms, cfg, spec)?
+            } else {
+                plan_gemms(gemms, cfg, spec, fault)?
+            };
             if cfg.xf != Transform::None {
                 transform(&lowering.problem, cfg.xf, &mut l)?;
             }
@@ -207,6 +214,28 @@ fn transform(p: &ConvProblem, xf: Transform, l: &mut Launches) -> Result<(), Cod
     before.append(&mut after);
     l.kernels = before;
     Ok(())
+}
+
+/// The one launch of the direct depthwise kernel (`mma=dw`) for `lowering`'s problem (the
+/// twin's, with a layout transform): it reads the lowering's problem, not its GEMMs.
+fn plan_depthwise<'l>(
+    lowering: &'l Lowering,
+    cfg: &'l PerfConfig,
+    spec: &dyn TargetSpec,
+) -> Result<Launches<'l>, CodegenError> {
+    let plan = DwPlan::new(&lowering.problem, cfg, spec.target().arch())?;
+    let k = kernel(
+        "convtune_depthwise".into(),
+        plan.grid,
+        plan.threads(),
+        plan.shared_bytes,
+    )?;
+    Ok(Launches {
+        kernels: vec![(k, Body::Depthwise(Box::new(plan)))],
+        workspace_bytes: 0,
+        fault: false,
+        redirect: [None; 3],
+    })
 }
 
 /// The launches of the GEMMs of `lowering` with `cfg` (and the zeroing, fix-up counters and
@@ -339,6 +368,7 @@ pub(crate) fn emit<'ctx>(
                 w
             }
             Body::Phased(_) => vec![ArgRole::Input],
+            Body::Depthwise(plan) => vec![ArgRole::of(plan.shape.dst)],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
             Body::Relayout(t) => vec![match t.dst {
@@ -363,6 +393,7 @@ pub(crate) fn emit<'ctx>(
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
             Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
+            Body::Depthwise(plan) => emit_depthwise(&kb, plan),
             Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
             Body::Reference(p) => simple::emit_reference(&kb, p),
             Body::Relayout(t) => emit_transpose(&kb, t),

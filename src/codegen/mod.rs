@@ -34,6 +34,7 @@ mod amdgpu;
 mod builder;
 mod cache;
 mod compile;
+mod depthwise;
 pub mod emu;
 mod error;
 mod fixup;

@@ -422,7 +422,8 @@ mod tests {
                 (i as u32, Some(m))
             );
         }
-        assert_eq!(MmaPath::from_code(3), None);
+        assert_eq!(MmaPath::from_code(3), Some(MmaPath::Depthwise));
+        assert_eq!(MmaPath::from_code(4), None);
         assert_eq!(Field::VecB.domain(), Domain::PowerOfTwo);
         assert_eq!(Field::Stages.domain(), Domain::Number);
         assert_eq!(Field::Lds.domain(), Domain::Named(&["pad", "swz"]));

@@ -6,10 +6,12 @@
 //! keys, the enumeration order and the lattice coordinates of the search are derived from that
 //! declaration through [`Field`].
 
+mod depthwise;
 mod fields;
 pub mod fixup;
 mod text;
 
+pub use depthwise::DwTile;
 pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
 
 pub use text::ConfigParseError;
@@ -52,13 +54,23 @@ pub enum MmaPath {
     /// (the buffer they refill must be two tiles old), so it needs three stages or more. Which
     /// of the two wins depends on the problem (occupancy against overlap): a knob, not a rule.
     WgmmaInFlight,
+    /// No GEMM: a direct depthwise convolution (one input channel per group), memory-bound,
+    /// each thread a vector of channels over a small tile of output pixels. The tile fields
+    /// mean something else on this path: [`DwTile`] says what, in one place.
+    Depthwise,
 }
 
 impl MmaPath {
     /// Every path, in the lattice order the search walks (the order of [`Self::NAMES`]).
-    pub const ALL: [MmaPath; 3] = [MmaPath::Sync, MmaPath::Wgmma, MmaPath::WgmmaInFlight];
-    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 3] = ["sync", "wg", "wg1"];
+    pub const ALL: [MmaPath; 4] = [
+        MmaPath::Sync,
+        MmaPath::Wgmma,
+        MmaPath::WgmmaInFlight,
+        MmaPath::Depthwise,
+    ];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`]
+    /// (appended at the end, so that older codes keep their meaning).
+    pub const NAMES: [&'static str; 4] = ["sync", "wg", "wg1", "dw"];
 
     /// The name in config strings and search-space files.
     pub fn name(self) -> &'static str {
@@ -72,7 +84,7 @@ impl MmaPath {
 
     /// Whether the tile is computed by Hopper `wgmma` (either variant).
     pub fn is_wgmma(self) -> bool {
-        self != MmaPath::Sync
+        matches!(self, MmaPath::Wgmma | MmaPath::WgmmaInFlight)
     }
 }
 
@@ -222,11 +234,13 @@ impl Transform {
 }
 
 impl PerfConfig {
-    /// Warps (waves) per block: one per warp tile, four per warpgroup tile with `wgmma`.
+    /// Warps (waves) per block: one per warp tile, four per warpgroup tile with `wgmma`; with
+    /// `mma=dw`, the block's threads ([`DwTile::threads`]) in 32-lane warps.
     pub fn warps(&self) -> u32 {
         let per_tile = match self.mma {
             MmaPath::Sync => 1,
             MmaPath::Wgmma | MmaPath::WgmmaInFlight => 4,
+            MmaPath::Depthwise => return DwTile::of(self).threads().div_ceil(32),
         };
         (self.block_m / self.warp_m) * (self.block_n / self.warp_n) * per_tile
     }

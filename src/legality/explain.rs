@@ -72,6 +72,9 @@ impl Checker {
     }
 
     fn ok_detail(&self, rule: Rule, cfg: &PerfConfig, res: &super::Resources) -> String {
+        if cfg.mma == crate::config::MmaPath::Depthwise {
+            return self.depthwise_detail(rule, cfg, res);
+        }
         let arch = &self.arch;
         match rule {
             Rule::NonZero => "all fields ≥ 1".into(),

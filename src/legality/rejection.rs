@@ -194,6 +194,21 @@ pub enum Rejection {
         /// Why, in words.
         why: String,
     },
+    /// The depthwise path (`mma=dw`) cannot run this problem or this tile.
+    #[error("the depthwise path (mma=dw) cannot run this: {why}")]
+    Depthwise {
+        /// What does not fit, with the numbers.
+        why: String,
+    },
+    /// A field the depthwise kernel does not read, at a value other than the smallest the
+    /// search space lists: the same kernel under another name (enumeration only).
+    #[error("mma=dw does not read {param}: only its smallest value in the space ({smallest}) is enumerated")]
+    DepthwiseIgnores {
+        /// The field's key.
+        param: &'static str,
+        /// The space's smallest value (code) of it.
+        smallest: u32,
+    },
     /// The layout transform does not apply to the problem.
     #[error("xf={xf} does not apply: {why}")]
     Transform {
@@ -332,7 +347,10 @@ impl Rejection {
             Rejection::Threads { .. } => K::Threads,
             Rejection::Space { .. } => K::Space,
             Rejection::Oversized { .. } => K::Oversized,
-            Rejection::MmaShape { .. } | Rejection::Wgmma { .. } => K::MmaShape,
+            Rejection::MmaShape { .. } | Rejection::Wgmma { .. } | Rejection::Depthwise { .. } => {
+                K::MmaShape
+            }
+            Rejection::DepthwiseIgnores { .. } => K::Space,
             Rejection::Registers { .. } => K::Registers,
             Rejection::SharedMemory { .. } | Rejection::SwizzleRow { .. } => K::SharedMemory,
             Rejection::SplitKDirection { .. }

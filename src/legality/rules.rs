@@ -5,10 +5,13 @@
 use super::rejection::Rejection;
 use super::width::{dim_letters, vector_dim, VectorWidth};
 use crate::arch::{fit, Arch, MathInstr};
+use crate::config::DwTile;
 use crate::config::{Field, LdsLayout, MmaPath, PerField, PerfConfig, Transform};
+use crate::lowering::depthwise::DwShape;
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
+mod depthwise;
 mod persistent;
 mod reduction;
 mod resources;
@@ -216,6 +219,9 @@ pub struct Checker {
     /// The transform whose twin lowering this checker judges (`None` for the problem as
     /// given): such a checker judges configs of that transform itself.
     pub(super) transform: Transform,
+    /// The problem as the depthwise kernel (`mma=dw`) sees it, or why that kernel does not
+    /// run it.
+    pub(super) depthwise: Result<DwShape, String>,
 }
 
 /// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
@@ -263,6 +269,7 @@ impl Checker {
             });
         Checker {
             twins,
+            depthwise: DwShape::of(&p),
             transform: lowering.transform,
             mn_major,
             gemms: lowering.gemms.clone(),
@@ -346,6 +353,9 @@ impl Checker {
     }
 
     fn rule_here(&self, rule: Rule, cfg: &PerfConfig) -> Result<(), Rejection> {
+        if cfg.mma == MmaPath::Depthwise {
+            return self.depthwise_rule(rule, cfg);
+        }
         let arch = &self.arch;
         match rule {
             Rule::NonZero => match cfg.zero_field() {
@@ -566,6 +576,30 @@ impl Checker {
         }
     }
 
+    /// [`Self::resources`] of a config of `mma=dw` (no matrix instruction: `instr` is the
+    /// arch's first, for reports only).
+    fn depthwise_resources(&self, cfg: &PerfConfig, shape: &DwShape) -> Resources {
+        let arch = &self.arch;
+        let tile = DwTile::of(cfg);
+        let threads = tile.threads();
+        let registers = shape.registers(tile.vec, tile.rows, tile.cols);
+        let lds = shape.filter_bytes(tile.channels);
+        let by_lds = (arch.smem_per_sm as u64)
+            .checked_div(lds)
+            .unwrap_or(u64::MAX);
+        let by_regs = arch.regs_per_sm as u64 / (registers as u64 * threads as u64).max(1);
+        let widest = shape.widest_vec(arch.max_vector_bytes);
+        Resources {
+            warps: threads.div_ceil(arch.warp_size),
+            threads,
+            instr: arch.math(self.problem.dtype())[0],
+            lds_bytes: Self::sat(lds),
+            registers,
+            blocks_per_cu: Self::sat(by_lds.min(by_regs)),
+            max_vector: [widest, 1, widest],
+        }
+    }
+
     fn shapes_text(&self) -> String {
         fit::warp_rule_text(&self.arch, self.problem.dtype())
     }
@@ -648,6 +682,9 @@ impl Checker {
 
     fn resources_here(&self, cfg: &PerfConfig) -> Resources {
         let arch = &self.arch;
+        if let (MmaPath::Depthwise, Ok(shape)) = (cfg.mma, &self.depthwise) {
+            return self.depthwise_resources(cfg, shape);
+        }
         let warps = Self::warps(cfg);
         let threads = warps * arch.warp_size as u64;
         let instr = self

@@ -22,6 +22,7 @@
 //! ```
 
 mod bwd_data;
+pub mod depthwise;
 mod execute;
 pub mod groups;
 pub mod im2col;

@@ -34,13 +34,15 @@
 //!   once and overlaps each unit's epilogue with the next unit's loads
 //!   ([`persistent_gain`]); wave quantisation is the same as one block per unit (the units
 //!   are dealt round-robin).
+//! - **Depthwise** (`mma=dw`): no GEMM terms; the direct kernel is charged its own bytes and
+//!   issue slots ([`depthwise`]).
 //! - **Layout transform** (`xf`): the GEMM terms are those of the channels-last twin lowering,
 //!   plus a launch and a read and a write of each transposed tensor at DRAM bandwidth
 //!   ([`transform_us`]).
 
 use crate::arch::{fit, Arch, MathKind};
 use crate::config::fixup::serial_reads;
-use crate::config::{LdsLayout, PerfConfig, Reduction, StreamK};
+use crate::config::{LdsLayout, MmaPath, PerfConfig, Reduction, StreamK};
 use crate::legality::{Checker, Resources};
 use crate::lowering::tma::tma_operands;
 use crate::lowering::Lowering;
@@ -204,7 +206,11 @@ impl<'a> CostModel<'a> {
             e.time_us = f64::INFINITY;
             return e;
         };
-        let mut e = estimate_with(gemms, c, &self.machine, &res);
+        let mut e = if c.mma == MmaPath::Depthwise {
+            depthwise::estimate(gemms, c, &self.machine, &res)
+        } else {
+            estimate_with(gemms, c, &self.machine, &res)
+        };
         let t = transform_us(self.lowering, c, &self.machine);
         e.time_us += t;
         e.memory_us += t;
@@ -561,5 +567,6 @@ fn split_reduction(
     }
 }
 
+mod depthwise;
 #[cfg(test)]
 mod tests;

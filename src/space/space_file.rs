@@ -481,16 +481,20 @@ mod tests {
         for arch in Arch::ALL {
             let s = SearchSpace::default_for(&arch);
             assert_eq!(s.vendor, Some(arch.vendor));
-            // NVIDIA lists three matrix paths (mma = ["sync", "wg", "wg1"]), 16-wide block
+            // NVIDIA lists four paths (mma = ["sync", "wg", "wg1", "dw"]), 16-wide block
             // tiles, the wgmma tile width 256 and split-K to 64; AMD only sync.
             let nv = arch.vendor == Vendor::Nvidia;
             let paths = s.params.mma.len() as u64;
-            assert_eq!(paths, if nv { 3 } else { 1 });
+            assert_eq!(paths, if nv { 4 } else { 1 });
             // NVIDIA also lists the split-K reductions (red = ["atomic", "fixup", "stream"]).
             // NVIDIA: split-K without 8 and xf = ["none", "nhwc_out"] (the 2^28 cap); AMD
             // lists no transform.
-            let (blocks, warp_n, split_k, red, xf) =
-                if nv { (5, 5, 6, 3, 2) } else { (4, 4, 4, 1, 1) };
+            // NVIDIA: stages without 1 (the cap again, with dw).
+            let (blocks, warp_n, split_k, red, xf, stages) = if nv {
+                (5, 5, 6, 3, 2, 3)
+            } else {
+                (4, 4, 4, 1, 1, 4)
+            };
             assert_eq!(
                 s.raw_size(),
                 blocks
@@ -498,7 +502,7 @@ mod tests {
                     * 3
                     * 4
                     * warp_n
-                    * 4
+                    * stages
                     * 4
                     * 4
                     * 4

@@ -10,6 +10,7 @@ impl Checker {
         let per_tile = match cfg.mma {
             MmaPath::Sync => 1,
             MmaPath::Wgmma | MmaPath::WgmmaInFlight => 4,
+            MmaPath::Depthwise => return u64::from(cfg.warps()),
         };
         (cfg.block_m / cfg.warp_m.max(1)) as u64
             * (cfg.block_n / cfg.warp_n.max(1)) as u64

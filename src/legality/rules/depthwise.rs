@@ -1,0 +1,194 @@
+//! The rules for the depthwise path (`mma=dw`): which problems it runs and whether the tile
+//! ([`DwTile`]) fits, each piece checked at the loop level of the fields it reads, in the slot
+//! of the GEMM rule of that level. None of the GEMM paths' rules applies to it; the fields it
+//! does not read are pruned to the space's smallest value, so that one kernel is enumerated
+//! once.
+
+use super::{Checker, Rule};
+use crate::config::{DwTile, Field, PerfConfig};
+use crate::legality::Rejection;
+use crate::lowering::Dim;
+
+impl Checker {
+    /// Rule `rule` for a config of `mma=dw`.
+    pub(super) fn depthwise_rule(&self, rule: Rule, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let shape = match (&self.depthwise, rule) {
+            (Err(why), Rule::Threads) => return Err(Rejection::Depthwise { why: why.clone() }),
+            (Ok(s), _) => s,
+            // Refused once, by the rule above.
+            (Err(_), _) => return Ok(()),
+        };
+        let dw = |why: Option<String>| match why {
+            Some(why) => Err(Rejection::Depthwise { why }),
+            None => Ok(()),
+        };
+        let tile = DwTile::of(cfg);
+        let arch = &self.arch;
+        match rule {
+            Rule::NonZero => match cfg.zero_field() {
+                Some(f) => Err(Rejection::ZeroField { param: f.key() }),
+                None => Ok(()),
+            },
+            Rule::OversizedMN => {
+                self.dw_ignored(cfg, &[Field::WarpM, Field::WarpN])?;
+                let Some(pr) = &self.pruning else {
+                    return Ok(());
+                };
+                let pixels = u64::from(shape.batch)
+                    * u64::from(shape.dst_hw[0])
+                    * u64::from(shape.dst_hw[1]);
+                let pixels = pixels.min(u64::from(u32::MAX)) as u32;
+                for (f, block, dim, len) in [
+                    (Field::BlockM, cfg.block_m, Dim::M, shape.channels),
+                    (Field::BlockN, cfg.block_n, Dim::N, pixels),
+                ] {
+                    let limit = u64::from(len.max(1))
+                        .next_power_of_two()
+                        .max(u64::from(pr.smallest[f]));
+                    if u64::from(block) > limit {
+                        return Err(Rejection::Oversized {
+                            param: f.key(),
+                            block,
+                            dim,
+                            len,
+                            limit: Self::sat(limit),
+                        });
+                    }
+                }
+                Ok(())
+            }
+            Rule::OversizedK => self.dw_ignored(cfg, &[Field::BlockK]),
+            Rule::SharedMemory => {
+                self.dw_ignored(cfg, &[Field::Stages, Field::Lds])?;
+                dw(shape.smem_refusal(tile.channels, arch))
+            }
+            Rule::Tma => self.dw_ignored(cfg, &[Field::Ld]),
+            Rule::SplitK => self.dw_ignored(cfg, &[Field::SplitK]),
+            Rule::Reduction => self.dw_ignored(cfg, &[Field::Red]),
+            Rule::Raster => self.dw_ignored(cfg, &[Field::Raster]),
+            Rule::Persistent => self.dw_ignored(cfg, &[Field::Persistent]),
+            Rule::VectorA => {
+                dw(shape.vec_misfit(tile.vec, arch.max_vector_bytes))?;
+                // Whole vectors per block (`misfit` says so first); `vb`, `vc` come later.
+                if tile.channels.is_multiple_of(tile.vec) {
+                    Ok(())
+                } else {
+                    dw(tile.misfit())
+                }
+            }
+            Rule::VectorC => {
+                dw(tile.misfit())?;
+                dw(shape.thread_refusal(&tile, arch))?;
+                let Some(pr) = &self.pruning else {
+                    return Ok(());
+                };
+                let threads = tile.threads();
+                let warps = threads.div_ceil(arch.warp_size);
+                let space = |what, value, constraint, limit| {
+                    Err(Rejection::Space {
+                        what,
+                        value,
+                        constraint,
+                        limit,
+                    })
+                };
+                if threads > pr.max_threads {
+                    return space("threads", threads, "max_threads", pr.max_threads);
+                }
+                if warps < pr.min_warps {
+                    return space("warps", warps, "min_warps", pr.min_warps);
+                }
+                if warps > pr.max_warps {
+                    return space("warps", warps, "max_warps", pr.max_warps);
+                }
+                Ok(())
+            }
+            // The problem (above); the GEMM tile's rules; `xf`, judged before this.
+            Rule::Threads
+            | Rule::WarpTile
+            | Rule::Space
+            | Rule::MmaShape
+            | Rule::Registers
+            | Rule::VectorB
+            | Rule::Transform => Ok(()),
+        }
+    }
+
+    /// What rule `rule` found for a config of `mma=dw` that passed it (`space --explain`).
+    pub(in crate::legality) fn depthwise_detail(
+        &self,
+        rule: Rule,
+        cfg: &PerfConfig,
+        res: &crate::legality::Resources,
+    ) -> String {
+        let Ok(s) = &self.depthwise else {
+            return "not depthwise".into();
+        };
+        let tile = DwTile::of(cfg);
+        let ignored = |fields: &[Field]| {
+            let keys: Vec<_> = fields.iter().map(|f| f.key()).collect();
+            format!("mma=dw does not read {}", keys.join(", "))
+        };
+        match rule {
+            Rule::Threads => format!(
+                "depthwise: {} {} channels from the {} (multiplier {}), {}x{} taps{}",
+                s.channels,
+                s.dst.name(),
+                s.src.name(),
+                s.multiplier,
+                s.taps[0],
+                s.taps[1],
+                if s.flip { ", filter flipped" } else { "" }
+            ),
+            Rule::OversizedMN => ignored(&[Field::WarpM, Field::WarpN]),
+            Rule::OversizedK => ignored(&[Field::BlockK]),
+            Rule::SharedMemory => format!(
+                "{} bytes of f32 filter taps for bm = {} channels",
+                res.lds_bytes, tile.channels
+            ),
+            Rule::Tma => ignored(&[Field::Ld]),
+            Rule::SplitK => ignored(&[Field::SplitK]),
+            Rule::Reduction => ignored(&[Field::Red]),
+            Rule::Raster => ignored(&[Field::Raster]),
+            Rule::Persistent => ignored(&[Field::Persistent]),
+            Rule::VectorA => format!(
+                "va = {} channels a thread (widest legal {}), reading {} of the {}",
+                tile.vec,
+                s.widest_vec(self.arch.max_vector_bytes),
+                s.src_vec(tile.vec),
+                s.src.name()
+            ),
+            Rule::VectorC => format!(
+                "{} threads ({} channel vectors × {} tiles of {}x{} pixels), {} registers \
+                 (estimate)",
+                res.threads,
+                tile.channel_vectors(),
+                tile.tiles(),
+                tile.rows,
+                tile.cols,
+                res.registers
+            ),
+            Rule::NonZero => "all fields ≥ 1".into(),
+            Rule::Transform => format!("xf={}", cfg.xf.name()),
+            Rule::WarpTile | Rule::Space | Rule::MmaShape | Rule::Registers | Rule::VectorB => {
+                "not a rule of mma=dw".into()
+            }
+        }
+    }
+
+    /// With a search space's pruning: each of `fields` at the space's smallest value.
+    fn dw_ignored(&self, cfg: &PerfConfig, fields: &[Field]) -> Result<(), Rejection> {
+        let Some(pr) = &self.pruning else {
+            return Ok(());
+        };
+        for &f in fields {
+            if cfg.code(f) != pr.smallest[f] {
+                return Err(Rejection::DepthwiseIgnores {
+                    param: f.key(),
+                    smallest: pr.smallest[f],
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! The cost of the direct depthwise kernel (`mma=dw`): a memory-bound estimate.
+//!
+//! - **DRAM**: `src` and `dst` once each (the kernel's re-reads of `src` across filter rows
+//!   and neighbouring tiles hit L1 or L2), narrow vectors wasting sectors as on the GEMM paths.
+//! - **L2**: every `src` vector a thread loads (its tile's span of rows × columns: the reuse
+//!   within a tile is in registers, so a wider tile loads less), the stores, and each block's
+//!   copy of its filter taps.
+//! - **Bytes in flight** (Little's law, as for the GEMMs): a thread issues its tile's `src`
+//!   loads together, so resident threads × span × vector bytes decide how much bandwidth the
+//!   grid can draw.
+//! - **Issue**: FMAs, conversions, loads and stores per thread on the busiest SM, with the
+//!   wave quantisation of the grid.
+
+use super::{ceil_div, vector_efficiency, CostArch, Estimate};
+use crate::config::{DwTile, PerfConfig};
+use crate::legality::Resources;
+use crate::lowering::depthwise::DwShape;
+use crate::lowering::Lowering;
+
+/// Bytes in flight per SM that saturate DRAM (the GEMM model's figure).
+const SATURATING_BYTES_PER_SM: f64 = 32768.0;
+/// Issue slots a thread spends outside its tile's arithmetic: index math, bounds, the filter
+/// copy's share.
+const THREAD_OVERHEAD_SLOTS: f64 = 40.0;
+
+/// The estimate of `c` (`mma=dw`) on `lowering`'s problem; infinite when the kernel cannot
+/// run it.
+pub(super) fn estimate(
+    lowering: &Lowering,
+    c: &PerfConfig,
+    machine: &CostArch,
+    res: &Resources,
+) -> Estimate {
+    let arch = &machine.arch;
+    let tile = DwTile::of(c);
+    let mut out = Estimate {
+        time_us: f64::INFINITY,
+        compute_us: f64::INFINITY,
+        memory_us: f64::INFINITY,
+        copy_us: 0.0,
+        blocks: 0,
+        wave_efficiency: 0.0,
+        blocks_per_sm: 0,
+        regs_per_thread: res.registers,
+        smem_bytes: u64::from(res.lds_bytes),
+    };
+    let Ok(shape) = DwShape::of(&lowering.problem) else {
+        return out;
+    };
+    let threads = tile.threads();
+    if shape.tile_refusal(&tile, arch).is_some() || threads == 0 {
+        return out;
+    }
+    let regs = res.registers.clamp(1, arch.max_regs_per_thread);
+    let bps = [
+        machine.max_threads_per_sm / threads,
+        (u64::from(arch.smem_per_sm) / u64::from(res.lds_bytes.max(1))).min(u64::from(u32::MAX))
+            as u32,
+        arch.regs_per_sm / (regs * threads),
+        machine.max_blocks_per_sm,
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(0);
+    if bps == 0 {
+        return out;
+    }
+    let e = f64::from(shape.dtype.bytes());
+    let [th, tw] = shape.tiles_hw(tile.rows, tile.cols);
+    let tiles = u64::from(shape.batch) * u64::from(th) * u64::from(tw);
+    let channel_blocks = u64::from(shape.channels.div_ceil(tile.channels));
+    let blocks = ceil_div(tiles, u64::from(tile.tiles())) * channel_blocks;
+    let sms = u64::from(arch.compute_units);
+    let slots = sms * u64::from(bps);
+    let waves = ceil_div(blocks, slots).max(1);
+    let wave_eff = blocks as f64 / (waves * slots) as f64;
+    let resident = blocks.min(slots);
+
+    let [sh, sw] = shape.span(tile.rows, tile.cols);
+    let src_vec_bytes = f64::from(shape.src_vec(tile.vec)) * e;
+    let vectors = (channel_blocks * u64::from(tile.channel_vectors())) as f64;
+    let taps = f64::from(shape.taps[0] * shape.taps[1]);
+    let src_loads = tiles as f64 * vectors * f64::from(sh * sw) * src_vec_bytes;
+    let dst_bytes = shape.dst_elems() as f64 * e;
+    let filter = blocks as f64 * f64::from(tile.channels) * taps * e;
+    let dram = (shape.src_elems() as f64 * e + dst_bytes)
+        / vector_efficiency(shape.src_vec(tile.vec) * shape.dtype.bytes())
+        + (f64::from(shape.channels) * taps * e);
+    let l2 = src_loads + dst_bytes + filter;
+    let in_flight = resident as f64 * f64::from(threads) * f64::from(sh * sw) * src_vec_bytes;
+    let bw_frac = (in_flight / (sms as f64 * SATURATING_BYTES_PER_SM)).clamp(0.05, 1.0);
+    let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
+
+    let (va, px) = (f64::from(tile.vec), f64::from(tile.pixels_per_thread()));
+    let per_thread = px * taps * va // FMAs
+        + f64::from(sh * sw) * (1.0 + va) // loads and their conversions
+        + taps * va.div_euclid(4.0).max(1.0) // filter taps from shared memory
+        + px * (1.0 + va / 2.0) // conversions back and stores
+        + THREAD_OVERHEAD_SLOTS;
+    let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);
+    // The busiest SM issues its share of the blocks.
+    let compute = ceil_div(blocks, sms) as f64 * f64::from(threads) * per_thread * slot_us;
+
+    out.time_us = compute.max(memory) + 0.2 * compute.min(memory) + machine.launch_us;
+    out.compute_us = compute;
+    out.memory_us = memory;
+    out.blocks = blocks;
+    out.wave_efficiency = wave_eff;
+    out.blocks_per_sm = bps;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{estimate, CostArch};
+    use crate::arch::Arch;
+    use crate::config::PerfConfig;
+    use crate::lowering::lower;
+    use crate::problem::{ConvProblem, DType};
+
+    fn dw(bm: u32, bn: u32, va: u32, vb: u32, vc: u32) -> PerfConfig {
+        format!(
+            "v2:bm={bm},bn={bn},bk=16,wm=16,wn=16,st=2,va={va},vb={vb},vc={vc},lds=pad,sk=1,\
+             rs=1,mma=dw"
+        )
+        .parse()
+        .unwrap()
+    }
+
+    #[test]
+    fn memory_bound_above_the_dram_floor_and_wide_vectors_win() {
+        let p: ConvProblem = "convfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 \
+                              -g 256 -F 1 --layout NHWC"
+            .parse()
+            .unwrap();
+        let l = lower(&p);
+        let a = CostArch::from_arch(&Arch::SM_90, DType::F16);
+        let wide = estimate(&l, &dw(128, 64, 8, 4, 2), &a);
+        let narrow = estimate(&l, &dw(128, 64, 1, 4, 2), &a);
+        let floor = p.min_bytes() / (a.dram_tbps * 1e6) + a.launch_us;
+        assert!(wide.time_us >= floor, "{wide:?} under the floor {floor}");
+        assert!(wide.memory_us > wide.compute_us, "{wide:?}");
+        assert!(wide.time_us < narrow.time_us, "{wide:?} vs {narrow:?}");
+        // A tile the kernel refuses (vb × vc does not divide bn) and a problem it does not run
+        // rank last.
+        assert!(estimate(&l, &dw(128, 4, 8, 4, 2), &a).time_us.is_infinite());
+        let dense = lower(
+            &"convfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+                .parse()
+                .unwrap(),
+        );
+        assert!(estimate(&dense, &dw(128, 64, 8, 4, 2), &a)
+            .time_us
+            .is_infinite());
+    }
+}
