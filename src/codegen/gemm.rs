@@ -53,9 +53,11 @@ pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bo
 /// walks the persistent grid's work units.
 fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     let tid = kb.thread_idx();
-    let write = |kb: &Kb<'_, 'ctx>, math: &WarpMath<'_, 'ctx>, tile: &Tile<'ctx>| {
-        write_tile(kb, plan, math, tile, tid)
-    };
+    let write = |kb: &Kb<'_, 'ctx>,
+                 plan: &GemmPlan,
+                 math: &WarpMath<'_, 'ctx>,
+                 tile: &Tile<'ctx>,
+                 tid: IntValue<'ctx>| write_tile(kb, plan, math, tile, tid);
     if let SchedulerKind::Persistent(_) = plan.scheduler {
         super::ws::emit(kb, plan, &Work::Walk, tid, write);
         if fault {

@@ -69,7 +69,7 @@ pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;
 #[doc(hidden)]
-pub use ws::with_ring_reset_per_unit;
+pub use ws::{with_ping_pong_fault, with_ring_reset_per_unit, PingPongFault};
 
 pub use crate::abi::Module;
 

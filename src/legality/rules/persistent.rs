@@ -7,21 +7,21 @@
 //! must fit below the arch's per-block limit.
 
 use super::Checker;
-use crate::config::{persistent_epilogue_at, Grid, PerfConfig, Reduction};
+use crate::config::{persistent_epilogue_at, persistent_region_bytes, Grid, PerfConfig, Reduction};
 use crate::legality::rejection::Rejection;
 use crate::lowering::Dim;
 
 impl Checker {
     pub(in crate::legality) fn persistent(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
-        if cfg.persistent != Grid::Persistent {
-            return Ok(());
-        }
         let why = |why: String| Err(Rejection::Persistent { why });
         if let Some(w) = cfg.persistent_refusal() {
             return why(w);
         }
+        if cfg.persistent != Grid::Persistent {
+            return Ok(());
+        }
         let (pipeline, _) = self.lds_bytes(cfg);
-        let (_, c_at) = persistent_epilogue_at(pipeline);
+        let (verdict, c_at) = persistent_epilogue_at(pipeline);
         let atomic = cfg.split_k > 1 && cfg.red == Reduction::Atomic;
         let staged = cfg.vec_c > 1 && !atomic;
         // One staged line of C: along C's contiguous dimension, padded by one 16-byte chunk.
@@ -41,10 +41,17 @@ impl Checker {
             0
         };
         let limit = u64::from(self.arch.smem_per_block);
-        if c_at + line > limit {
+        // `wspp`: one region per consumer warpgroup.
+        let regions = u64::from(cfg.tiles_per_block());
+        if verdict + regions * persistent_region_bytes(pipeline, line) > limit {
             return why(format!(
-                "the epilogue's own shared-memory region (at byte {c_at}, after the {pipeline}-byte \
-                 pipeline{}) exceeds the {limit} bytes a block may use",
+                "the epilogue's own shared-memory region{} (at byte {c_at}, after the \
+                 {pipeline}-byte pipeline{}) exceeds the {limit} bytes a block may use",
+                if regions > 1 {
+                    "s (one per ping-pong consumer)"
+                } else {
+                    ""
+                },
                 if staged {
                     format!(", and one {line}-byte staged line of C")
                 } else {
