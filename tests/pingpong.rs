@@ -115,9 +115,11 @@ fn every_broken_ping_pong_protocol_is_caught() {
             "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
             1,
         ),
-        // One K tile a unit, 8 units over 3 blocks.
+        // Two K tiles a unit (with two stages, each stage alternates between the
+        // consumers), 8 units over 3 blocks. (With one K tile a unit each stage would belong
+        // to one consumer, and no order barrier would still be a correct protocol.)
         (
-            "convbfp16 -n 4 -c 64 -H 8 -W 8 -k 128 -y 1 -x 1 -F 1 --layout NHWC",
+            "convbfp16 -n 4 -c 128 -H 8 -W 8 -k 128 -y 1 -x 1 -F 1 --layout NHWC",
             3,
         ),
     ];

@@ -284,6 +284,44 @@ fn a_persistent_grid_gains_where_blocks_walk_many_short_units() {
     let g = persistent_gain(&ws(c, on), 2, 1000, 100);
     assert!((g - (2.0 + 1.0 + 0.1) / 4.0).abs() < 1e-12, "{g}");
     assert!(persistent_gain(&ws(c, on), 64, 1000, 100) > 0.98);
+    // Ping-pong hides the epilogue too: 8 K steps, 10 units a block: (8 + 0.2) / 10, against
+    // the cooperative (8 + 1 + 0.1) / 10; one unit a block gains nothing either way.
+    let pp = PerfConfig {
+        ld: crate::config::LoadPath::WsPingPong,
+        ..ws(c, on)
+    };
+    let g = persistent_gain(&pp, 8, 1000, 100);
+    assert!((g - 8.2 / 10.0).abs() < 1e-12, "{g}");
+    assert!(g < persistent_gain(&ws(c, on), 8, 1000, 100));
+    assert_eq!(persistent_gain(&pp, 8, 100, 100), 1.0);
+}
+
+#[test]
+fn ping_pong_is_costed_with_both_consumer_warpgroups() {
+    // fwd 1×1 7×7 c512→2048 n64: K = 512 (8 K steps), 16 × 25 = 400 units of 128 × 128.
+    let l = lowered("convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC");
+    let a = h200();
+    let at = |ld, c: PerfConfig| {
+        estimate(
+            &l,
+            &PerfConfig {
+                ld,
+                stages: 4,
+                mma: crate::config::MmaPath::WgmmaInFlight,
+                persistent: crate::config::Grid::Persistent,
+                ..c
+            },
+            &a,
+        )
+    };
+    let pp = at(
+        crate::config::LoadPath::WsPingPong,
+        cfg(128, 128, 64, 128, 128, 1),
+    );
+    let coop = at(crate::config::LoadPath::Ws, cfg(128, 128, 64, 64, 128, 1));
+    assert!(pp.time_us.is_finite(), "{pp:?}");
+    assert_eq!(pp.blocks_per_sm, 1);
+    assert!(pp.compute_us < coop.compute_us, "{pp:?} vs {coop:?}");
 }
 
 #[test]
