@@ -9,7 +9,7 @@
 # Usage: scripts/session8/pp-ab.sh BIN OUT        Output: OUT/table.txt, OUT/*.jsonl, logs.
 set -u
 B=${1:?binary}; OUT=${2:?out dir}; mkdir -p "$OUT"; D=$(dirname "$0")
-timeout 50 "$B" selfcheck --space "$D/wspp-only.toml" --problems "$D/pp-selfcheck.txt" --configs 2 \
+timeout 30 "$B" selfcheck --space "$D/wspp-only.toml" --problems "$D/pp-selfcheck.txt" --configs 2 \
   > "$OUT/selfcheck.txt" 2>&1; echo "selfcheck rc=$?"; tail -4 "$OUT/selfcheck.txt"
 i=0
 while IFS='|' read -r prob shipped; do
@@ -23,7 +23,8 @@ while IFS='|' read -r prob shipped; do
       -e 's/^stages = .*/stages = [4, 5, 6]/' -e 's/^xf = .*/xf = ["none"]/' \
       "$OUT/ship$i.toml" > "$OUT/s$i.toml"
   for kind in ship s; do
-    timeout 60 "$B" --problems "$OUT/p$i.txt" --arch sm_90 --space "$OUT/$kind$i.toml" \
+    t=8; [ "$kind" = s ] && t=20
+    timeout $((t + 10)) "$B" --time "$t" --problems "$OUT/p$i.txt" --arch sm_90 --space "$OUT/$kind$i.toml" \
       --strategy exhaustive --full-timing --db "$OUT/db-$kind$i.toml" --journal "$OUT/j-$kind$i.jsonl" \
       --report "$OUT/r-$kind.json" --quiet > "$OUT/log-$kind$i.txt" 2>&1
     echo "problem $i $kind: rc=$?"
@@ -34,7 +35,7 @@ convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC|v4:bm=128,
 convbfp16 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC|v2:bm=64,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=4,mma=wg
 convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -F 2 --layout NHWC|v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=2,vb=8,vc=4,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none
 LIST
-timeout 60 python3 scripts/compare-cudnn.py --convtune "$OUT/r-s.json" --json "$OUT/cudnn.json" > "$OUT/compare.txt" 2>&1
+timeout 45 python3 scripts/compare-cudnn.py --convtune "$OUT/r-s.json" --json "$OUT/cudnn.json" > "$OUT/compare.txt" 2>&1
 python3 - "$OUT" "$i" <<'PY' | tee "$OUT/table.txt"
 import json, sys
 out, n = sys.argv[1], int(sys.argv[2])
