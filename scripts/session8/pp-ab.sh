@@ -9,7 +9,7 @@
 # Usage: scripts/session8/pp-ab.sh BIN OUT        Output: OUT/table.txt, OUT/*.jsonl, logs.
 set -u
 B=${1:?binary}; OUT=${2:?out dir}; mkdir -p "$OUT"; D=$(dirname "$0")
-timeout 30 "$B" selfcheck --space "$D/wspp-only.toml" --problems "$D/pp-selfcheck.txt" --configs 2 \
+timeout 25 "$B" selfcheck --space "$D/wspp-only.toml" --problems "$D/pp-selfcheck.txt" --configs 2 \
   > "$OUT/selfcheck.txt" 2>&1; echo "selfcheck rc=$?"; tail -4 "$OUT/selfcheck.txt"
 i=0
 while IFS='|' read -r prob shipped; do
@@ -23,7 +23,7 @@ while IFS='|' read -r prob shipped; do
       -e 's/^stages = .*/stages = [4, 5, 6]/' -e 's/^xf = .*/xf = ["none"]/' \
       "$OUT/ship$i.toml" > "$OUT/s$i.toml"
   for kind in ship s; do
-    t=8; [ "$kind" = s ] && t=20
+    t=8; [ "$kind" = s ] && t=16
     timeout $((t + 10)) "$B" --time "$t" --problems "$OUT/p$i.txt" --arch sm_90 --space "$OUT/$kind$i.toml" \
       --strategy exhaustive --full-timing --db "$OUT/db-$kind$i.toml" --journal "$OUT/j-$kind$i.jsonl" \
       --report "$OUT/r-$kind.json" --quiet > "$OUT/log-$kind$i.txt" 2>&1
