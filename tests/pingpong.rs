@@ -154,3 +154,97 @@ fn every_broken_ping_pong_protocol_is_caught() {
         assert_eq!(run(&problem(line), &cfg(PP), sms), sms);
     }
 }
+
+#[test]
+fn what_wspp_cannot_do_is_refused_with_a_reason() {
+    let p = problem("convbfp16 -n 2 -c 64 -H 5 -W 5 -k 64 -y 1 -x 1 -F 1 --layout NHWC");
+    let l = lower(&p);
+    let h200 = Target::of(Arch::SM_90);
+    let refused = |c: &PerfConfig| {
+        let e = legality::check(&l, c, &Arch::SM_90)
+            .unwrap_err()
+            .to_string();
+        let plan = compile_conv(&l, c, h200)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        (e, plan)
+    };
+    let base = cfg(PP);
+    // No persistent walk: no alternate units to take.
+    let (e, plan) = refused(&with(&base, |c| c.persistent = Grid::PerTile));
+    assert!(e.contains("pk=1") && e.contains("ld=wspp"), "{e}");
+    assert!(plan.contains("pk=1"), "{plan}");
+    // Two warpgroups on one block tile is the cooperative kernel, not ping-pong.
+    let (e, plan) = refused(&with(&base, |c| {
+        c.block_m = 128;
+        c.block_n = 128;
+        c.warp_n = 128;
+    }));
+    assert!(e.contains("wm × wn must be bm × bn"), "{e}");
+    assert!(plan.contains("wm × wn must be bm × bn"), "{plan}");
+    // One stage: the producer cannot load ahead.
+    let (e, _) = refused(&with(&base, |c| c.stages = 1));
+    assert!(e.contains("st = 1"), "{e}");
+    // Stream-K is a persistent schedule of its own.
+    let (e, _) = refused(&with(&base, |c| c.red = Reduction::Stream));
+    assert!(e.contains("stream"), "{e}");
+    // The warp-level path has no warpgroups to specialise.
+    let (e, _) = refused(&with(&base, |c| {
+        c.mma = MmaPath::Sync;
+        c.warp_m = 32;
+        c.warp_n = 32;
+    }));
+    assert!(e.contains("wg"), "{e}");
+    // A legal one: 384 threads, consumers with 232 registers.
+    assert!(legality::check(&l, &base, &Arch::SM_90).is_ok());
+    assert_eq!(base.consumer_warps(), 8);
+    assert_eq!(
+        cfg(&base.to_string()).ld,
+        LoadPath::WsPingPong,
+        "wspp round-trips"
+    );
+}
+
+/// Legality and the planner agree on `ld=wspp` over the Hopper space: every legal ping-pong
+/// config plans a 384-thread block on a grid of min(units, 132) blocks within the shared
+/// memory limit (two epilogue regions); the space holds them.
+#[test]
+fn legality_and_the_planner_agree_on_wspp_over_the_hopper_space() {
+    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search-spaces/nvidia-hopper.toml"
+    )))
+    .unwrap();
+    assert!(space.params.ld.contains(&LoadPath::WsPingPong));
+    let h200 = Target::of(Arch::SM_90);
+    let mut planned = 0;
+    for line in [
+        "convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC",
+        "convbfp16 -n 16 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+        "convbfp16 -n 8 -c 128 -H 28 -W 28 -k 256 -y 1 -x 1 -F 2 --layout NHWC",
+    ] {
+        let p = problem(line);
+        let l = lower(&p);
+        let e = convtune::space::enumerate_legal(&p, &Arch::SM_90, &space);
+        for c in e.legal.iter().filter(|c| c.ld == LoadPath::WsPingPong) {
+            assert_eq!(c.persistent, Grid::Persistent, "{c}");
+            let (kernels, _) = convtune::codegen::launches(&l, c, h200)
+                .unwrap_or_else(|err| panic!("{p} {c}: legal, but {err}"));
+            let g = &l.gemms[0];
+            let units = g.g_len()
+                * c.split_k
+                * g.m_len().div_ceil(c.block_m)
+                * g.n_len().div_ceil(c.block_n);
+            let k = kernels
+                .iter()
+                .find(|k| k.name.starts_with("convtune_gemm"))
+                .unwrap();
+            assert_eq!(k.grid, [units.min(132), 1, 1], "{p} {c}");
+            assert_eq!(k.block[0], 384, "{p} {c}");
+            assert!(k.shared_bytes <= Arch::SM_90.smem_per_block, "{p} {c}");
+            planned += 1;
+        }
+    }
+    assert!(planned > 100, "{planned} planned");
+}
