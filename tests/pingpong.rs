@@ -135,10 +135,9 @@ fn every_broken_ping_pong_protocol_is_caught() {
             let like = Target::of(Arch::SM_90.with_compute_units(sms));
             let mut t = data(&p, 3);
             let want = convtune::reference::direct_conv(&p, &t[0], &t[1], &t[2]);
-            let rep = with_ping_pong_fault(fault, || {
-                emu::emulate_conv(&lower(&p), &c, like, &mut t)
-            })
-            .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            let rep =
+                with_ping_pong_fault(fault, || emu::emulate_conv(&lower(&p), &c, like, &mut t))
+                    .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
             let w = p.direction().written() as usize;
             let bad = mismatches(&p, &t[w], &want).len();
             eprintln!(
@@ -247,4 +246,54 @@ fn legality_and_the_planner_agree_on_wspp_over_the_hopper_space() {
         }
     }
     assert!(planned > 100, "{planned} planned");
+}
+
+/// A 128-row warpgroup tile (two m64 instructions a k step on one B, two accumulator blocks):
+/// a ping-pong consumer's 128 × 128 tile (CUTLASS's ping-pong shape), on fwd (both operands
+/// by TMA; the activation by cp.async), bwd-data and bwd-weight (MN-major A and B), wg and
+/// wg1; and the same warpgroup tile on the other paths (cooperative ws with two warpgroups
+/// on 256 rows, tma, cp).
+#[test]
+fn a_128_row_warpgroup_tile_is_bit_exact() {
+    let pp = "v4:bm=128,bn=128,bk=64,wm=128,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=wspp,pk=1,xf=none";
+    let fwd = problem("convbfp16 -n 2 -c 128 -H 16 -W 16 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
+    assert_eq!(run(&fwd, &cfg(pp), 1), 1);
+    let wg1 = with(&cfg(pp), |c| c.mma = MmaPath::WgmmaInFlight);
+    let padded =
+        problem("convbfp16 -n 2 -c 64 -H 9 -W 9 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    assert_eq!(run(&padded, &wg1, 1), 1);
+    let dgrad = problem("convbfp16 -n 2 -c 256 -H 8 -W 8 -k 80 -y 1 -x 1 -F 2 --layout NHWC");
+    assert_eq!(run(&dgrad, &cfg(pp), 2), 2);
+    let wgrad = problem("convbfp16 -n 2 -c 128 -H 8 -W 16 -k 256 -y 1 -x 1 -F 4 --layout NHWC");
+    let fx = with(&cfg(pp), |c| {
+        c.split_k = 2;
+        c.red = Reduction::Fixup;
+    });
+    assert_eq!(run(&wgrad, &fx, 1), 1);
+    // The other paths: 256 × 128 with two cooperative warpgroups of 128 × 128, and one.
+    let coop = with(&cfg(pp), |c| {
+        c.ld = LoadPath::Ws;
+        c.block_m = 256;
+    });
+    for c in [
+        coop,
+        with(&coop, |c| c.persistent = Grid::PerTile),
+        with(&coop, |c| {
+            c.ld = LoadPath::Tma;
+            c.persistent = Grid::PerTile;
+            c.block_m = 128;
+        }),
+        with(&coop, |c| {
+            c.ld = LoadPath::Cp;
+            c.persistent = Grid::PerTile;
+            c.block_m = 128;
+        }),
+    ] {
+        for p in [&fwd, &wgrad] {
+            assert!(
+                emulate_where_legal(p, &c, Arch::SM_90, 5).is_some(),
+                "{p} {c}: refused"
+            );
+        }
+    }
 }

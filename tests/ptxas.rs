@@ -86,6 +86,10 @@ fn ping_pong_kernels_assemble_without_serialised_wgmma() {
         "v4:bm=64,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg,red=atomic,ld=wspp,pk=1,xf=none",
         "v4:bm=64,bn=128,bk=64,wm=64,wn=128,st=6,va=8,vb=8,vc=8,lds=swz,sk=1,rs=4,mma=wg1,red=atomic,ld=wspp,pk=1,xf=none",
         "v4:bm=64,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=wg,red=fixup,ld=wspp,pk=1,xf=none",
+        // 128 × 128 a consumer (two m64 instructions a k step), and the cooperative 256 × 128.
+        "v4:bm=128,bn=128,bk=64,wm=128,wn=128,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=128,bn=128,bk=64,wm=128,wn=128,st=5,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg1,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=256,bn=128,bk=64,wm=128,wn=128,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg1,red=atomic,ld=ws,pk=1,xf=none",
     ];
     let target = Target::parse("sm_90").unwrap();
     let jobs: Vec<(&str, &str)> = problems
@@ -100,8 +104,7 @@ fn ping_pong_kernels_assemble_without_serialised_wgmma() {
             if convtune::legality::check(&l, &c, &convtune::arch::Arch::SM_90).is_err() {
                 return None;
             }
-            let compiled =
-                compile_conv(&l, &c, target).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            let compiled = compile_conv(&l, &c, target).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
             let ptx = compiled.module.ptx().expect("sm_90 makes PTX");
             assert!(ptx.contains("mbarrier.try_wait.parity"), "{p} {c}");
             let why = match ptxas.assemble(ptx) {
