@@ -2,7 +2,9 @@
 //! (thread ids `0..T`, `T = plan.threads`, so math, epilogues and the fix-up are the other
 //! paths' code) plus one producer warpgroup appended (ids `T..T+128`). The producer only loads,
 //! the consumers only multiply, and they meet on a full/empty `mbarrier` pair per stage, never
-//! on a block barrier inside the K loop.
+//! on a block barrier inside the K loop. With `ld=wspp` the consumers are two warpgroups with
+//! a block tile each (ids `0..2T`), taking alternate units of the persistent walk in turn
+//! ([`super::ws_pingpong`]); the producer and the ring below are the same.
 //!
 //! Protocol, K tile `t` of the block's range (`rel = t - lo`, stage `s = rel % S`, use
 //! `u = rel / S` of that stage):
@@ -39,12 +41,13 @@ use super::schedule::{Tile, TileScheduler};
 use super::schedule_persistent::PersistentScheduler;
 use super::spec::TargetSpec;
 use super::tma::Issue;
+use super::ws_pingpong::PingPongFault;
 use crate::arch::ws::{ws_block, WsBlock};
 use crate::config::{PerfConfig, Reduction, PING_PONG_CONSUMERS};
 use inkwell::values::{IntValue, PointerValue};
 
 /// The named barrier the consumers use after the loop (0 is the block barrier).
-const CONSUMER_BARRIER: u32 = 1;
+pub(super) const CONSUMER_BARRIER: u32 = 1;
 
 /// Consumer arrivals on an empty barrier: one per consumer warp (its lane 0), after the
 /// warp's `wgmma.wait_group` (which the whole warp executes together) retired the group.
@@ -52,7 +55,7 @@ const CONSUMER_BARRIER: u32 = 1;
 /// one block tile's warpgroup).
 fn empty_arrivals(plan: &GemmPlan) -> u32 {
     let warps = plan.threads / plan.warp;
-    match PP_FAULT.with(|f| f.get()) {
+    match super::ws_pingpong::fault() {
         // Every consumer warp of the block, as the cooperative loop counts them.
         Some(PingPongFault::CooperativeEmpty) => warps * PING_PONG_CONSUMERS,
         _ => warps,
@@ -108,33 +111,6 @@ pub fn with_ring_reset_per_unit<R>(f: impl FnOnce() -> R) -> R {
 
 thread_local! {
     static RESET_RING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    static PP_FAULT: std::cell::Cell<Option<PingPongFault>> = const { std::cell::Cell::new(None) };
-}
-
-/// A wrong ping-pong protocol (`ld=wspp`) that the emulator must catch, for the tests that
-/// prove it does ([`with_ping_pong_fault`]).
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PingPongFault {
-    /// No order barrier: both consumers run their main loops at once, each waiting on ring
-    /// positions whose earlier uses the other has not waited for (parity then aliases).
-    NoOrder,
-    /// Each consumer counts only its own units' K tiles on the ring (the cooperative walk
-    /// ported naively): stages and parities that are not the ones the producer filled.
-    OwnRing,
-    /// Empty barriers that count the warps of both consumers (the cooperative count), though
-    /// only one consumer reads each stage: no phase completes, the producer waits forever.
-    CooperativeEmpty,
-}
-
-/// Test hook: while set (on the emitting thread), a ping-pong kernel is emitted with `fault`.
-/// Never set outside the tests that prove the emulator catches it.
-#[doc(hidden)]
-pub fn with_ping_pong_fault<R>(fault: PingPongFault, f: impl FnOnce() -> R) -> R {
-    PP_FAULT.with(|r| r.set(Some(fault)));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    PP_FAULT.with(|r| r.set(None));
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// What the producer issues a K tile with: `loaders`, the leader thread 0 of the producer
@@ -156,22 +132,22 @@ fn issue<'p, 'a, 'ctx>(
 }
 
 /// One work unit of a block's persistent walk.
-struct Unit<'t, 'ctx> {
+pub(super) struct Unit<'t, 'ctx> {
     /// Its place in the block's walk (0, 1, …).
-    index: IntValue<'ctx>,
+    pub index: IntValue<'ctx>,
     /// The tile.
-    tile: &'t Tile<'ctx>,
+    pub tile: &'t Tile<'ctx>,
     /// First K tile.
-    lo: IntValue<'ctx>,
+    pub lo: IntValue<'ctx>,
     /// End of the K tiles.
-    hi: IntValue<'ctx>,
+    pub hi: IntValue<'ctx>,
     /// The ring counter of its first K tile (the K tiles of the units before it).
-    base: IntValue<'ctx>,
+    pub base: IntValue<'ctx>,
 }
 
 /// Calls `body(kb, unit)` for each unit the block walks, in order; returns the ring counter
 /// after the last unit. The counter counts every unit's K tiles, whoever consumes them.
-fn walk<'ctx>(
+pub(super) fn walk<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     body: impl Fn(&Kb<'_, 'ctx>, &Unit<'_, 'ctx>),
@@ -247,7 +223,7 @@ pub(crate) fn emit<'ctx>(
         if ws.consumers > t {
             // Ping-pong: the order barriers, every thread of the other consumer arriving.
             for c in 0..PING_PONG_CONSUMERS {
-                kb.mbarrier_init(bar(kb, kb.c((2 * s + c) as i64)), t);
+                kb.mbarrier_init(bar(kb, kb.c(super::ws_pingpong::order_slot(s, c))), t);
             }
         }
         kb.mbarrier_init_fence();
@@ -405,7 +381,7 @@ pub(crate) fn emit<'ctx>(
             }
         };
         if ws.consumers > t {
-            return ping_pong(kb, plan, tid, &bar, &consume, &write);
+            return super::ws_pingpong::emit(kb, plan, tid, &bar, &consume, &write);
         }
         kb.set_barrier_scope(Some((CONSUMER_BARRIER, t)));
         let none = |_: &Kb<'_, 'ctx>| {};
@@ -425,86 +401,4 @@ pub(crate) fn emit<'ctx>(
         }
         kb.set_barrier_scope(None);
     });
-}
-
-/// What one consumer of the persistent walk runs per K range: `consume(kb, math, ltid, lo,
-/// hi, base, issued)` (see [`emit`]).
-type Consume<'s, 'ctx> = dyn Fn(
-        &Kb<'_, 'ctx>,
-        &WarpMath<'_, 'ctx>,
-        IntValue<'ctx>,
-        IntValue<'ctx>,
-        IntValue<'ctx>,
-        Option<IntValue<'ctx>>,
-        &dyn Fn(&Kb<'_, 'ctx>),
-    ) + 's;
-
-/// The ping-pong consumers (`ld=wspp`, persistent walk only): consumer warpgroup `c` (threads
-/// `c·T..(c+1)·T`) takes the block's units `i ≡ c (mod 2)`, each a whole block tile, with its
-/// own named barrier (`1 + c`) and epilogue region, so one writes its tile while the other
-/// multiplies. Both count every unit's K tiles on the ring (the producer fills it in unit
-/// order).
-///
-/// The order barrier: `order[c]` (an mbarrier of `T` arrivals) completes a phase each time
-/// the other consumer has issued its unit's last multiply. Consumer `c`'s `j`-th unit waits
-/// for phase `j - 1 + c` of `order[c]` (parity `(j + 1 - c) & 1`; consumer 0's first turn
-/// waits on a fresh barrier's parity 1, which passes at once) and arrives on `order[1 - c]`
-/// once its own last K tile's wait passed. So main loops take the tensor cores in unit
-/// order, and more: every ring position before a unit's first was waited for before that
-/// unit's main loop starts, so a consumer waiting on position `p` (use `u` of its stage)
-/// finds `u` or `u + 1` phases of the full barrier complete, and parity names the phase, as
-/// in the cooperative loop where every consumer waits on every position. Without the order
-/// barrier a consumer could find `u - 1` complete and read the stage's previous contents.
-fn ping_pong<'ctx>(
-    kb: &Kb<'_, 'ctx>,
-    plan: &GemmPlan,
-    tid: IntValue<'ctx>,
-    bar: &dyn Fn(&Kb<'_, 'ctx>, IntValue<'ctx>) -> PointerValue<'ctx>,
-    consume: &Consume<'_, 'ctx>,
-    write: &dyn Fn(&Kb<'_, 'ctx>, &GemmPlan, &WarpMath<'_, 'ctx>, &Tile<'ctx>, IntValue<'ctx>),
-) {
-    let t = plan.threads;
-    let s = plan.smem.stages;
-    let fault = PP_FAULT.with(|f| f.get());
-    let order = |kb: &Kb<'_, 'ctx>, c: u32| bar(kb, kb.c((2 * s + c) as i64));
-    let i32t = kb.i32t();
-    for c in 0..PING_PONG_CONSUMERS {
-        kb.if_then(kb.eq(kb.udivc(tid, t), kb.c(c as i64)), |kb| {
-            let ltid = kb.addc(tid, -((c * t) as i64));
-            let mut mine = plan.clone();
-            mine.smem = plan.smem.for_consumer(c);
-            kb.set_barrier_scope(Some((CONSUMER_BARRIER + c, t)));
-            // Fault `OwnRing`: a ring counter over this consumer's units only.
-            let own = kb.var(kb.c(0).into());
-            walk(kb, plan, |kb, u| {
-                let turn_is_mine = kb.eq(kb.uremc(u.index, PING_PONG_CONSUMERS), kb.c(c as i64));
-                kb.if_then(turn_is_mine, |kb| {
-                    let j = kb.udivc(u.index, PING_PONG_CONSUMERS);
-                    let base = match fault {
-                        Some(PingPongFault::OwnRing) => {
-                            let b = kb.get(own, i32t.into()).into_int_value();
-                            let n = kb.sub(kb.umax(u.lo, u.hi), u.lo);
-                            kb.set(own, kb.add(b, n).into());
-                            b
-                        }
-                        _ => u.base,
-                    };
-                    let ordered = fault != Some(PingPongFault::NoOrder);
-                    if ordered {
-                        let parity = kb.uremc(kb.addc(j, 1 - c as i64), 2);
-                        kb.mbarrier_wait(order(kb, c), parity);
-                    }
-                    let math = WarpMath::new(kb, &mine, ltid);
-                    let hand_over = |kb: &Kb<'_, 'ctx>| {
-                        if ordered {
-                            kb.mbarrier_arrive(order(kb, 1 - c));
-                        }
-                    };
-                    consume(kb, &math, ltid, u.lo, u.hi, Some(base), &hand_over);
-                    write(kb, &mine, &math, u.tile, ltid);
-                });
-            });
-            kb.set_barrier_scope(None);
-        });
-    }
 }

@@ -318,14 +318,17 @@ impl PerfConfig {
                 self.stages
             ));
         }
-        if self.ld.ping_pong() {
-            if self.mma.is_wgmma() && self.warps() != 4 {
-                return Some(format!(
-                    "each ping-pong consumer is one warpgroup computing a whole block tile: \
-                     wm × wn must be bm × bn (here {}×{} in {}×{})",
-                    self.warp_m, self.warp_n, self.block_m, self.block_n
-                ));
-            }
+        // One warpgroup per block tile (with wgmma; the warp-level path has no warpgroups
+        // to specialise, which the `ld` rule says).
+        if self.ld.ping_pong()
+            && self.mma.is_wgmma()
+            && (self.warp_m, self.warp_n) != (self.block_m, self.block_n)
+        {
+            return Some(format!(
+                "each ping-pong consumer is one warpgroup computing a whole block tile: \
+                 wm × wn must be bm × bn (here {}×{} in {}×{})",
+                self.warp_m, self.warp_n, self.block_m, self.block_n
+            ));
         }
         None
     }
