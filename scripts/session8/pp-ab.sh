@@ -3,10 +3,12 @@
 #  1. `convtune selfcheck` over a wspp-only space (the new knob's kernels verified on the GPU,
 #     fwd / bwd-data / bwd-weight with split-K, a hang recorded as a timeout);
 #  2. per problem: the shipped config alone (pinned), then an exhaustive, fully timed search of a
-#     small space around it in which only ld, the tile (bm 64|128, bn = wn 128|256), mma and the
-#     stages vary (every candidate verified before it is timed);
+#     small space around it in which only ld (ws|wspp), the tile (bm 64|128|256, wm 64|128,
+#     bn 128|256, wn 128|256), mma and the stages vary (every candidate verified first);
 #  3. cuDNN on the same problems (scripts/compare-cudnn.py), same run.
 # Usage: scripts/session8/pp-ab.sh BIN OUT        Output: OUT/table.txt, OUT/*.jsonl, logs.
+# Session 8 ran it (26.9 s) before wm=128 existed, with bm 64|128, wm 64 and --time 16; with
+# wm=128 it takes about 2.5 minutes.
 set -u
 B=${1:?binary}; OUT=${2:?out dir}; mkdir -p "$OUT"; D=$(dirname "$0")
 timeout 25 "$B" selfcheck --space "$D/wspp-only.toml" --problems "$D/pp-selfcheck.txt" --configs 2 \
@@ -18,12 +20,13 @@ while IFS='|' read -r prob shipped; do
   echo "$prob" > "$OUT/p$i.txt"
   "$B" space --problem "$prob" --arch sm_90 --pin "$shipped" > "$OUT/ship$i.toml" 2>>"$OUT/err.txt"
   sed -e 's/^ld = .*/ld = ["ws", "wspp"]/' -e 's/^persistent = .*/persistent = ["1"]/' \
-      -e 's/^block_m = .*/block_m = [64, 128]/' -e 's/^block_n = .*/block_n = [128, 256]/' \
+      -e 's/^block_m = .*/block_m = [64, 128, 256]/' -e 's/^block_n = .*/block_n = [128, 256]/' \
+      -e 's/^warp_m = .*/warp_m = [64, 128]/' \
       -e 's/^warp_n = .*/warp_n = [128, 256]/' -e 's/^mma = .*/mma = ["wg", "wg1"]/' \
       -e 's/^stages = .*/stages = [4, 5, 6]/' -e 's/^xf = .*/xf = ["none"]/' \
       "$OUT/ship$i.toml" > "$OUT/s$i.toml"
   for kind in ship s; do
-    t=8; [ "$kind" = s ] && t=16
+    t=8; [ "$kind" = s ] && t=30
     timeout $((t + 10)) "$B" --time "$t" --problems "$OUT/p$i.txt" --arch sm_90 --space "$OUT/$kind$i.toml" \
       --strategy exhaustive --full-timing --db "$OUT/db-$kind$i.toml" --journal "$OUT/j-$kind$i.jsonl" \
       --report "$OUT/r-$kind.json" --quiet > "$OUT/log-$kind$i.txt" 2>&1
