@@ -185,10 +185,13 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let per = (n / 2) as usize;
         kb.wgmma_fence();
         for kk in 0..c.block_k / 16 {
+            let das: Vec<_> = a_addrs
+                .iter()
+                .map(|&a_addr| desc(ta, kb.addc(a_addr, step(ta, kk))))
+                .collect();
             let db = desc(tb, kb.addc(b_addr, step(tb, kk)));
             let trans = [!ta.kmajor, !tb.kmajor];
-            for (r, a_addr) in a_addrs.iter().enumerate() {
-                let da = desc(ta, kb.addc(*a_addr, step(ta, kk)));
+            for (r, &da) in das.iter().enumerate() {
                 let part = r * per..(r + 1) * per;
                 let out = kb.wgmma(self.plan.dt, n, trans, da, db, &acc[part.clone()]);
                 acc.splice(part, out);

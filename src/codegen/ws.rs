@@ -338,17 +338,16 @@ pub(crate) fn emit<'ctx>(
             }
         );
         let (ta, tb) = (&plan.smem.a, &plan.smem.b);
-        // One block tile's consumers (threads `tid - first..`): zeroed accumulators, the K
-        // tiles `[lo, hi)` from ring position `base`, `issued` once every tile's wait passed
-        // and its multiply was issued, the drain.
+        // One block tile's consumers (`lane0`: the thread is its warp's lane 0): zeroed
+        // accumulators, the K tiles `[lo, hi)` from ring position `base`, `issued` once every
+        // tile's wait passed and its multiply was issued, the drain.
         let consume = |kb: &Kb<'_, 'ctx>,
                        math: &WarpMath<'_, 'ctx>,
-                       ltid: IntValue<'ctx>,
+                       lane0: IntValue<'ctx>,
                        lo: IntValue<'ctx>,
                        hi: IntValue<'ctx>,
                        base: Option<IntValue<'ctx>>,
                        issued: &dyn Fn(&Kb<'_, 'ctx>)| {
-            let lane0 = kb.eq(kb.uremc(ltid, plan.warp), kb.c(0));
             let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
                 kb.if_then(lane0, |kb| kb.mbarrier_arrive(empty(kb, stage)));
             };
@@ -385,16 +384,18 @@ pub(crate) fn emit<'ctx>(
         }
         kb.set_barrier_scope(Some((CONSUMER_BARRIER, t)));
         let none = |_: &Kb<'_, 'ctx>| {};
+        let lane0 = |kb: &Kb<'_, 'ctx>| kb.eq(kb.uremc(tid, plan.warp), kb.c(0));
         match work {
             Work::One { tile, lo, hi } => {
                 let math = WarpMath::new(kb, plan, tid);
-                consume(kb, &math, tid, *lo, *hi, None, &none);
+                consume(kb, &math, lane0(kb), *lo, *hi, None, &none);
                 write(kb, plan, &math, tile, tid);
             }
             Work::Walk => {
+                let lane0 = lane0(kb);
                 walk(kb, plan, |kb, u| {
                     let math = WarpMath::new(kb, plan, tid);
-                    consume(kb, &math, tid, u.lo, u.hi, Some(u.base), &none);
+                    consume(kb, &math, lane0, u.lo, u.hi, Some(u.base), &none);
                     write(kb, plan, &math, u.tile, tid);
                 });
             }

@@ -66,7 +66,7 @@ pub fn with_ping_pong_fault<R>(fault: PingPongFault, f: impl FnOnce() -> R) -> R
     out.unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
-/// What one consumer of the persistent walk runs per K range: `consume(kb, math, ltid, lo,
+/// What one consumer of the persistent walk runs per K range: `consume(kb, math, lane0, lo,
 /// hi, base, issued)` (see [`super::ws::emit`]).
 pub(super) type Consume<'s, 'ctx> = dyn Fn(
         &Kb<'_, 'ctx>,
@@ -115,6 +115,7 @@ pub(super) fn emit<'ctx>(
             kb.set_barrier_scope(Some((CONSUMER_BARRIER + c, t)));
             // Fault `OwnRing`: a ring counter over this consumer's units only.
             let own = kb.var(kb.c(0).into());
+            let lane0 = kb.eq(kb.uremc(ltid, plan.warp), kb.c(0));
             walk(kb, plan, |kb, u| {
                 let turn_is_mine = kb.eq(kb.uremc(u.index, PING_PONG_CONSUMERS), kb.c(c as i64));
                 kb.if_then(turn_is_mine, |kb| {
@@ -139,7 +140,7 @@ pub(super) fn emit<'ctx>(
                             kb.mbarrier_arrive(order(kb, 1 - c));
                         }
                     };
-                    consume(kb, &math, ltid, u.lo, u.hi, Some(base), &hand_over);
+                    consume(kb, &math, lane0, u.lo, u.hi, Some(base), &hand_over);
                     write(kb, &mine, &math, u.tile, ltid);
                 });
             });
