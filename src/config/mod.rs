@@ -109,7 +109,7 @@ pub enum LoadPath {
     /// persistent walk), so that while one runs its main loop the other runs its epilogue; an
     /// order barrier hands the tensor cores from one consumer's main loop to the other's. The
     /// producer fills the ring in the order the consumers take the units. What the tile fields
-    /// mean for it: [`PerfConfig::consumer_warpgroups`]. Needs `pk=1`.
+    /// mean for it: [`PerfConfig::consumer_warps`]. Needs `pk=1`.
     WsPingPong,
 }
 
