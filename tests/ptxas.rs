@@ -61,3 +61,61 @@ fn shipped_sm90_kernels_assemble_without_serialised_wgmma() {
         failures.join("\n")
     );
 }
+
+/// The ping-pong kernels (`ld=wspp`) the H200 A/B runs, on the three problems it was built
+/// for (short K, where the cooperative kernel's epilogue idles the tensor cores), assemble for
+/// `sm_90a` without serialised `wgmma` or an ignored `setmaxnreg`, with both consumers' main
+/// loops in one kernel.
+#[test]
+fn ping_pong_kernels_assemble_without_serialised_wgmma() {
+    let Some(ptxas) = Ptxas::find() else {
+        eprintln!(
+            "SKIP: no ptxas (set {}): ping-pong kernels not assembled",
+            convtune::runtime::PTXAS_ENV
+        );
+        return;
+    };
+    let problems = [
+        "convbfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -F 1 --layout NHWC",
+        "convbfp16 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC",
+        "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+        "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+    ];
+    let configs = [
+        "v4:bm=64,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg1,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=64,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=64,bn=128,bk=64,wm=64,wn=128,st=6,va=8,vb=8,vc=8,lds=swz,sk=1,rs=4,mma=wg1,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=64,bn=256,bk=64,wm=64,wn=256,st=4,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=wg,red=fixup,ld=wspp,pk=1,xf=none",
+        // 128 × 128 a consumer (two m64 instructions a k step), and the cooperative 256 × 128.
+        "v4:bm=128,bn=128,bk=64,wm=128,wn=128,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=128,bn=128,bk=64,wm=128,wn=128,st=5,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg1,red=atomic,ld=wspp,pk=1,xf=none",
+        "v4:bm=256,bn=128,bk=64,wm=128,wn=128,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=8,mma=wg1,red=atomic,ld=ws,pk=1,xf=none",
+    ];
+    let target = Target::parse("sm_90").unwrap();
+    let jobs: Vec<(&str, &str)> = problems
+        .iter()
+        .flat_map(|p| configs.iter().map(move |c| (*p, *c)))
+        .collect();
+    let failures: Vec<String> = jobs
+        .par_iter()
+        .filter_map(|&(p, c)| {
+            let l = lower(&problem(p));
+            let c = cfg(c);
+            if convtune::legality::check(&l, &c, &convtune::arch::Arch::SM_90).is_err() {
+                return None;
+            }
+            let compiled = compile_conv(&l, &c, target).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            let ptx = compiled.module.ptx().expect("sm_90 makes PTX");
+            assert!(ptx.contains("mbarrier.try_wait.parity"), "{p} {c}");
+            let why = match ptxas.assemble(ptx) {
+                Err(e) => Some(e),
+                Ok(a) => {
+                    eprintln!("{p} {c}: {} bytes of spills", a.spill_bytes());
+                    a.fatal_warning().map(|w| w.trim().to_string())
+                }
+            };
+            why.map(|w| format!("{p} {c}: {w}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

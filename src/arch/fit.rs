@@ -17,6 +17,10 @@ pub const WGMMA_LINE_BYTES: u32 = 128;
 /// the buffer two tiles back, which every warpgroup must have finished reading.
 pub const WGMMA_IN_FLIGHT_STAGES: u32 = 3;
 
+/// Most instruction row blocks (m64) in one warpgroup tile: `wm` is 64 or 128. The
+/// accumulator registers (`wm × wn / 128` a thread) bound the tile further, in legality.
+pub const WGMMA_ROW_BLOCKS_MAX: u32 = 2;
+
 /// Why a tile does not fit the warpgroup MMA.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WgmmaMisfit {
@@ -34,8 +38,8 @@ pub enum WgmmaMisfit {
         /// The types that fit, "f16 or bf16".
         types: String,
     },
-    /// The warpgroup tile's rows are not the instruction's.
-    #[error("wm = {warp_m} (the warpgroup tile has {m} rows)")]
+    /// The warpgroup tile's rows are not one or two of the instruction's row blocks.
+    #[error("wm = {warp_m} (the warpgroup tile has {m} or {} rows)", 2 * m)]
     Rows {
         /// wm.
         warp_m: u32,
@@ -71,7 +75,8 @@ pub enum WgmmaMisfit {
     },
 }
 
-/// One `wgmma` instruction shape, m × n × k.
+/// The `wgmma` shape of a warpgroup tile, m × n × k: instructions of 64 × n × k, one per 64
+/// rows (m = 64 or 128) for each k step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WgmmaShape {
     /// Rows (the warpgroup tile's wm).
@@ -108,7 +113,9 @@ pub fn wgmma_tile(
     block_k: u32,
 ) -> Result<WgmmaShape, WgmmaMisfit> {
     let unit = wgmma_unit(arch, dtype)?;
-    if warp_m != unit.m {
+    // One instruction row block, or two (the warpgroup issues two m64 instructions per k
+    // step on the same B: a 128-row tile, a ping-pong consumer's whole block tile).
+    if warp_m != unit.m && warp_m != WGMMA_ROW_BLOCKS_MAX * unit.m {
         return Err(WgmmaMisfit::Rows { warp_m, m: unit.m });
     }
     if !warp_n.is_multiple_of(unit.n_step) || warp_n > unit.n_max {
@@ -123,7 +130,7 @@ pub fn wgmma_tile(
         return Err(WgmmaMisfit::Depth { block_k, bytes });
     }
     Ok(WgmmaShape {
-        m: unit.m,
+        m: warp_m,
         n: warp_n,
         k: unit.k_bytes / dtype.bytes(),
     })
@@ -224,6 +231,12 @@ mod tests {
             wgmma_tile(&h, DType::F16, 32, 128, 64),
             Err(WgmmaMisfit::Rows { .. })
         ));
+        assert!(matches!(
+            wgmma_tile(&h, DType::F16, 192, 128, 64),
+            Err(WgmmaMisfit::Rows { .. })
+        ));
+        let s = wgmma_tile(&h, DType::BF16, 128, 128, 64).unwrap();
+        assert_eq!((s.m, s.n), (128, 128));
         assert!(matches!(
             wgmma_tile(&h, DType::F16, 64, 264, 64),
             Err(WgmmaMisfit::Columns { .. })

@@ -64,16 +64,13 @@ pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bo
 /// walks the persistent grid's work units, or its stream-K units.
 fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     let tid = kb.thread_idx();
-    let write = |kb: &Kb<'_, 'ctx>, math: &WarpMath<'_, 'ctx>, unit: &Unit<'ctx>| {
-        write_unit(kb, plan, math, unit, tid)
-    };
     let walk = match plan.scheduler {
         SchedulerKind::Persistent(_) => Some(Work::Walk),
         SchedulerKind::StreamK(sk) => Some(Work::Stream(sk)),
         SchedulerKind::Raster | SchedulerKind::Phase { .. } => None,
     };
     if let Some(work) = walk {
-        super::ws::emit(kb, plan, &work, tid, write);
+        super::ws::emit(kb, plan, &work, tid, write_unit);
         if fault {
             emit_fault(kb, plan, tid, kb.block_idx(2));
         }
@@ -89,7 +86,7 @@ fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
         hi,
         finish: Finish::Tile,
     };
-    super::ws::emit(kb, plan, &Work::One(unit), tid, write);
+    super::ws::emit(kb, plan, &Work::One(unit), tid, write_unit);
     if fault {
         emit_fault(kb, plan, tid, z);
     }
@@ -97,7 +94,9 @@ fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
 
 /// Writes the finished accumulators of `unit`: through the split-K fix-up where it has one
 /// (a split-K slice, a stream-K unit covering part of its tile), then the staged or the
-/// direct epilogue.
+/// direct epilogue. `plan` and `tid` are those of the warpgroups that computed them: a
+/// ping-pong consumer's ([`super::ws_pingpong`]) has its own epilogue region in `plan.smem`
+/// and its threads counted from 0.
 pub(crate) fn write_unit<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,

@@ -63,7 +63,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let m0 = kb.add(g_m0, slice);
         let n0 = kb.mulc(kb.uremc(tile, warps_n), c.warp_n as i64);
         let (acc_ty, count): (BasicTypeEnum, u32) = match plan.math {
-            Math::Wgmma { n, .. } => (kb.f32t().into(), n / 2),
+            Math::Wgmma { n, .. } => (kb.f32t().into(), wgmma_row_blocks(c) * n / 2),
             Math::Fma {
                 lanes_m, lanes_n, ..
             } => (
@@ -155,7 +155,12 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             };
             kb.add(kb.smem_addr(base), off)
         };
-        let a_addr = origin(ta, a, self.g_m0);
+        // One instruction per 64-row block of the warpgroup tile, each on its own
+        // accumulators (`n / 2` a thread), all on the same B.
+        let blocks = wgmma_row_blocks(c);
+        let a_addrs: Vec<_> = (0..blocks)
+            .map(|r| origin(ta, a, kb.addc(self.g_m0, WGMMA_M as i64 * r as i64)))
+            .collect();
         let b_addr = origin(tb, b, self.n0);
         let i64t = kb.ctx.i64_type();
         let fixed = |t: &SmemTile| {
@@ -177,12 +182,20 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             }
         };
         let mut acc = self.load_floats(kb);
+        let per = (n / 2) as usize;
         kb.wgmma_fence();
         for kk in 0..c.block_k / 16 {
-            let da = desc(ta, kb.addc(a_addr, step(ta, kk)));
+            let das: Vec<_> = a_addrs
+                .iter()
+                .map(|&a_addr| desc(ta, kb.addc(a_addr, step(ta, kk))))
+                .collect();
             let db = desc(tb, kb.addc(b_addr, step(tb, kk)));
             let trans = [!ta.kmajor, !tb.kmajor];
-            acc = kb.wgmma(self.plan.dt, n, trans, da, db, &acc);
+            for (r, &da) in das.iter().enumerate() {
+                let part = r * per..(r + 1) * per;
+                let out = kb.wgmma(self.plan.dt, n, trans, da, db, &acc[part.clone()]);
+                acc.splice(part, out);
+            }
         }
         kb.wgmma_commit();
         let acc = kb.wgmma_wait(u32::from(in_flight), &acc);
@@ -445,10 +458,12 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 // wgmma m64nN f32 D (PTX ISA "Register Fragments" for wgmma): warp w%4 of the
                 // warpgroup holds rows 16·(w%4) + [0, 16) (folded into m0), and each thread
                 // holds the m16n8 C fragment of mma.sync for each of the N/8 column blocks:
-                // d[4j + r] at row l/4 + 8·(r/2), column 8j + 2·(l%4) + r%2.
-                let fm = match self.plan.math {
-                    Math::Wgmma { .. } => 1,
-                    _ => c.warp_m / 16,
+                // d[4j + r] at row l/4 + 8·(r/2), column 8j + 2·(l%4) + r%2. A 128-row
+                // warpgroup tile is two such blocks 64 rows apart, the second's values after
+                // the first's. mma.sync: warp_m/16 fragments 16 rows apart.
+                let (fm, pitch) = match self.plan.math {
+                    Math::Wgmma { .. } => (wgmma_row_blocks(c), WGMMA_M),
+                    _ => (c.warp_m / 16, 16),
                 };
                 let fnn = c.warp_n / 8;
                 let r0 = kb.add(self.m0, kb.udivc(l, 4));
@@ -463,7 +478,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 }
                 (
                     (0..2 * fm)
-                        .map(|x| kb.addc(r0, (16 * (x / 2) + 8 * (x % 2)) as i64))
+                        .map(|x| kb.addc(r0, (pitch * (x / 2) + 8 * (x % 2)) as i64))
                         .collect(),
                     (0..2 * fnn)
                         .map(|x| kb.addc(c0, (8 * (x / 2) + x % 2) as i64))
@@ -498,4 +513,13 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         };
         AccLayout { rows, cols, items }
     }
+}
+
+/// Rows of one `wgmma` instruction (m64nNk16).
+const WGMMA_M: u32 = 64;
+
+/// The `wgmma` instructions per k step of a warpgroup tile: one per 64 rows of `wm` (the fit
+/// rule allows 64 and 128).
+fn wgmma_row_blocks(c: &crate::config::PerfConfig) -> u32 {
+    (c.warp_m / WGMMA_M).max(1)
 }

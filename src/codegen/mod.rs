@@ -60,6 +60,7 @@ mod streamk;
 mod target;
 mod tma;
 mod ws;
+mod ws_pingpong;
 
 pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,
@@ -71,6 +72,7 @@ pub use spec::Capability;
 pub use target::Target;
 #[doc(hidden)]
 pub use ws::with_ring_reset_per_unit;
+pub use ws_pingpong::{with_ping_pong_fault, PingPongFault};
 
 pub use crate::abi::Module;
 

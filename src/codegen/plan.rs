@@ -328,10 +328,13 @@ impl<'l> GemmPlan<'l> {
         // The mbarriers go after everything the staged epilogue may reuse.
         let barriers_at = smem_bytes.next_multiple_of(8);
         let pipeline_end = if c.ld.uses_tma() {
-            barriers_at + 8 * (c.ld.mbarriers_per_stage() * c.stages) as u64
+            barriers_at + 8 * c.ld.mbarriers(c.stages) as u64
         } else {
             smem_bytes
         };
+        // `wspp`: one epilogue region per consumer warpgroup (each writes its own tile while
+        // the other multiplies), laid out alike.
+        let regions = c.tiles_per_block();
         // pk=1: the producer refills stages while the consumers run the epilogue, so the
         // epilogue's shared memory (the fix-up's verdict words, the staged C tile) is a region
         // of its own after the barriers ([`persistent_epilogue`]).
@@ -339,7 +342,12 @@ impl<'l> GemmPlan<'l> {
         let c_stage = if c.vec_c > 1 && atomic.is_none() {
             let budget = match epilogue {
                 None => smem_bytes,
-                Some(at) => (arch.smem_per_block as u64).saturating_sub(at.c_at as u64),
+                Some(at) => crate::config::persistent_c_budget(
+                    pipeline_end,
+                    arch.smem_per_block as u64,
+                    regions,
+                )
+                .saturating_sub(at.c_at as u64 - at.verdict_at as u64),
             };
             let st = c_stage(p, gemm, c, budget).map_err(|r| {
                 fail(format!(
@@ -362,7 +370,7 @@ impl<'l> GemmPlan<'l> {
         };
         let tma_used = tma.iter().any(Option::is_some);
         let ws = if c.ld.warp_specialised() {
-            let w = super::ws::plan_ws(c, threads, spec).map_err(&fail)?;
+            let w = super::ws::plan_ws(c, c.consumer_warps() * warp, spec).map_err(&fail)?;
             require(Capability::RegisterRealloc, "ld=ws".into())?;
             // The producer's 128 threads issue the cp.async operands' copies.
             for (l, t) in [(&mut a, &tma[0]), (&mut b, &tma[1])] {
@@ -380,10 +388,14 @@ impl<'l> GemmPlan<'l> {
             None
         };
         let barriers = tma_used.then_some(barriers_at as u32);
-        let bytes = match (epilogue, c_stage) {
-            (Some(e), Some(st)) => e.c_at + st.lines_per_pass * st.stride * bytes,
-            (Some(e), None) => e.c_at,
-            (None, _) => pipeline_end as u32,
+        // Bytes from one consumer's epilogue region to the next (`wspp`).
+        let region = epilogue.map_or(0, |_| {
+            let staged = c_stage.map_or(0, |st| st.lines_per_pass * st.stride * bytes);
+            crate::config::persistent_region_bytes(pipeline_end, staged as u64) as u32
+        });
+        let bytes = match epilogue {
+            Some(e) => e.verdict_at + regions * region,
+            None => pipeline_end as u32,
         };
         let smem = Smem {
             a: sa,
@@ -393,6 +405,7 @@ impl<'l> GemmPlan<'l> {
             barriers,
             epilogue: epilogue.map(|e| e.verdict_at),
             c_at: epilogue.map(|e| e.c_at),
+            region,
         };
         if persistent && smem.bytes > arch.smem_per_block {
             // Only pk=1 adds to what the shared-memory rule budgets.

@@ -97,8 +97,8 @@ pub(crate) struct Smem {
     /// Total bytes (what the launcher passes as dynamic shared memory).
     pub bytes: u32,
     /// Byte offset of the 8-byte `mbarrier`s after the tiles (`ld=tma|ws` only):
-    /// [`crate::config::LoadPath::mbarriers_per_stage`] × `stages` of them (`ws`: the full ones, then the empty
-    /// ones).
+    /// [`crate::config::LoadPath::mbarriers`] of them (`ws`: the full ones, then the empty
+    /// ones; `wspp`: then one order barrier per consumer warpgroup).
     pub barriers: Option<u32>,
     /// `pk=1`: byte offset of the fix-up's verdict words, in the epilogue's own region after
     /// the pipeline (the producer refills stages while the consumers run the epilogue);
@@ -106,6 +106,21 @@ pub(crate) struct Smem {
     pub epilogue: Option<u32>,
     /// `pk=1`: byte offset of the staged C tile in that region; `None`: at 0.
     pub c_at: Option<u32>,
+    /// `pk=1`: bytes of one epilogue region (verdict words and staged C); `ld=wspp` has one
+    /// per consumer warpgroup, consumer `c`'s at `c × region` past the first.
+    pub region: u32,
+}
+
+impl Smem {
+    /// The layout consumer warpgroup `c` of a ping-pong block sees: its own epilogue region.
+    pub fn for_consumer(&self, c: u32) -> Smem {
+        let shift = |at: Option<u32>| at.map(|a| a + c * self.region);
+        Smem {
+            epilogue: shift(self.epilogue),
+            c_at: shift(self.c_at),
+            ..*self
+        }
+    }
 }
 
 /// The C tile staged in shared memory (output type) so that threads store whole vectors along

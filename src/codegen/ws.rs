@@ -2,7 +2,9 @@
 //! (thread ids `0..T`, `T = plan.threads`, so math, epilogues and the fix-up are the other
 //! paths' code) plus one producer warpgroup appended (ids `T..T+128`). The producer only loads,
 //! the consumers only multiply, and they meet on a full/empty `mbarrier` pair per stage, never
-//! on a block barrier inside the K loop.
+//! on a block barrier inside the K loop. With `ld=wspp` the consumers are two warpgroups with
+//! a block tile each (ids `0..2T`), taking alternate units of the persistent walk in turn
+//! ([`super::ws_pingpong`]); the producer and the ring below are the same.
 //!
 //! Protocol, K tile `t` of the block's range (`rel = t - lo`, stage `s = rel % S`, use
 //! `u = rel / S` of that stage):
@@ -40,17 +42,25 @@ use super::schedule_persistent::PersistentScheduler;
 use super::spec::TargetSpec;
 use super::streamk::walk_units;
 use super::tma::Issue;
+use super::ws_pingpong::PingPongFault;
 use crate::arch::ws::{ws_block, WsBlock};
-use crate::config::{PerfConfig, StreamK};
+use crate::config::{PerfConfig, StreamK, PING_PONG_CONSUMERS};
 use inkwell::values::{IntValue, PointerValue};
 
 /// The named barrier the consumers use after the loop (0 is the block barrier).
-const CONSUMER_BARRIER: u32 = 1;
+pub(super) const CONSUMER_BARRIER: u32 = 1;
 
 /// Consumer arrivals on an empty barrier: one per consumer warp (its lane 0), after the
 /// warp's `wgmma.wait_group` (which the whole warp executes together) retired the group.
+/// Ping-pong: the warps of the one consumer warpgroup that read the stage (`plan.threads` is
+/// one block tile's warpgroup).
 fn empty_arrivals(plan: &GemmPlan) -> u32 {
-    plan.threads / plan.warp
+    let warps = plan.threads / plan.warp;
+    match super::ws_pingpong::fault() {
+        // Every consumer warp of the block, as the cooperative loop counts them.
+        Some(PingPongFault::CooperativeEmpty) => warps * PING_PONG_CONSUMERS,
+        _ => warps,
+    }
 }
 
 /// The block of `ld=ws` over `consumers` threads, or why `cfg` cannot have one.
@@ -110,25 +120,36 @@ fn issue<'p, 'a, 'ctx>(
     }
 }
 
-/// Calls `body(kb, unit, base)` for each unit the block walks (`work` is a walk), `base` the
-/// ring counter of the unit's first K tile (the K tiles of the units before it); returns the
-/// counter after the last unit.
-fn walk<'ctx>(
+/// Where a unit sits in the block's walk (what [`walk`] passes its body besides the unit).
+pub(super) struct Step<'ctx> {
+    /// The ring counter of the unit's first K tile (the K tiles of the units before it,
+    /// whoever consumes them).
+    pub base: IntValue<'ctx>,
+    /// Its place in the persistent grid's walk (0, 1, …: what the ping-pong consumers
+    /// alternate on); `None` on the stream-K walk, which `ld=wspp` does not take
+    /// ([`PerfConfig::stream_refusal`]).
+    pub index: Option<IntValue<'ctx>>,
+}
+
+/// Calls `body(kb, unit, step)` for each unit the block walks (`work` is a walk), in order;
+/// returns the ring counter after the last unit. The cooperative consumers, the ping-pong
+/// consumers ([`super::ws_pingpong`]) and the producer all walk here.
+pub(super) fn walk<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     work: &Work<'ctx>,
-    body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>, IntValue<'ctx>),
+    body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>, &Step<'ctx>),
 ) -> IntValue<'ctx> {
     let i32t = kb.i32t();
     let counter = kb.var(kb.c(0).into());
     let reset = RESET_RING.with(|r| r.get());
-    let visit = |kb: &Kb<'_, 'ctx>, unit: &Unit<'ctx>| {
+    let visit = |kb: &Kb<'_, 'ctx>, unit: &Unit<'ctx>, index: Option<IntValue<'ctx>>| {
         let base = if reset {
             kb.c(0)
         } else {
             kb.get(counter, i32t.into()).into_int_value()
         };
-        body(kb, unit, base);
+        body(kb, unit, &Step { base, index });
         // An empty split-K slice (lo ≥ hi) has no K tile.
         let (lo, hi) = (unit.lo, unit.hi);
         kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
@@ -149,23 +170,26 @@ fn walk<'ctx>(
                         hi,
                         finish,
                     },
+                    Some(i),
                 );
             });
         }
-        Work::Stream(sk) => walk_units(kb, plan, sk, visit),
+        Work::Stream(sk) => walk_units(kb, plan, sk, |kb, unit| visit(kb, unit, None)),
         Work::One(_) => unreachable!("one unit is no walk"),
     }
     kb.get(counter, i32t.into()).into_int_value()
 }
 
-/// Emits the warp-specialised body of `work`; the consumers then run `write` (the epilogue,
-/// with the fix-up if any) on each unit's accumulators.
+/// Emits the warp-specialised body of `work`; the consumers then run `write(kb, plan, math,
+/// unit, tid)` (the epilogue, with the fix-up if any: [`super::gemm::write_unit`]) on each
+/// unit's accumulators, with the plan and thread index of the warpgroups that computed them
+/// (a ping-pong consumer's own epilogue region, its threads counted from 0).
 pub(crate) fn emit<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     work: &Work<'ctx>,
     tid: IntValue<'ctx>,
-    write: impl Fn(&Kb<'_, 'ctx>, &WarpMath<'_, 'ctx>, &Unit<'ctx>),
+    write: impl Fn(&Kb<'_, 'ctx>, &GemmPlan, &WarpMath<'_, 'ctx>, &Unit<'ctx>, IntValue<'ctx>),
 ) {
     let ws = plan
         .ws
@@ -195,6 +219,12 @@ pub(crate) fn emit<'ctx>(
             kb.mbarrier_init(full(kb, i), full_count);
             kb.mbarrier_init(empty(kb, i), empty_arrivals(plan));
         }
+        if ws.consumers > t {
+            // Ping-pong: the order barriers, every thread of the other consumer arriving.
+            for c in 0..PING_PONG_CONSUMERS {
+                kb.mbarrier_init(bar(kb, kb.c(super::ws_pingpong::order_slot(s, c))), t);
+            }
+        }
         kb.mbarrier_init_fence();
     });
     kb.barrier();
@@ -213,11 +243,11 @@ pub(crate) fn emit<'ctx>(
         }
     };
     let one = kb.c(1);
-    let consumer = kb.ultc(tid, t);
+    let consumer = kb.ultc(tid, ws.consumers);
     let producer = kb.xor(consumer, kb.ctx.bool_type().const_int(1, false));
     kb.if_then(producer, |kb| {
         kb.setmaxnreg(false, ws.producer_regs);
-        let ptid = kb.addc(tid, -(t as i64));
+        let ptid = kb.addc(tid, -(ws.consumers as i64));
         let loaders = |kb: &Kb<'_, 'ctx>, tile: &Tile<'ctx>| {
             (
                 Loader::new(kb, plan, &plan.gemm.a, ptid, tile.g, tile.m0),
@@ -262,14 +292,14 @@ pub(crate) fn emit<'ctx>(
                 tail(kb, end, *lo);
             }
             (Work::Walk | Work::Stream(_), _) => {
-                let end = walk(kb, plan, work, |kb, unit, base| {
+                let end = walk(kb, plan, work, |kb, unit, step| {
                     let (a, b) = loaders(kb, &unit.tile);
                     produce_unit(
                         kb,
                         &issue(kb, plan, [&a, &b], ptid, bars),
                         unit.lo,
                         unit.hi,
-                        Some(base),
+                        Some(step.base),
                     )
                 });
                 tail(kb, end, kb.c(0));
@@ -299,16 +329,6 @@ pub(crate) fn emit<'ctx>(
     });
     kb.if_then(consumer, |kb| {
         kb.setmaxnreg(true, ws.consumer_regs);
-        kb.set_barrier_scope(Some((CONSUMER_BARRIER, t)));
-        // One unit: its accumulators first (as the kernel always emitted them).
-        let first = match work {
-            Work::One(_) => Some(WarpMath::new(kb, plan, tid)),
-            Work::Walk | Work::Stream(_) => None,
-        };
-        let lane0 = kb.eq(kb.uremc(tid, plan.warp), kb.c(0));
-        let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
-            kb.if_then(lane0, |kb| kb.mbarrier_arrive(empty(kb, stage)));
-        };
         let in_flight = matches!(
             plan.math,
             Math::Wgmma {
@@ -317,12 +337,19 @@ pub(crate) fn emit<'ctx>(
             }
         );
         let (ta, tb) = (&plan.smem.a, &plan.smem.b);
-        // Zeroed accumulators, the K tiles `[lo, hi)` from ring position `base`, the drain.
+        // One block tile's consumers (`lane0`: the thread is its warp's lane 0): zeroed
+        // accumulators, the K tiles `[lo, hi)` from ring position `base`, `issued` once every
+        // tile's wait passed and its multiply was issued, the drain.
         let consume = |kb: &Kb<'_, 'ctx>,
                        math: &WarpMath<'_, 'ctx>,
+                       lane0: IntValue<'ctx>,
                        lo: IntValue<'ctx>,
                        hi: IntValue<'ctx>,
-                       base: Option<IntValue<'ctx>>| {
+                       base: Option<IntValue<'ctx>>,
+                       issued: &dyn Fn(&Kb<'_, 'ctx>)| {
+            let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
+                kb.if_then(lane0, |kb| kb.mbarrier_arrive(empty(kb, stage)));
+            };
             kb.for_range(lo, hi, |kb, kt| {
                 let (stage, parity) = slot_rel(kb, pos(kb, kt, lo, base));
                 kb.mbarrier_wait(full(kb, stage), parity);
@@ -343,6 +370,7 @@ pub(crate) fn emit<'ctx>(
                     release(kb, stage);
                 }
             });
+            issued(kb);
             math.drain(kb);
             if in_flight {
                 kb.if_then(kb.ult(lo, hi), |kb| {
@@ -350,17 +378,24 @@ pub(crate) fn emit<'ctx>(
                 });
             }
         };
+        if ws.consumers > t {
+            return super::ws_pingpong::emit(kb, plan, work, tid, &bar, &consume, &write);
+        }
+        kb.set_barrier_scope(Some((CONSUMER_BARRIER, t)));
+        let none = |_: &Kb<'_, 'ctx>| {};
+        let lane0 = |kb: &Kb<'_, 'ctx>| kb.eq(kb.uremc(tid, plan.warp), kb.c(0));
         match work {
             Work::One(unit) => {
-                let math = first.unwrap_or_else(|| unreachable!());
-                consume(kb, &math, unit.lo, unit.hi, None);
-                write(kb, &math, unit);
+                let math = WarpMath::new(kb, plan, tid);
+                consume(kb, &math, lane0(kb), unit.lo, unit.hi, None, &none);
+                write(kb, plan, &math, unit, tid);
             }
             Work::Walk | Work::Stream(_) => {
-                walk(kb, plan, work, |kb, unit, base| {
+                let lane0 = lane0(kb);
+                walk(kb, plan, work, |kb, unit, step| {
                     let math = WarpMath::new(kb, plan, tid);
-                    consume(kb, &math, unit.lo, unit.hi, Some(base));
-                    write(kb, &math, unit);
+                    consume(kb, &math, lane0, unit.lo, unit.hi, Some(step.base), &none);
+                    write(kb, plan, &math, unit, tid);
                 });
             }
         }

@@ -104,13 +104,25 @@ pub enum LoadPath {
     /// per stage with parity waits and no block barrier in the K loop; `setmaxnreg` moves
     /// registers from the producer to the consumers. Needs `mma=wg|wg1` and two stages or more.
     Ws,
+    /// `ws` with ping-pong consumers (CUTLASS sm90's "Pingpong" kernel): two consumer
+    /// warpgroups, each owning a whole block tile of its own (alternate work units of the
+    /// persistent walk), so that while one runs its main loop the other runs its epilogue; an
+    /// order barrier hands the tensor cores from one consumer's main loop to the other's. The
+    /// producer fills the ring in the order the consumers take the units. What the tile fields
+    /// mean for it: [`PerfConfig::consumer_warps`]. Needs `pk=1`.
+    WsPingPong,
 }
 
 impl LoadPath {
     /// Every path, in the lattice order the search walks (the order of [`Self::NAMES`]).
-    pub const ALL: [LoadPath; 3] = [LoadPath::Cp, LoadPath::Tma, LoadPath::Ws];
+    pub const ALL: [LoadPath; 4] = [
+        LoadPath::Cp,
+        LoadPath::Tma,
+        LoadPath::Ws,
+        LoadPath::WsPingPong,
+    ];
     /// The names in config strings and search-space files, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 3] = ["cp", "tma", "ws"];
+    pub const NAMES: [&'static str; 4] = ["cp", "tma", "ws", "wspp"];
 
     /// The name in config strings and search-space files.
     pub fn name(self) -> &'static str {
@@ -122,22 +134,43 @@ impl LoadPath {
         self != LoadPath::Cp
     }
 
-    /// Whether a producer warpgroup loads and the consumers only multiply (`ws`).
+    /// Whether a producer warpgroup loads and the consumers only multiply (`ws`, `wspp`).
     pub fn warp_specialised(self) -> bool {
-        self == LoadPath::Ws
+        matches!(self, LoadPath::Ws | LoadPath::WsPingPong)
+    }
+
+    /// Whether the consumer warpgroups take alternate work units (`wspp`) rather than
+    /// cooperate on one (`ws`).
+    pub fn ping_pong(self) -> bool {
+        self == LoadPath::WsPingPong
     }
 
     /// The 8-byte `mbarrier`s per pipeline stage: none for `cp`, one (the stage's copies
-    /// landed) for `tma`, a full/empty pair for `ws` (the empty one: the consumers are done
-    /// with the stage). Shared-memory budgets in legality and the plan both count these.
+    /// landed) for `tma`, a full/empty pair for `ws`/`wspp` (the empty one: the consumers are
+    /// done with the stage).
     pub fn mbarriers_per_stage(self) -> u32 {
         match self {
             LoadPath::Cp => 0,
             LoadPath::Tma => 1,
-            LoadPath::Ws => 2,
+            LoadPath::Ws | LoadPath::WsPingPong => 2,
         }
     }
+
+    /// The 8-byte `mbarrier`s of a pipeline of `stages`: the stages' ([`Self::mbarriers_per_stage`]),
+    /// then for `wspp` the order barrier's, one per consumer warpgroup (its turn at the tensor
+    /// cores). Shared-memory budgets in legality and the plan both count these.
+    pub fn mbarriers(self, stages: u32) -> u32 {
+        self.mbarriers_per_stage() * stages
+            + if self.ping_pong() {
+                PING_PONG_CONSUMERS
+            } else {
+                0
+            }
+    }
 }
+
+/// Consumer warpgroups of a ping-pong block (`ld=wspp`), each with a block tile of its own.
+pub const PING_PONG_CONSUMERS: u32 = 2;
 
 /// How blocks map to work units (a work unit: one output tile of one group and one split-K
 /// slice): the knob `pk`.
@@ -245,6 +278,26 @@ impl PerfConfig {
         (self.block_m / self.warp_m) * (self.block_n / self.warp_n) * per_tile
     }
 
+    /// Warps of the block that multiply: [`Self::warps`] compute one block tile (`bm × bn`
+    /// in warp tiles of `wm × wn`, warpgroup tiles with `wgmma`), and that is the block but
+    /// for `ld=wspp`, whose [`PING_PONG_CONSUMERS`] consumer warpgroups each compute a block
+    /// tile of their own: there `wm × wn = bm × bn` (one warpgroup per tile, see
+    /// [`Self::ws_refusal`]), and the block's consumers are two such warpgroups. The one place
+    /// the tile fields get that meaning; legality and the planner ask here.
+    pub fn consumer_warps(&self) -> u32 {
+        self.warps() * self.tiles_per_block()
+    }
+
+    /// Block tiles a block's consumers hold at once: [`PING_PONG_CONSUMERS`] for `ld=wspp`
+    /// (each with its own epilogue region in shared memory), else 1.
+    pub fn tiles_per_block(&self) -> u32 {
+        if self.ld.ping_pong() {
+            PING_PONG_CONSUMERS
+        } else {
+            1
+        }
+    }
+
     /// K tiles the copies run ahead of the one being multiplied: `stages - 1`, one fewer with
     /// `mma=wg1`, whose group in flight still reads the buffer before the current one.
     pub fn tiles_ahead(&self) -> u32 {
@@ -271,9 +324,10 @@ impl PerfConfig {
         (self.red == Reduction::Stream).then(|| StreamK::new(tiles, k_tiles, units))
     }
 
-    /// What `ld=ws` cannot do with this config's pipeline depth, whatever the arch: the rule
-    /// legality (at the `ld` loop, whose level `st` shares) and the code generator's planner
-    /// share. `None` also when `ld` is not `ws`.
+    /// What `ld=ws|wspp` cannot do with this config's pipeline depth (and for `wspp` its tile
+    /// shape), whatever the arch: the rule legality (at the `ld` loop, whose level `st`
+    /// shares) and the code generator's planner share. `None` also when `ld` is neither.
+    /// (`wspp`'s grid is [`Self::persistent_refusal`]'s, its stream-K [`Self::stream_refusal`]'s.)
     pub fn ws_refusal(&self) -> Option<String> {
         if self.ld.warp_specialised() && self.stages < 2 {
             return Some(format!(
@@ -282,19 +336,40 @@ impl PerfConfig {
                 self.stages
             ));
         }
+        // One warpgroup per block tile (with wgmma; the warp-level path has no warpgroups
+        // to specialise, which the `ld` rule says).
+        if self.ld.ping_pong()
+            && self.mma.is_wgmma()
+            && (self.warp_m, self.warp_n) != (self.block_m, self.block_n)
+        {
+            return Some(format!(
+                "each ping-pong consumer is one warpgroup computing a whole block tile: \
+                 wm × wn must be bm × bn (here {}×{} in {}×{})",
+                self.warp_m, self.warp_n, self.block_m, self.block_n
+            ));
+        }
         None
     }
 
     /// What the persistent grid (`pk`) rule refuses in this config, whatever the problem: the
     /// rule legality (at the `pk` loop, the last field it reads) and the code generator's
-    /// planner share. `pk=1` is built for `ld=ws` only; and on `ld=ws` stream-K *is* the
-    /// persistent walk, so `red=stream` there needs `pk=1`. `None` otherwise.
+    /// planner share. `pk=1` is built for `ld=ws|wspp` only; on `ld=ws` stream-K *is* the
+    /// persistent walk, so `red=stream` there needs `pk=1`; and `ld=wspp`'s consumers take
+    /// alternate units of the persistent walk, so it needs `pk=1` whatever `red`. `None`
+    /// otherwise.
     pub fn persistent_refusal(&self) -> Option<String> {
         let persistent = self.persistent == Grid::Persistent;
+        if !persistent && self.ld.ping_pong() {
+            return Some(
+                "ld=wspp: the ping-pong consumers take alternate work units of the persistent \
+                 walk; it needs pk=1"
+                    .into(),
+            );
+        }
         if persistent && !self.ld.warp_specialised() {
             return Some(format!(
-                "pk=1 with ld={}: the persistent grid is built for ld=ws (its producer's ring \
-                 runs on across work units); use pk=0{}",
+                "pk=1 with ld={}: the persistent grid is built for ld=ws and ld=wspp (their \
+                 producer's ring runs on across work units); use pk=0{}",
                 self.ld.name(),
                 if self.red == Reduction::Stream {
                     " (red=stream on ld=cp is a persistent schedule of its own)"
@@ -334,6 +409,16 @@ impl PerfConfig {
             return Some(
                 "a stream-K block walks several tiles and ld=tma sets up its mbarriers once \
                  per tile; use ld=ws with pk=1 (its ring runs on across tiles) or ld=cp"
+                    .into(),
+            );
+        }
+        if self.ld.ping_pong() {
+            // Its consumers alternate on the persistent walk's unit index; the stream-K walk
+            // would hand them partial tiles through the fix-up, not wired or tested for two
+            // epilogue regions.
+            return Some(
+                "ld=wspp's ping-pong consumers take alternate units of the persistent grid's \
+                 walk, not stream-K's; use ld=ws with pk=1"
                     .into(),
             );
         }
@@ -386,6 +471,25 @@ pub fn persistent_epilogue_at(pipeline_end: u64) -> (u64, u64) {
     (verdict, (verdict + 8).next_multiple_of(16))
 }
 
+/// Bytes of one persistent epilogue region (verdict words, then `staged` bytes of C) of a
+/// pipeline ending at `pipeline_end`, rounded to 16 so that a second region (`ld=wspp`, one
+/// per consumer warpgroup) repeats the first's alignment.
+pub fn persistent_region_bytes(pipeline_end: u64, staged: u64) -> u64 {
+    let (verdict, c_at) = persistent_epilogue_at(pipeline_end);
+    (c_at - verdict + staged).next_multiple_of(16)
+}
+
+/// The bytes each of `regions` persistent epilogue regions may take below `limit` (the
+/// block's shared memory) after a pipeline ending at `pipeline_end`.
+pub fn persistent_c_budget(pipeline_end: u64, limit: u64, regions: u32) -> u64 {
+    let (verdict, _) = persistent_epilogue_at(pipeline_end);
+    let left = limit.saturating_sub(verdict);
+    match regions {
+        0 | 1 => left,
+        n => left / u64::from(n) / 16 * 16,
+    }
+}
+
 /// A stream-K schedule (`red=stream`), data-parallel and stream-K in one (CUTLASS's
 /// "DP + SK", the stream-K paper's hybrid): `blocks` persistent blocks, at most one per SM.
 /// The output tiles are cut in two regions, tile-major:
@@ -405,6 +509,8 @@ pub fn persistent_epilogue_at(pipeline_end: u64) -> (u64, u64) {
 /// full waves it is everything (plain stream-K). Either way the busiest block walks
 /// `dp_waves · k_tiles + per_block` iterations. The one place legality, the cost model and
 /// the code generators (`ld=cp`, and `ld=ws` with `pk=1`) take the schedule from.
+///
+/// (`ld=wspp` does not walk it: [`PerfConfig::stream_refusal`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamK {
     /// Output tiles.

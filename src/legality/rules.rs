@@ -61,7 +61,7 @@ pub enum Rule {
     VectorC,
     /// TMA loads: a tensor map describes the tiles (`ld=tma`).
     Tma,
-    /// The persistent grid (`pk=1`): built for `ld=ws`, its epilogue region fits.
+    /// The persistent grid (`pk=1`): built for `ld=ws|wspp`, its epilogue region fits.
     Persistent,
     /// The layout transform applies (`xf`): some tensor changes.
     Transform,

@@ -403,7 +403,7 @@ fn estimate_with(
             None => (blocks, k_steps, sms * u64::from(bps.max(1))),
         };
         let resident = blocks.min(sms * u64::from(bps));
-        let per_sm_warps = (ceil_div(resident, sms) as f64) * f64::from(c.warps());
+        let per_sm_warps = (ceil_div(resident, sms) as f64) * f64::from(c.consumer_warps());
         // Pipeline depth: the tile multiplied and those the copies run ahead. `mma=wg1` keeps a
         // wgmma group in flight, so its copies run one tile less ahead than `wg` at the same
         // stage count. That loss is modelled; the overlap the group in flight buys is not, and
@@ -515,6 +515,11 @@ const UNIT_OVERHEAD_STEPS: f64 = 2.0;
 /// the walk: `(k + O/2 + O/(2u)) / (k + O)` for `k` K steps per unit. One unit a block (units
 /// ≤ grid) gains nothing; short K with many units per block gains most. 1 for `pk=0`.
 /// With the split-K fix-up it is a loss instead ([`PERSISTENT_FIXUP_LOSS`]).
+///
+/// Ping-pong consumers (`ld=wspp`) also hide each unit's epilogue under the other consumer's
+/// main loop (where it is no longer than `k` steps), so only the walk's first fill and last
+/// epilogue remain: `(k + O/u) / (k + O)`; where the epilogue outlasts the main loop, the
+/// consumers alternate at the epilogue's pace, `(max(k, O/2) + O/u) / (k + O)`.
 fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 {
     if c.persistent != crate::config::Grid::Persistent {
         return 1.0;
@@ -525,6 +530,9 @@ fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 
     let grid = units.min(slots).max(1);
     let per_block = ceil_div(units.max(1), grid) as f64;
     let (k, o) = (k_steps as f64, UNIT_OVERHEAD_STEPS);
+    if c.ld.ping_pong() {
+        return (k.max(o / 2.0) + o / per_block) / (k + o);
+    }
     (k + o / 2.0 + o / (2.0 * per_block)) / (k + o)
 }
 

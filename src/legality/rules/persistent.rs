@@ -1,14 +1,15 @@
-//! The `pk` rule: the persistent grid is built for `ld=ws` only (its producer's ring runs on
-//! across work units; `ld=tma` and `ld=cp` keep one block per unit), stream-K on `ld=ws` is
-//! that walk (so it needs `pk=1`: [`PerfConfig::persistent_refusal`]), and the epilogue's own
-//! shared-memory region must fit:
+//! The `pk` rule: the persistent grid is built for `ld=ws|wspp` only (the producer's ring runs
+//! on across work units; `ld=tma` and `ld=cp` keep one block per unit), stream-K on `ld=ws` is
+//! that walk and `ld=wspp`'s consumers alternate on it (so both need `pk=1`:
+//! [`PerfConfig::persistent_refusal`]), and the epilogue's own shared-memory region (one per
+//! ping-pong consumer) must fit:
 //! with `pk=1` the producer refills stages while the consumers run the epilogue, so the
 //! fix-up's verdict words and the staged C tile (`vc` > 1 without atomics) live after the
 //! pipeline ([`persistent_epilogue_at`], the planner's layout), and at least one staged line
 //! must fit below the arch's per-block limit.
 
 use super::Checker;
-use crate::config::{persistent_epilogue_at, Grid, PerfConfig, Reduction};
+use crate::config::{persistent_epilogue_at, persistent_region_bytes, Grid, PerfConfig, Reduction};
 use crate::legality::rejection::Rejection;
 use crate::lowering::Dim;
 
@@ -22,7 +23,7 @@ impl Checker {
             return Ok(());
         }
         let (pipeline, _) = self.lds_bytes(cfg);
-        let (_, c_at) = persistent_epilogue_at(pipeline);
+        let (verdict, c_at) = persistent_epilogue_at(pipeline);
         let atomic = cfg.split_k > 1 && cfg.red == Reduction::Atomic;
         let staged = cfg.vec_c > 1 && !atomic;
         // One staged line of C: along C's contiguous dimension, padded by one 16-byte chunk.
@@ -42,10 +43,17 @@ impl Checker {
             0
         };
         let limit = u64::from(self.arch.smem_per_block);
-        if c_at + line > limit {
+        // `wspp`: one region per consumer warpgroup.
+        let regions = u64::from(cfg.tiles_per_block());
+        if verdict + regions * persistent_region_bytes(pipeline, line) > limit {
             return why(format!(
-                "the epilogue's own shared-memory region (at byte {c_at}, after the {pipeline}-byte \
-                 pipeline{}) exceeds the {limit} bytes a block may use",
+                "the epilogue's own shared-memory region{} (at byte {c_at}, after the \
+                 {pipeline}-byte pipeline{}) exceeds the {limit} bytes a block may use",
+                if regions > 1 {
+                    "s (one per ping-pong consumer)"
+                } else {
+                    ""
+                },
                 if staged {
                     format!(", and one {line}-byte staged line of C")
                 } else {

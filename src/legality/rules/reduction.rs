@@ -1,9 +1,9 @@
 //! The `red` rule: how split-K slices are added up. `red=fixup` only means something with
 //! split-K (a second name for the same kernel would double the space); `red=stream` splits K
-//! itself (so `sk` is 1), not on `ld=tma` ([`PerfConfig::stream_refusal`]), and only where it
-//! helps: the data-parallel schedule's last wave under half full (CUTLASS's rule) and at least
-//! [`StreamK::MIN_PER_BLOCK`] K tiles per block in the stream-K region. Either workspace of
-//! partial tiles must be addressable with the kernels' i32 indices.
+//! itself (so `sk` is 1), not on `ld=tma` or `ld=wspp` ([`PerfConfig::stream_refusal`]), and
+//! only where it helps: the data-parallel schedule's last wave under half full (CUTLASS's rule)
+//! and at least [`StreamK::MIN_PER_BLOCK`] K tiles per block in the stream-K region. Either
+//! workspace of partial tiles must be addressable with the kernels' i32 indices.
 
 use super::{Checker, MAX_FIXUP_PARTIALS};
 use crate::config::{PerfConfig, Reduction, StreamK};

@@ -99,13 +99,10 @@ impl Checker {
             LdsLayout::Padded => rows * 16,
             LdsLayout::Swizzled => 0,
         };
-        // ld=tma|ws: the stages' 8-byte mbarriers after the tiles (8-byte aligned).
-        let barriers = match cfg.ld.mbarriers_per_stage() as u64 {
+        // ld=tma|ws|wspp: the 8-byte mbarriers after the tiles (8-byte aligned).
+        let barriers = match cfg.ld.mbarriers(cfg.stages) as u64 {
             0 => 0,
-            n => {
-                (tiles + padding).next_multiple_of(8) - (tiles + padding)
-                    + 8 * n * cfg.stages as u64
-            }
+            n => (tiles + padding).next_multiple_of(8) - (tiles + padding) + 8 * n,
         };
         (tiles + padding + barriers, padding)
     }

@@ -35,7 +35,9 @@ impl Checker {
             if let Some(why) = cfg.ws_refusal() {
                 return Err(reject(why, None));
             }
-            let consumers = Self::sat(Self::warps(cfg) * self.arch.warp_size as u64);
+            let consumers = Self::sat(
+                Self::warps(cfg) * u64::from(cfg.tiles_per_block() * self.arch.warp_size),
+            );
             let w = ws_block(&self.arch, consumers).map_err(|why| reject(why, None))?;
             if let Some(instr) = self.instr(cfg) {
                 let (acc, frag, staging) = self.register_parts(cfg, &instr);
@@ -75,7 +77,8 @@ impl Checker {
         if !cfg.ld.warp_specialised() {
             return None;
         }
-        let consumers = Self::sat(Self::warps(cfg) * self.arch.warp_size as u64);
+        let consumers =
+            Self::sat(Self::warps(cfg) * u64::from(cfg.tiles_per_block() * self.arch.warp_size));
         ws_block(&self.arch, consumers).ok()
     }
 }
