@@ -28,7 +28,7 @@ use super::rng::SplitMix64;
 use super::{Measured, SearchContext, Strategy};
 use crate::config::{Field, PerField};
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Field pairs whose interaction the correction fits (besides every single field): block tile
 /// shape, warp tile shape, depth × pipeline, and the two load widths.
@@ -73,9 +73,6 @@ const FAIL_FIELD: f64 = 2.0;
 const SAMPLE_ABOVE: usize = 1 << 18;
 /// Size of that sample: one candidate drawn from each of this many equal slices of the list.
 const SAMPLE: usize = 1 << 16;
-/// How deep the first sort of a diverse pick goes (× the batch): deeper only when the best
-/// ones so far share too few tile shapes.
-const DIVERSE_DEPTH: usize = 32;
 
 /// Model-guided local search (the default strategy).
 #[derive(Debug)]
@@ -431,21 +428,40 @@ impl State {
         }
     }
 
-    /// [`Self::diverse`] over every unproposed candidate by `score`, best first: the same
-    /// picks as walking the full ranking, but sorted only as deep as the picks reach (the best
-    /// configs of a space often share a few tile shapes, so the depth grows until the batch is
-    /// full or the candidates run out).
+    /// [`Self::diverse`] over every unproposed candidate by `score`, best first, without
+    /// sorting them: walking that ranking takes, for each tile shape not seen yet, its first
+    /// candidate there, i.e. its best unproposed one (by score, then index), in the order of
+    /// those bests. So one pass finds each shape's best, and only the shapes are sorted. (The
+    /// best configs of a space share a few shapes: a blind batch after the first walked most
+    /// of a 4-million-candidate ranking to find new ones.)
     fn diverse_by(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>) {
-        let mut depth = (DIVERSE_DEPTH * want).max(1);
-        loop {
-            let order = self.best_unproposed(score, depth);
-            let complete = order.len() < depth;
-            self.diverse(&order, want, batch);
-            if batch.len() >= want || complete {
-                return;
-            }
-            depth = depth.saturating_mul(8);
-        }
+        let sizes = SHAPE.map(|f| self.lattice.levels(f).max(1) as u64);
+        let this = &*self;
+        let shape_id = |i: usize| {
+            SHAPE.iter().zip(sizes).fold(0u64, |id, (&f, size)| {
+                id * size + this.lattice.level(i, f) as u64
+            })
+        };
+        let best: HashMap<u64, (i64, u32)> = (0..score.len())
+            .into_par_iter()
+            .filter(|&i| !this.proposed[i])
+            .fold(HashMap::new, |mut best: HashMap<u64, (i64, u32)>, i| {
+                let key = (order_key(score[i]), i as u32);
+                best.entry(shape_id(i))
+                    .and_modify(|b| *b = (*b).min(key))
+                    .or_insert(key);
+                best
+            })
+            .reduce(HashMap::new, |mut a, b| {
+                for (s, key) in b {
+                    a.entry(s).and_modify(|k| *k = (*k).min(key)).or_insert(key);
+                }
+                a
+            });
+        let mut firsts: Vec<(i64, u32)> = best.into_values().collect();
+        firsts.sort_unstable();
+        let order: Vec<usize> = firsts.into_iter().map(|(_, i)| i as usize).collect();
+        self.diverse(&order, want, batch);
     }
 
     fn take(&mut self, i: usize, batch: &mut Vec<usize>) {
