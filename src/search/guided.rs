@@ -73,6 +73,9 @@ const FAIL_FIELD: f64 = 2.0;
 const SAMPLE_ABOVE: usize = 1 << 18;
 /// Size of that sample: one candidate drawn from each of this many equal slices of the list.
 const SAMPLE: usize = 1 << 16;
+/// Tile shapes (the product of the shape fields' value counts) up to which a diverse pick
+/// keeps each shape's best in a table rather than a map.
+const DENSE_SHAPES: u64 = 1 << 16;
 
 /// Model-guided local search (the default strategy).
 #[derive(Debug)]
@@ -435,6 +438,11 @@ impl State {
     /// best configs of a space share a few shapes: a blind batch after the first walked most
     /// of a 4-million-candidate ranking to find new ones.)
     fn diverse_by(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>) {
+        self.diverse_by_table(score, want, batch, DENSE_SHAPES);
+    }
+
+    /// [`Self::diverse_by`] with shapes kept in a table up to `dense` of them.
+    fn diverse_by_table(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>, dense: u64) {
         let sizes = SHAPE.map(|f| self.lattice.levels(f).max(1) as u64);
         let this = &*self;
         let shape_id = |i: usize| {
@@ -442,23 +450,52 @@ impl State {
                 id * size + this.lattice.level(i, f) as u64
             })
         };
-        let best: HashMap<u64, (i64, u32)> = (0..score.len())
+        let unproposed = (0..score.len())
             .into_par_iter()
             .filter(|&i| !this.proposed[i])
-            .fold(HashMap::new, |mut best: HashMap<u64, (i64, u32)>, i| {
-                let key = (order_key(score[i]), i as u32);
-                best.entry(shape_id(i))
+            .map(|i| (shape_id(i), (order_key(score[i]), i as u32)));
+        let shapes: u64 = sizes.iter().product();
+        // Each shape's best: in a table indexed by shape when the shapes are few enough (they
+        // are a few thousand in the built-in spaces), else in a map.
+        let mut firsts: Vec<(i64, u32)> = if shapes <= dense {
+            const NONE: (i64, u32) = (i64::MAX, u32::MAX);
+            let min_into = |mut best: Vec<(i64, u32)>, (s, key): (u64, (i64, u32))| {
+                let b = &mut best[s as usize];
+                *b = (*b).min(key);
+                best
+            };
+            unproposed
+                .fold(|| vec![NONE; shapes as usize], min_into)
+                .reduce(
+                    || vec![NONE; shapes as usize],
+                    |mut a, b| {
+                        for (x, y) in a.iter_mut().zip(b) {
+                            *x = (*x).min(y);
+                        }
+                        a
+                    },
+                )
+                .into_iter()
+                .filter(|&k| k != NONE)
+                .collect()
+        } else {
+            let min_into = |mut best: HashMap<u64, (i64, u32)>, (s, key): (u64, (i64, u32))| {
+                best.entry(s)
                     .and_modify(|b| *b = (*b).min(key))
                     .or_insert(key);
                 best
-            })
-            .reduce(HashMap::new, |mut a, b| {
-                for (s, key) in b {
-                    a.entry(s).and_modify(|k| *k = (*k).min(key)).or_insert(key);
-                }
-                a
-            });
-        let mut firsts: Vec<(i64, u32)> = best.into_values().collect();
+            };
+            unproposed
+                .fold(HashMap::new, min_into)
+                .reduce(HashMap::new, |mut a, b| {
+                    for (s, key) in b {
+                        a.entry(s).and_modify(|k| *k = (*k).min(key)).or_insert(key);
+                    }
+                    a
+                })
+                .into_values()
+                .collect()
+        };
         firsts.sort_unstable();
         let order: Vec<usize> = firsts.into_iter().map(|(_, i)| i as usize).collect();
         self.diverse(&order, want, batch);

@@ -182,10 +182,14 @@ fn diverse_picks_equal_walking_the_full_ranking() {
                 a.proposed[i] = true;
                 b.proposed[i] = true;
             }
-            let (mut x, mut y) = (Vec::new(), Vec::new());
+            let mut m = Guided::new(0).init(&ctx(&l, c));
+            m.proposed.clone_from(&a.proposed);
+            let (mut x, mut y, mut z) = (Vec::new(), Vec::new(), Vec::new());
             a.diverse_by(scores, want, &mut x);
             b.diverse(&full, want, &mut y);
+            m.diverse_by_table(scores, want, &mut z, 0);
             assert_eq!(x, y, "want {want}");
+            assert_eq!(z, y, "want {want}, shapes in a map");
             assert!(!x.is_empty());
         }
     }
