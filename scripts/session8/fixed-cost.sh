@@ -6,6 +6,9 @@
 set -u
 bin=${1:-target/release/convtune}
 export CONVTUNE_CODEGEN_CACHE=off
+# Before session 8 the dry run ranked the whole space before compiling, and `--time` did not
+# stop that: such a run is killed after LIMIT seconds.
+LIMIT=${LIMIT:-40}
 problems=(
   "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC"
   "conv -n 32 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2"
@@ -16,8 +19,10 @@ problems=(
 )
 one() { # budget args...: prints "legal | enumerate, rank | compiled | peak"
   local s
-  s=$( { /usr/bin/time -f "peak %M KB" "$bin" --problem "$p" --arch sm_90 --dry-run --quiet \
-        ${space:+--space $space} "$@" 2>&1; } | grep -E "^summary:|^  raw|^peak" | tr '\n' ' ')
+  s=$( { /usr/bin/time -f "peak %M KB" timeout "$LIMIT" "$bin" --problem "$p" --arch sm_90 \
+        --dry-run --quiet ${space:+--space $space} "$@" 2>&1; } |
+        grep -E "^summary:|^  raw|^peak|status" | tr '\n' ' ')
+  if grep -q "status" <<<"$s"; then printf 'killed after %s s (ranking never ended)' "$LIMIT"; return; fi
   printf '%8s legal | %s | %3s compiled | %4d MB' "$(sed -E 's/.*legal ([0-9]+).*/\1/' <<<"$s")" \
     "$(sed -E 's/.*(enumerate [0-9.]+ s, rank [0-9.]+ s).*/\1/' <<<"$s")" \
     "$(sed -E 's/.*: ([0-9]+) compiled in.*/\1/' <<<"$s")" \
