@@ -4,7 +4,10 @@
 //! 1. The [`cost`](super::cost) model predicts every candidate. The first batches take the top
 //!    of that ranking, one config per tile shape (block and warp tile, `block_k`, split-K) before
 //!    any shape repeats, so the first measurements spread over the space instead of 32 configs
-//!    that differ only in a vector width.
+//!    that differ only in a vector width. A space of millions takes its first batch from a
+//!    stratified sample and is ranked whole at the next call, which the tuner makes while that
+//!    batch compiles (`Guided::sampled_start`): the first compile starts within a sample's
+//!    worth of ranking.
 //! 2. Each measurement corrects the model: the log-residual `ln(measured / predicted)` is fitted
 //!    as a sum of per-field-value terms (and a few field pairs), shrunk towards zero (ridge by
 //!    backfitting), and applied to every unmeasured candidate that shares those values.
