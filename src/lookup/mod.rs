@@ -166,14 +166,32 @@ pub fn find_config_in_space(
         ""
     };
     match fallback::rank(problem, arch, &near, &quick, &in_space) {
-        Some(Pick::Neighbour(n, us)) => {
+        Some(Pick::Neighbour {
+            from: n,
+            config,
+            us,
+        }) => {
+            let adapted = if config == n.config {
+                String::new()
+            } else {
+                format!(
+                    ", its vector widths adapted to this problem (va={} vb={} vc={}; tuned \
+                     there: va={} vb={} vc={})",
+                    config.vec_a,
+                    config.vec_b,
+                    config.vec_c,
+                    n.config.vec_a,
+                    n.config.vec_b,
+                    n.config.vec_c
+                )
+            };
             return Ok(Found {
-                config: n.config,
+                config,
                 reason: format!(
                     "{why}; of the legal configs{within} of the {} nearest tuned problems (by \
-                     GEMM shape, filter, stride, channels per group, layouts) and the quick \
-                     list, the cost model ranks first ({us:.1} µs predicted) the one of {} \
-                     (distance {:.2})",
+                     GEMM shape, filter, stride, channels per group, layouts; with their \
+                     vector widths varied) and the quick list, the cost model ranks first \
+                     ({us:.1} µs predicted) the one of {} (distance {:.2}){adapted}",
                     near.len(),
                     n.key,
                     n.distance
@@ -182,7 +200,7 @@ pub fn find_config_in_space(
                     key: n.key,
                     distance: n.distance,
                 },
-            })
+            });
         }
         Some(Pick::Quick(config, us)) => {
             return Ok(Found {

@@ -4,7 +4,10 @@
 //! 1. The [`cost`](super::cost) model predicts every candidate. The first batches take the top
 //!    of that ranking, one config per tile shape (block and warp tile, `block_k`, split-K) before
 //!    any shape repeats, so the first measurements spread over the space instead of 32 configs
-//!    that differ only in a vector width.
+//!    that differ only in a vector width. A space of millions takes its first batch from a
+//!    stratified sample and is ranked whole at the next call, which the tuner makes while that
+//!    batch compiles (`Guided::sampled_start`): the first compile starts within a sample's
+//!    worth of ranking.
 //! 2. Each measurement corrects the model: the log-residual `ln(measured / predicted)` is fitted
 //!    as a sum of per-field-value terms (and a few field pairs), shrunk towards zero (ridge by
 //!    backfitting), and applied to every unmeasured candidate that shares those values.
@@ -28,7 +31,7 @@ use super::rng::SplitMix64;
 use super::{Measured, SearchContext, Strategy};
 use crate::config::{Field, PerField};
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Field pairs whose interaction the correction fits (besides every single field): block tile
 /// shape, warp tile shape, depth × pipeline, and the two load widths.
@@ -67,6 +70,15 @@ const MAX_PARENTS: usize = 48;
 /// Log-time penalty per unit of a field value's failure rate above the overall rate: a value
 /// that always fails (a miscompiling width, say) sinks, one that fails as often as any does not.
 const FAIL_FIELD: f64 = 2.0;
+/// Spaces of more candidates than this take their first batch from a sample (see
+/// [`Guided::sampled_start`]); smaller ones, every recording among them, are ranked whole from
+/// the start.
+const SAMPLE_ABOVE: usize = 1 << 18;
+/// Size of that sample: one candidate drawn from each of this many equal slices of the list.
+const SAMPLE: usize = 1 << 16;
+/// Tile shapes (the product of the shape fields' value counts) up to which a diverse pick
+/// keeps each shape's best in a table rather than a map.
+const DENSE_SHAPES: u64 = 1 << 16;
 
 /// Model-guided local search (the default strategy).
 #[derive(Debug)]
@@ -74,6 +86,12 @@ pub struct Guided {
     seed: u64,
     arch: Option<CostArch>,
     state: Option<State>,
+    /// A big space's first batch, picked from a sample before the whole space was ranked: the
+    /// candidate count and the picks (taken into the state when it is built).
+    head: Option<(usize, Vec<usize>)>,
+    /// [`SAMPLE_ABOVE`] and [`SAMPLE`] (tests lower them).
+    sample_above: usize,
+    sample: usize,
 }
 
 #[derive(Debug)]
@@ -81,8 +99,6 @@ struct State {
     lattice: Lattice,
     /// ln(predicted µs) per candidate, finite.
     prior: Vec<f64>,
-    /// Candidates by predicted time, best first.
-    ranking: Vec<usize>,
     proposed: Vec<bool>,
     shapes_seen: HashSet<[u32; 6]>,
     batches: u32,
@@ -116,6 +132,9 @@ impl Guided {
             seed,
             arch: None,
             state: None,
+            head: None,
+            sample_above: SAMPLE_ABOVE,
+            sample: SAMPLE,
         }
     }
 
@@ -125,15 +144,83 @@ impl Guided {
             seed,
             arch: Some(arch),
             state: None,
+            head: None,
+            sample_above: SAMPLE_ABOVE,
+            sample: SAMPLE,
         }
     }
 
-    fn init(&self, ctx: &SearchContext<'_>) -> State {
+    /// The same search with the sampled start ([`Self::sampled_start`]) for spaces above
+    /// `above` candidates, from a sample of `sample`.
+    #[cfg(test)]
+    fn sampling(mut self, above: usize, sample: usize) -> Self {
+        self.sample_above = above;
+        self.sample = sample;
+        self
+    }
+
+    /// The cost model for the context's problem.
+    fn model<'a>(&self, ctx: &SearchContext<'a>) -> CostModel<'a> {
         let dtype = ctx.lowering.problem.dtype();
         let machine = self
             .arch
             .unwrap_or_else(|| CostArch::from_arch(ctx.arch, dtype));
-        let model = CostModel::new(ctx.lowering, machine);
+        CostModel::new(ctx.lowering, machine)
+    }
+
+    /// The first batch of a big space, before the whole space is ranked: one candidate from
+    /// each of [`SAMPLE`] equal slices of the list (a seeded draw within the slice, so every
+    /// region of the enumeration, and so every tile shape with more than a slice's worth of
+    /// configs, is represented without aliasing against the inner fields' periods), ranked by
+    /// the model, one per tile shape, best first. Ranking millions of configs (the model, the
+    /// lattice, the sorts) is left to the next call, which the tuner makes while this batch
+    /// compiles: the first candidate compiles after a sample's worth of ranking instead of
+    /// a space's (issue 16: the fixed cost of a problem).
+    fn sampled_start(&self, ctx: &SearchContext<'_>, max: usize) -> Vec<usize> {
+        let n = ctx.candidates.len();
+        let model = self.model(ctx);
+        let mut rng = SplitMix64::new(self.seed ^ 0xBB67_AE85_84CA_A73B);
+        let slices = self.sample.clamp(1, n);
+        let picks: Vec<usize> = (0..slices)
+            .map(|s| {
+                let (lo, hi) = (s * n / slices, (s + 1) * n / slices);
+                lo + rng.below(hi - lo)
+            })
+            .collect();
+        let mut keyed: Vec<(i64, u32)> = picks
+            .into_par_iter()
+            .map(|i| {
+                let t = model.estimate(&ctx.candidates[i]).time_us;
+                let t = if t.is_finite() && t > 0.0 {
+                    t.ln()
+                } else {
+                    f64::INFINITY
+                };
+                (order_key(t), i as u32)
+            })
+            .collect();
+        keyed.par_sort_unstable();
+        let mut seen = HashSet::new();
+        let mut batch: Vec<usize> = keyed
+            .iter()
+            .map(|&(_, i)| i as usize)
+            .filter(|&i| seen.insert(shape(&ctx.candidates[i].codes())))
+            .take(max)
+            .collect();
+        // Fewer shapes than the batch: the best of the rest.
+        for &(_, i) in &keyed {
+            if batch.len() >= max {
+                break;
+            }
+            if !batch.contains(&(i as usize)) {
+                batch.push(i as usize);
+            }
+        }
+        batch
+    }
+
+    fn init(&self, ctx: &SearchContext<'_>) -> State {
+        let model = self.model(ctx);
         let n = ctx.candidates.len();
         // Spaces reach millions of candidates: the model and the sorts run on every core.
         let raw: Vec<f64> = ctx
@@ -158,10 +245,8 @@ impl Guided {
             })
             .collect();
         let lattice = Lattice::new(ctx.candidates);
-        let ranking = rank_all(&prior, (0..n).collect());
         State {
             prior,
-            ranking,
             proposed: vec![false; n],
             shapes_seen: HashSet::new(),
             batches: 0,
@@ -184,17 +269,6 @@ impl Guided {
 fn order_key(x: f64) -> i64 {
     let bits = x.to_bits() as i64;
     bits ^ (((bits >> 63) as u64) >> 1) as i64
-}
-
-/// `candidates` by `score`, best first, ties by index (the order of a stable sort by
-/// `total_cmp`).
-fn rank_all(score: &[f64], candidates: Vec<usize>) -> Vec<usize> {
-    let mut keyed: Vec<(i64, u32)> = candidates
-        .into_par_iter()
-        .map(|i| (order_key(score[i]), i as u32))
-        .collect();
-    keyed.par_sort_unstable();
-    keyed.into_iter().map(|(_, i)| i as usize).collect()
 }
 
 /// The tile shape of a lattice point ([`SHAPE`]).
@@ -353,17 +427,87 @@ impl State {
             if self.proposed[i] {
                 continue;
             }
-            let s = shape(self.lattice.point(i));
+            let s = shape(&self.lattice.point(i));
             if self.shapes_seen.insert(s) {
                 self.take(i, batch);
             }
         }
     }
 
+    /// [`Self::diverse`] over every unproposed candidate by `score`, best first, without
+    /// sorting them: walking that ranking takes, for each tile shape not seen yet, its first
+    /// candidate there, i.e. its best unproposed one (by score, then index), in the order of
+    /// those bests. So one pass finds each shape's best, and only the shapes are sorted. (The
+    /// best configs of a space share a few shapes: a blind batch after the first walked most
+    /// of a 4-million-candidate ranking to find new ones.)
+    fn diverse_by(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>) {
+        self.diverse_by_table(score, want, batch, DENSE_SHAPES);
+    }
+
+    /// [`Self::diverse_by`] with shapes kept in a table up to `dense` of them.
+    fn diverse_by_table(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>, dense: u64) {
+        let sizes = SHAPE.map(|f| self.lattice.levels(f).max(1) as u64);
+        let this = &*self;
+        let shape_id = |i: usize| {
+            SHAPE.iter().zip(sizes).fold(0u64, |id, (&f, size)| {
+                id * size + this.lattice.level(i, f) as u64
+            })
+        };
+        let unproposed = (0..score.len())
+            .into_par_iter()
+            .filter(|&i| !this.proposed[i])
+            .map(|i| (shape_id(i), (order_key(score[i]), i as u32)));
+        let shapes: u64 = sizes.iter().product();
+        // Each shape's best: in a table indexed by shape when the shapes are few enough (they
+        // are a few thousand in the built-in spaces), else in a map.
+        let mut firsts: Vec<(i64, u32)> = if shapes <= dense {
+            const NONE: (i64, u32) = (i64::MAX, u32::MAX);
+            let min_into = |mut best: Vec<(i64, u32)>, (s, key): (u64, (i64, u32))| {
+                let b = &mut best[s as usize];
+                *b = (*b).min(key);
+                best
+            };
+            unproposed
+                .fold(|| vec![NONE; shapes as usize], min_into)
+                .reduce(
+                    || vec![NONE; shapes as usize],
+                    |mut a, b| {
+                        for (x, y) in a.iter_mut().zip(b) {
+                            *x = (*x).min(y);
+                        }
+                        a
+                    },
+                )
+                .into_iter()
+                .filter(|&k| k != NONE)
+                .collect()
+        } else {
+            let min_into = |mut best: HashMap<u64, (i64, u32)>, (s, key): (u64, (i64, u32))| {
+                best.entry(s)
+                    .and_modify(|b| *b = (*b).min(key))
+                    .or_insert(key);
+                best
+            };
+            unproposed
+                .fold(HashMap::new, min_into)
+                .reduce(HashMap::new, |mut a, b| {
+                    for (s, key) in b {
+                        a.entry(s).and_modify(|k| *k = (*k).min(key)).or_insert(key);
+                    }
+                    a
+                })
+                .into_values()
+                .collect()
+        };
+        firsts.sort_unstable();
+        let order: Vec<usize> = firsts.into_iter().map(|(_, i)| i as usize).collect();
+        self.diverse(&order, want, batch);
+    }
+
     fn take(&mut self, i: usize, batch: &mut Vec<usize>) {
         if !self.proposed[i] {
             self.proposed[i] = true;
-            self.shapes_seen.insert(shape(self.lattice.point(i)));
+            self.shapes_seen.insert(shape(&self.lattice.point(i)));
             for f in Field::ALL {
                 self.tried[f][self.lattice.level(i, f)] += 1;
             }
@@ -420,19 +564,32 @@ impl Strategy for Guided {
         max: usize,
     ) -> Vec<usize> {
         let n = ctx.candidates.len();
+        // Small spaces: smaller batches, so measurements steer the search sooner (the tuner
+        // proposes one batch ahead, so the first two batches are always blind).
+        let max = max.min(n.div_ceil(SMALL_BATCH_DIVISOR).max(MIN_BATCH));
+        if max == 0 || n == 0 {
+            return Vec::new();
+        }
         if self.state.as_ref().is_none_or(|s| s.prior.len() != n) {
-            self.state = Some(self.init(ctx));
+            if n > self.sample_above && self.head.as_ref().is_none_or(|h| h.0 != n) {
+                let batch = self.sampled_start(ctx, max);
+                self.head = Some((n, batch.clone()));
+                return batch;
+            }
+            let mut st = self.init(ctx);
+            if let Some((_, head)) = self.head.take().filter(|h| h.0 == n) {
+                let mut taken = Vec::with_capacity(head.len());
+                for i in head {
+                    st.take(i, &mut taken);
+                }
+                st.batches = 1;
+            }
+            self.state = Some(st);
         }
         let Some(st) = self.state.as_mut() else {
             return Vec::new();
         };
-        // Small spaces: smaller batches, so measurements steer the search sooner (the tuner
-        // proposes one batch ahead, so the first two batches are always blind).
-        let max = max.min(n.div_ceil(SMALL_BATCH_DIVISOR).max(MIN_BATCH));
         let mut batch = Vec::with_capacity(max);
-        if max == 0 {
-            return batch;
-        }
         let winners = State::winners(measured, n);
         let scores = st.scores(measured, &winners);
         // The corrected model's best unproposed candidates: enough to fill the batch even if
@@ -440,13 +597,15 @@ impl Strategy for Guided {
         let order = st.best_unproposed(&scores, 2 * max + 1);
 
         if winners.is_empty() {
-            // Nothing measured yet (or all failed): spread over shapes, best predicted first.
-            let ranked = if st.batches == 0 {
-                st.ranking.clone()
+            // Nothing measured yet (or all failed): spread over shapes, best predicted first
+            // (by the model alone in the first batch).
+            if st.batches == 0 {
+                let prior = std::mem::take(&mut st.prior);
+                st.diverse_by(&prior, max, &mut batch);
+                st.prior = prior;
             } else {
-                st.best_unproposed(&scores, n)
-            };
-            st.diverse(&ranked, max, &mut batch);
+                st.diverse_by(&scores, max, &mut batch);
+            }
         } else {
             // Local search: neighbours of the parents, predicted from the parent's measured
             // time plus the corrected model's difference.

@@ -11,12 +11,16 @@ use std::collections::HashMap;
 const COUPLED: [(Field, Field); 2] = [(Field::BlockM, Field::WarpM), (Field::BlockN, Field::WarpN)];
 
 /// The candidate set as a lattice. A point is a config's field codes
-/// ([`PerfConfig::codes`]): the number itself, or the position of an enum value.
+/// ([`PerfConfig::codes`]): the number itself, or the position of an enum value. A point is
+/// stored as its positions in the fields' value lists (17 bytes, not 68: spaces reach millions
+/// of candidates, and building the lattice is part of the fixed cost of every problem).
 #[derive(Debug, Clone)]
 pub(crate) struct Lattice {
-    points: Vec<PerField<u32>>,
     /// Position of each candidate's value in its field's value list.
     pos: Vec<PerField<u8>>,
+    /// The codes of every candidate, kept only when some field has more values than a `u8`
+    /// position holds (then `pos` saturates and cannot give the point back).
+    points: Option<Vec<PerField<u32>>>,
     values: PerField<Vec<u32>>,
     index: Index,
 }
@@ -38,10 +42,10 @@ enum Index {
 
 impl Lattice {
     pub(crate) fn new(candidates: &[PerfConfig]) -> Self {
-        let points: Vec<PerField<u32>> = candidates.par_iter().map(PerfConfig::codes).collect();
         // Each field takes a handful of values: collect them in small sorted lists, in one
-        // pass over the points, rather than sorting a copy of every point's value per field.
-        let insert = |mut acc: PerField<Vec<u32>>, p: &PerField<u32>| {
+        // pass over the candidates, rather than sorting a copy of every value per field.
+        let insert = |mut acc: PerField<Vec<u32>>, c: &PerfConfig| {
+            let p = c.codes();
             for f in Field::ALL {
                 if let Err(at) = acc[f].binary_search(&p[f]) {
                     acc[f].insert(at, p[f]);
@@ -49,7 +53,7 @@ impl Lattice {
             }
             acc
         };
-        let values = points
+        let values = candidates
             .par_iter()
             .fold(PerField::<Vec<u32>>::default, insert)
             .reduce(PerField::<Vec<u32>>::default, |mut a, b| {
@@ -62,31 +66,41 @@ impl Lattice {
                 }
                 a
             });
-        let pos: Vec<PerField<u8>> = points
+        let pos: Vec<PerField<u8>> = candidates
             .par_iter()
-            .map(|p| {
+            .map(|c| {
+                let p = c.codes();
                 PerField::from_fn(|f| {
                     let at = values[f].binary_search(&p[f]).unwrap_or(0);
                     at.min(u8::MAX as usize) as u8
                 })
             })
             .collect();
-        let index = Index::new(&points, &pos, &values);
-        Lattice {
-            points,
+        let narrow = Field::ALL
+            .iter()
+            .all(|&f| values[f].len() <= 1 + u8::MAX as usize);
+        let points = (!narrow).then(|| candidates.par_iter().map(PerfConfig::codes).collect());
+        let mut lattice = Lattice {
             pos,
+            points,
             values,
-            index,
-        }
+            index: Index::Hashed(HashMap::new()),
+        };
+        lattice.index = Index::new(&lattice, narrow);
+        lattice
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.points.len()
+        self.pos.len()
     }
 
-    pub(crate) fn point(&self, i: usize) -> &PerField<u32> {
-        &self.points[i]
+    /// Candidate `i`'s field codes.
+    pub(crate) fn point(&self, i: usize) -> PerField<u32> {
+        match &self.points {
+            Some(points) => points[i],
+            None => PerField::from_fn(|f| self.values[f][self.pos[i][f] as usize]),
+        }
     }
 
     /// Position of candidate `i`'s value of field `f` among that field's values.
@@ -102,7 +116,7 @@ impl Lattice {
     /// Candidates one step away from `i`: one field one value up or down (two steps when the
     /// one-step point is not a candidate, e.g. illegal), or a block and warp dimension together.
     pub(crate) fn neighbours(&self, i: usize) -> Vec<usize> {
-        let p = self.points[i];
+        let p = self.point(i);
         let mut out = Vec::new();
         let push = |q: PerField<u32>, out: &mut Vec<usize>| -> bool {
             match self.index.get(&q, &self.values) {
@@ -155,22 +169,24 @@ impl Lattice {
 }
 
 impl Index {
-    fn new(points: &[PerField<u32>], pos: &[PerField<u8>], values: &PerField<Vec<u32>>) -> Index {
+    /// The index of `lattice`'s points; `narrow`: every position fits its `u8`.
+    fn new(lattice: &Lattice, narrow: bool) -> Index {
+        let (pos, values) = (&lattice.pos, &lattice.values);
+        // Strides in reverse enumeration order (the last field varies fastest), so candidates
+        // listed in enumeration order, as a problem's legal list is, have ascending keys
+        // (when the space lists each field's values in ascending order) and need no sort.
         let mut stride = PerField::from_fn(|_| 0u64);
         let mut size = Some(1u64);
-        for f in Field::ALL {
+        for f in Field::ENUMERATION.into_iter().rev() {
             stride[f] = size.unwrap_or(0);
             let levels = values[f].len().max(1);
             size = size.and_then(|s| s.checked_mul(levels as u64));
         }
-        let fits = u32::try_from(points.len()).is_ok()
-            && Field::ALL
-                .iter()
-                .all(|&f| values[f].len() <= 1 + u8::MAX as usize);
+        let fits = u32::try_from(pos.len()).is_ok() && narrow;
         if size.is_none() || !fits {
-            let mut index = HashMap::with_capacity(points.len());
-            for (i, p) in points.iter().enumerate() {
-                index.entry(*p).or_insert(i);
+            let mut index = HashMap::with_capacity(pos.len());
+            for i in 0..pos.len() {
+                index.entry(lattice.point(i)).or_insert(i);
             }
             return Index::Hashed(index);
         }
@@ -180,7 +196,9 @@ impl Index {
             .map(|(i, p)| (pack(&stride, p), i as u32))
             .collect();
         // By key, then candidate: the first of equal keys is the first candidate there.
-        keys.par_sort_unstable();
+        if !keys.par_windows(2).all(|w| w[0] <= w[1]) {
+            keys.par_sort_unstable();
+        }
         keys.dedup_by_key(|k| k.0);
         Index::Packed { stride, keys }
     }
@@ -238,7 +256,7 @@ mod tests {
         ];
         let l = Lattice::new(&cands);
         assert_eq!(l.len(), 6);
-        assert_eq!(PerfConfig::from_codes(l.point(3)), Some(cands[3]));
+        assert_eq!(PerfConfig::from_codes(&l.point(3)), Some(cands[3]));
         let n0 = l.neighbours(0);
         // bm 64→128, stages 2→3, and (bm, wm) 64/32 → 128/64 together; not 256 (two steps of a
         // field whose one-step point exists) and not stages 4.
@@ -268,14 +286,32 @@ mod tests {
         assert!(matches!(l.index, Index::Packed { .. }));
         let mut hashed = l.clone();
         let mut map = HashMap::new();
-        for (i, p) in l.points.iter().enumerate() {
-            map.entry(*p).or_insert(i);
+        for i in 0..l.len() {
+            map.entry(l.point(i)).or_insert(i);
         }
         hashed.index = Index::Hashed(map);
         for (i, c) in cands.iter().enumerate() {
             assert_eq!(l.find(c), hashed.find(c), "{c}");
             assert_eq!(l.find(c), Some(if i == cands.len() - 1 { 5 } else { i }));
             assert_eq!(l.neighbours(i), hashed.neighbours(i), "{c}");
+        }
+        // Listed out of enumeration order, the keys need their sort: the same lattice.
+        let mut shuffled = cands.clone();
+        shuffled.pop();
+        crate::search::rng::SplitMix64::new(3).shuffle(&mut shuffled);
+        let s = Lattice::new(&shuffled);
+        assert!(matches!(s.index, Index::Packed { .. }));
+        for (i, c) in shuffled.iter().enumerate() {
+            assert_eq!(s.find(c), Some(i), "{c}");
+            let mut a: Vec<PerfConfig> = s.neighbours(i).iter().map(|&j| shuffled[j]).collect();
+            let mut b: Vec<PerfConfig> = l
+                .neighbours(l.find(c).unwrap())
+                .iter()
+                .map(|&j| cands[j])
+                .collect();
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "{c}");
         }
     }
 }

@@ -216,7 +216,8 @@ fn compiled_plans(batch: &CompiledBatch) -> Vec<&LaunchPlan> {
         .collect()
 }
 
-/// The compiler thread: compiles each batch it is sent on all cores and sends it back. It is
+/// The compiler thread: compiles each batch it is sent on all cores (on the
+/// [`compile_pool`](plan::compile_pool), beside the strategy's ranking) and sends it back. It is
 /// not joined: at the deadline the search stops waiting for it, and a compile already running
 /// (LLVM cannot be interrupted) finishes in the background and is dropped; candidates not
 /// started by then are skipped.
@@ -235,17 +236,19 @@ where
     let past = move || deadline.is_some_and(|d| Instant::now() >= d);
     std::thread::spawn(move || {
         for batch in jobs {
-            let out: CompiledBatch = batch
-                .par_iter()
-                .map(|(i, config)| {
-                    if past() {
-                        return (*i, None);
-                    }
-                    let t = Instant::now();
-                    let plan = compile(config);
-                    (*i, Some((plan, t.elapsed())))
-                })
-                .collect();
+            let out: CompiledBatch = plan::on_compile_pool(|| {
+                batch
+                    .par_iter()
+                    .map(|(i, config)| {
+                        if past() {
+                            return (*i, None);
+                        }
+                        let t = Instant::now();
+                        let plan = compile(config);
+                        (*i, Some((plan, t.elapsed())))
+                    })
+                    .collect()
+            });
             if done.send(out).is_err() {
                 break;
             }

@@ -14,6 +14,31 @@ use rayon::prelude::*;
 use std::sync::mpsc;
 use std::time::Instant;
 
+/// The thread pool candidates compile on: one of their own, as many threads as cores, so that
+/// the strategy's parallel ranking (on rayon's global pool) runs beside a batch's compiles
+/// instead of queueing behind them. On the global pool a ranking call waited for every
+/// compile of the batch in flight (LLVM runs up to seconds a candidate), which in the dry run
+/// put 5–6 s of waiting into a 5 s run's rank time. `None` when no pool could be made (the
+/// global one is used).
+pub(super) fn compile_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("convtune-compile-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Runs `f` on the [`compile_pool`].
+pub(super) fn on_compile_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    match compile_pool() {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
 /// The code generator's target for an arch (compiling checks that the kernels can run on it).
 pub fn target_for(arch: &Arch) -> Target {
     Target::of(*arch)
@@ -94,8 +119,26 @@ pub struct CompiledOnly {
     pub out_of_time: bool,
 }
 
+/// One compiled candidate of the dry run: its position in the strategy's order, its config,
+/// the code (or why not) and the CPU time it took.
+type DryCompiled = (
+    usize,
+    PerfConfig,
+    Result<Compiled, String>,
+    std::time::Duration,
+);
+
+/// Batches of the dry run compiled ahead of the one whose results are awaited: like the tuner,
+/// the strategy proposes the next batch while the compiler works on the last one.
+const DRY_BATCHES_AHEAD: usize = 2;
+
 /// Compiles the candidates a strategy picks (up to the budget, until the options' deadline)
 /// without running anything: the dry run.
+///
+/// The strategy is asked batch by batch, as the tuner asks it, with at most
+/// [`DRY_BATCHES_AHEAD`] batches at the compiler: so the first candidate compiles as soon as the
+/// first batch is ranked (not after the whole space is, which for the guided strategy costs a
+/// pass over every candidate per batch), and the deadline stops the ranking too.
 pub fn compile_only(
     ctx: &SearchContext<'_>,
     strategy: &mut dyn Strategy,
@@ -109,18 +152,8 @@ pub fn compile_only(
     let target = target_for(arch);
     let cache = CodegenCache::from_env();
     let mut stages = StageTimes::default();
-    let mut picked = Vec::new();
-    let ranking = Instant::now();
-    while picked.len() < total {
-        let batch = strategy.next_batch(ctx, &[], (total - picked.len()).min(opts.batch.max(1)));
-        if batch.is_empty() {
-            break;
-        }
-        picked.extend(batch);
-    }
-    StageTimes::add(&mut stages.rank_s, ranking.elapsed());
     let mut progress = Progress::new(
-        picked.len() as u64,
+        total as u64,
         opts.progress,
         "compiled",
         opts.position.as_ref(),
@@ -128,43 +161,86 @@ pub fn compile_only(
     );
     // Compiled on a thread of their own that the deadline does not wait for: a compile already
     // running then (LLVM cannot be interrupted) finishes in the background and is dropped, so
-    // the dry run holds `--time` like the tuner does.
-    let (done, results) = mpsc::channel();
+    // the dry run holds `--time` like the tuner does. Each candidate is sent back as it
+    // finishes, so those done by the deadline count.
+    let (to_compiler, jobs) = mpsc::channel::<Vec<(usize, PerfConfig)>>();
+    let (done, results) = mpsc::channel::<DryCompiled>();
     let lowering = ctx.lowering.clone();
-    let jobs: Vec<(usize, PerfConfig)> = picked
-        .iter()
-        .enumerate()
-        .map(|(n, &i)| (n, ctx.candidates[i]))
-        .collect();
-    let count = jobs.len();
     std::thread::spawn(move || {
-        jobs.into_par_iter().for_each_with(done, |done, (n, cfg)| {
-            if past() {
-                return;
-            }
-            let t = Instant::now();
-            let r = codegen::compile_conv_cached(&lowering, &cfg, target, cache)
-                .map_err(PlanError::from)
-                .and_then(reject_spills)
-                .map_err(|e| e.to_string());
-            let _ = done.send((n, cfg, r, t.elapsed()));
-        })
+        for batch in jobs {
+            on_compile_pool(|| {
+                batch
+                    .into_par_iter()
+                    .for_each_with(done.clone(), |done, (n, cfg)| {
+                        if past() {
+                            return;
+                        }
+                        let t = Instant::now();
+                        let r = codegen::compile_conv_cached(&lowering, &cfg, target, cache)
+                            .map_err(PlanError::from)
+                            .and_then(reject_spills)
+                            .map_err(|e| e.to_string());
+                        let _ = done.send((n, cfg, r, t.elapsed()));
+                    })
+            });
+        }
     });
-    let mut out = Vec::with_capacity(count);
-    while out.len() < count {
-        let got = match deadline {
-            Some(d) => results
-                .recv_timeout(d.saturating_duration_since(Instant::now()))
-                .ok(),
-            None => results.recv().ok(),
+    let mut out: Vec<DryCompiled> = Vec::new();
+    // Candidates sent to the compiler, and the end (in that count) of each batch in flight.
+    let mut sent = 0usize;
+    let mut batch_ends: std::collections::VecDeque<usize> = Default::default();
+    let mut exhausted = false;
+    let mut out_of_time = false;
+    loop {
+        out_of_time |= past() && !exhausted && sent < total;
+        while !exhausted && !out_of_time && batch_ends.len() < DRY_BATCHES_AHEAD && sent < total {
+            let ranking = Instant::now();
+            let mut batch = strategy.next_batch(ctx, &[], (total - sent).min(opts.batch.max(1)));
+            StageTimes::add(&mut stages.rank_s, ranking.elapsed());
+            batch.truncate(total - sent);
+            if batch.is_empty() {
+                exhausted = true;
+                break;
+            }
+            let jobs: Vec<(usize, PerfConfig)> = batch
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| (sent + k, ctx.candidates[i]))
+                .collect();
+            sent += jobs.len();
+            batch_ends.push_back(sent);
+            progress.compiling(jobs.len());
+            if to_compiler.send(jobs).is_err() {
+                exhausted = true;
+            }
+        }
+        let Some(&end) = batch_ends.front() else {
+            break;
         };
-        let Some((n, cfg, r, cpu)) = got else { break };
-        progress.compiled_one(r.is_ok());
-        out.push((n, cfg, r, cpu));
+        // Wait for the oldest batch in flight.
+        while out.len() < end {
+            let got = match deadline {
+                Some(d) => results
+                    .recv_timeout(d.saturating_duration_since(Instant::now()))
+                    .ok(),
+                None => results.recv().ok(),
+            };
+            let Some(r) = got else {
+                out_of_time = true;
+                break;
+            };
+            progress.compiled_one(r.2.is_ok());
+            out.push(r);
+        }
+        if out_of_time {
+            break;
+        }
+        batch_ends.pop_front();
     }
+    drop(to_compiler);
     progress.finish();
-    let out_of_time = out.len() < count;
-    // In the order the strategy picked them, as before.
+    out_of_time |= out.len() < sent;
+    // In the order the strategy picked them.
     out.sort_by_key(|o| o.0);
     let mut compiled = Vec::with_capacity(out.len());
     for (_, cfg, r, cpu) in out {

@@ -157,11 +157,84 @@ fn awkward_scores(n: usize) -> Vec<f64> {
 }
 
 #[test]
-fn keyed_ranking_equals_the_comparison_sort() {
-    let scores = awkward_scores(2000);
-    let mut full: Vec<usize> = (0..scores.len()).collect();
-    full.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
-    assert_eq!(rank_all(&scores, (0..scores.len()).collect()), full);
+fn diverse_picks_equal_walking_the_full_ranking() {
+    let (l, c) = setup();
+    let c = &c[..c.len().min(3000)];
+    let awkward = awkward_scores(c.len());
+    // The best thousand or so configs share one block tile: the sort must go deeper.
+    let clustered: Vec<f64> = (0..c.len())
+        .map(|i| {
+            let same = c[i].block_m == c[0].block_m && c[i].block_n == c[0].block_n;
+            if same {
+                -10.0 + awkward[i].clamp(-1.0, 1.0)
+            } else {
+                awkward[i]
+            }
+        })
+        .collect();
+    for scores in [&awkward, &clustered] {
+        let mut full: Vec<usize> = (0..c.len()).collect();
+        full.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+        for want in [1, 5, 32, 200, 5000] {
+            let mut a = Guided::new(0).init(&ctx(&l, c));
+            let mut b = Guided::new(0).init(&ctx(&l, c));
+            for i in (0..c.len()).step_by(5) {
+                a.proposed[i] = true;
+                b.proposed[i] = true;
+            }
+            let mut m = Guided::new(0).init(&ctx(&l, c));
+            m.proposed.clone_from(&a.proposed);
+            let (mut x, mut y, mut z) = (Vec::new(), Vec::new(), Vec::new());
+            a.diverse_by(scores, want, &mut x);
+            b.diverse(&full, want, &mut y);
+            m.diverse_by_table(scores, want, &mut z, 0);
+            assert_eq!(x, y, "want {want}");
+            assert_eq!(z, y, "want {want}, shapes in a map");
+            assert!(!x.is_empty());
+        }
+    }
+}
+
+#[test]
+fn a_big_space_starts_from_a_sample_and_then_ranks_the_rest() {
+    let (l, c) = setup();
+    let cx = ctx(&l, &c);
+    let sampled = || Guided::new(4).sampling(1000, 512);
+    let mut g = sampled();
+    let head = g.next_batch(&cx, &[], 32);
+    assert!(g.state.is_none(), "nothing ranked whole yet");
+    assert_eq!(head, sampled().next_batch(&cx, &[], 32), "reproducible");
+    assert_eq!(head.len(), 32);
+    let shapes: HashSet<[u32; 6]> = head.iter().map(|&i| shape(&c[i].codes())).collect();
+    assert_eq!(shapes.len(), 32, "one config per tile shape");
+    // Good picks by the model: the best of the head is in the top 2% of the whole space.
+    let model = CostModel::new(&l, CostArch::from_arch(&Arch::SM_90, l.problem.dtype()));
+    let t: Vec<f64> = c.iter().map(|x| model.estimate(x).time_us).collect();
+    let best = head.iter().map(|&i| t[i]).fold(f64::INFINITY, f64::min);
+    let better = t.iter().filter(|&&x| x < best).count();
+    assert!(
+        better * 50 < c.len(),
+        "{better} of {} predicted faster",
+        c.len()
+    );
+    // The next call ranks the space whole and never proposes the head again; to the end,
+    // every candidate exactly once.
+    let mut all = head.clone();
+    loop {
+        let b = g.next_batch(&cx, &[], 50);
+        if b.is_empty() {
+            break;
+        }
+        assert!(b.iter().all(|i| !head.contains(i)));
+        all.extend(b);
+    }
+    assert!(g.state.as_ref().is_some_and(|s| s.batches > 1));
+    all.sort_unstable();
+    assert_eq!(all, (0..c.len()).collect::<Vec<_>>());
+    // Below the threshold, the first batch is the whole space's diverse top.
+    let whole = Guided::new(4).next_batch(&cx, &[], 32);
+    let mut g = Guided::new(4).sampling(c.len(), 512);
+    assert_eq!(g.next_batch(&cx, &[], 32), whole);
 }
 
 #[test]
