@@ -3,7 +3,8 @@
 # (sampled: every load path incl. ld=wspp, red=stream on ld=ws, mma=dw); (2) re-tune the suite's
 # and the families' 16-bit NHWC problems (depthwise included, not the 8-channel groups nor the
 # 3-channel stem) over search-spaces/nvidia-hopper.toml with `--time T` each (default 9), merged
-# with the shipped database into $OUT/merged.toml (call B times it against cuDNN).
+# with the shipped database into $OUT/merged.toml (call B times it against cuDNN); (3) the
+# ping-pong A/B (scripts/session8/pp-ab.sh) with the 128-row warpgroup tiles.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/session5/unpack.sh
@@ -24,5 +25,8 @@ timeout 330 "$B" --problems "$R/problems.txt" --arch sm_90 --space search-spaces
 grep "^summary" "$R/tune.log" | cut -c1-200 | tee -a "$S"
 rm -f "$R"/*.lock
 "$B" db merge tuned-db/sm_90.toml "$R/db.toml" -o "$OUT/merged.toml" 2>&1 | tail -2 | tee -a "$S"
+say "== 3. ping-pong A/B (scripts/session8/pp-ab.sh: wm=128, bm=256 shapes) $(el)"
+timeout 170 bash scripts/session8/pp-ab.sh "$B" "$OUT/pp" > "$OUT/pp.log" 2>&1; say "pp-ab rc=$?"
+tail -12 "$OUT/pp.log" | cut -c1-220 | tee -a "$S"
 say "== done $(el)"
-tar czf "$OUT/final-a.tgz" -C "$OUT" selfcheck.log retune 2>/dev/null
+tar czf "$OUT/final-a.tgz" -C "$OUT" selfcheck.log retune pp 2>/dev/null
