@@ -104,7 +104,8 @@ typedef enum convtune_lds {
 typedef enum convtune_mma {
     CONVTUNE_MMA_SYNC = 0,           /* mma=sync: mma.sync (MFMA/FMA on other targets) */
     CONVTUNE_MMA_WGMMA = 1,          /* mma=wg: Hopper wgmma, wait_group 0 */
-    CONVTUNE_MMA_WGMMA_IN_FLIGHT = 2 /* mma=wg1: Hopper wgmma, one group in flight */
+    CONVTUNE_MMA_WGMMA_IN_FLIGHT = 2, /* mma=wg1: Hopper wgmma, one group in flight */
+    CONVTUNE_MMA_DEPTHWISE = 3        /* mma=dw: the direct depthwise kernel (no GEMM) */
 } convtune_mma;
 
 /* How split-K slices are added up. */
@@ -118,7 +119,8 @@ typedef enum convtune_red {
 typedef enum convtune_ld {
     CONVTUNE_LD_CP = 0,  /* ld=cp: cp.async from every thread */
     CONVTUNE_LD_TMA = 1, /* ld=tma: TMA copies from tensor maps (kernel parameters) */
-    CONVTUNE_LD_WS = 2   /* ld=ws: TMA from a producer warpgroup (warp-specialised) */
+    CONVTUNE_LD_WS = 2,  /* ld=ws: TMA from a producer warpgroup (warp-specialised) */
+    CONVTUNE_LD_WSPP = 3 /* ld=wspp: ld=ws with ping-pong consumer warpgroups (pk=1) */
 } convtune_ld;
 
 /* The grid of the ld=ws kernels. */

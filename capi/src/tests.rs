@@ -6,7 +6,7 @@ use std::ptr::null;
 
 const SEED_003: &str = "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC";
 const SEED_003_CONFIG: &str =
-    "v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=2,vb=8,vc=4,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
+    "v4:bm=256,bn=128,bk=64,wm=128,wn=128,st=4,va=4,vb=8,vc=8,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
 
 fn zeroed() -> ConfigC {
     // SAFETY: ConfigC is plain integers, a float and byte arrays: all-zero is a valid value.
@@ -70,11 +70,11 @@ fn string_and_struct_find_the_shipped_seed_003_entry_in_any_layout_spelling() {
     assert_eq!(text(&from_str.config), SEED_003_CONFIG);
     assert_eq!(
         (from_str.block_m, from_str.block_n, from_str.block_k),
-        (128, 128, 64)
+        (256, 128, 64)
     );
     assert_eq!(
         (from_str.warp_m, from_str.warp_n, from_str.stages),
-        (64, 128, 4)
+        (128, 128, 4)
     );
     assert_eq!((from_str.lds, from_str.raster, from_str.mma), (1, 4, 1));
     assert!(text(&from_str.problem_key).ends_with("-I NHWGC -f GKYXC -O NHWGC"));
@@ -313,7 +313,7 @@ fn format_refuses_values_outside_a_field_and_short_buffers() {
     let mut c = zeroed();
     config::write_fields(&cfg, &mut c);
     let mut buf = [0 as c_char; CONFIG_LEN];
-    c.ld = 3;
+    c.ld = 4;
     let rc = unsafe { convtune_config_format(&c, buf.as_mut_ptr(), buf.len()) };
     assert_eq!(rc, Status::Config as c_int);
     assert!(last_error().contains("`ld`"), "{}", last_error());

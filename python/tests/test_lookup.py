@@ -11,9 +11,9 @@ def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
     assert r["nearest"] is None
     assert r["problem"].endswith("-I NHWGC -f GKYXC -O NHWGC")
     f = r["fields"]
-    assert (f["block_m"], f["block_n"], f["block_k"]) == (128, 128, 64)
-    assert (f["warp_m"], f["warp_n"], f["stages"]) == (64, 128, 4)
-    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (2, 8, 4)
+    assert (f["block_m"], f["block_n"], f["block_k"]) == (256, 128, 64)
+    assert (f["warp_m"], f["warp_n"], f["stages"]) == (128, 128, 4)
+    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (4, 8, 8)
     assert (f["lds"], f["split_k"], f["raster"], f["mma"], f["ld"]) == ("swz", 1, 4, "wg", "ws")
     assert (f["persistent"], f["xf"]) == ("1", "none")
     line = convtune.problem_string(16, 2048, 1, 512, 2048, 1, 2, direction="bwd-data",

@@ -26,7 +26,7 @@ static const char *SEED_003 =
     "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 "
     "-F 2 --layout NHWC";
 static const char *SEED_003_CONFIG =
-    "v4:bm=128,bn=128,bk=64,wm=64,wn=128,st=4,va=2,vb=8,vc=4,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
+    "v4:bm=256,bn=128,bk=64,wm=128,wn=128,st=4,va=4,vb=8,vc=8,lds=swz,sk=1,rs=4,mma=wg,red=atomic,ld=ws,pk=1,xf=none";
 
 static convtune_problem seed_003(const char *layout) {
     convtune_problem p;
@@ -58,11 +58,11 @@ static void seed_003_is_found_exactly(void) {
     CHECK(from_str.source == CONVTUNE_SOURCE_EXACT, "source %d: %s", from_str.source,
           from_str.reason);
     CHECK(strcmp(from_str.config, SEED_003_CONFIG) == 0, "config %s", from_str.config);
-    CHECK(from_str.block_m == 128 && from_str.block_n == 128 && from_str.block_k == 64,
+    CHECK(from_str.block_m == 256 && from_str.block_n == 128 && from_str.block_k == 64,
           "block %u %u %u", from_str.block_m, from_str.block_n, from_str.block_k);
-    CHECK(from_str.warp_m == 64 && from_str.warp_n == 128 && from_str.stages == 4,
+    CHECK(from_str.warp_m == 128 && from_str.warp_n == 128 && from_str.stages == 4,
           "warp %u %u stages %u", from_str.warp_m, from_str.warp_n, from_str.stages);
-    CHECK(from_str.vec_a == 2 && from_str.vec_b == 8 && from_str.vec_c == 4, "vectors");
+    CHECK(from_str.vec_a == 4 && from_str.vec_b == 8 && from_str.vec_c == 8, "vectors");
     CHECK(from_str.lds == CONVTUNE_LDS_SWIZZLED && from_str.split_k == 1 &&
               from_str.raster == 4 && from_str.mma == CONVTUNE_MMA_WGMMA,
           "lds %d sk %u rs %u mma %d", from_str.lds, from_str.split_k, from_str.raster,
