@@ -44,16 +44,10 @@ pub(crate) fn emit_gemm_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bo
     let a = Loader::new(kb, plan, &plan.gemm.a, tid, g, m0);
     let b = Loader::new(kb, plan, &plan.gemm.b, tid, g, n0);
     let math = WarpMath::new(kb, plan, tid);
-    let (lo, hi) = scheduler.k_range(kb, plan, &tile);
-    main_loop(plan).emit(kb, plan, &a, &b, &math, lo, hi);
+    let k = scheduler.k_range(kb, plan, &tile);
+    main_loop(plan).emit(kb, plan, &a, &b, &math, k.0, k.1);
     let z = tile.z;
-    let unit = Unit {
-        tile,
-        lo,
-        hi,
-        finish: Finish::Tile,
-    };
-    write_unit(kb, plan, &math, &unit, tid);
+    write_unit(kb, plan, &math, &Unit::of_tile(tile, k), tid);
     if fault {
         emit_fault(kb, plan, tid, z);
     }
@@ -78,14 +72,9 @@ fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
     }
     let scheduler = scheduler(plan);
     let tile = scheduler.tile(kb, plan);
-    let (lo, hi) = scheduler.k_range(kb, plan, &tile);
+    let k = scheduler.k_range(kb, plan, &tile);
     let z = tile.z;
-    let unit = Unit {
-        tile,
-        lo,
-        hi,
-        finish: Finish::Tile,
-    };
+    let unit = Unit::of_tile(tile, k);
     super::ws::emit(kb, plan, &Work::One(unit), tid, write_unit);
     if fault {
         emit_fault(kb, plan, tid, z);

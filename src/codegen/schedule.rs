@@ -41,6 +41,19 @@ pub(crate) struct Unit<'ctx> {
     pub finish: Finish<'ctx>,
 }
 
+impl<'ctx> Unit<'ctx> {
+    /// The unit of a block that owns K tiles `[lo, hi)` of `tile` and finishes it as the plan
+    /// says for a tile (one block per work unit).
+    pub(crate) fn of_tile(tile: Tile<'ctx>, (lo, hi): (IntValue<'ctx>, IntValue<'ctx>)) -> Self {
+        Unit {
+            tile,
+            lo,
+            hi,
+            finish: Finish::Tile,
+        }
+    }
+}
+
 /// How a unit's finished accumulators reach C.
 pub(crate) enum Finish<'ctx> {
     /// As the plan says for a tile: directly, or through the split-K fix-up as the tile's

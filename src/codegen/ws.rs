@@ -37,7 +37,7 @@ use super::builder::Kb;
 use super::loader::{stage_base, Loader};
 use super::math::WarpMath;
 use super::plan::{GemmPlan, Math};
-use super::schedule::{Finish, Tile, TileScheduler, Unit};
+use super::schedule::{Tile, TileScheduler, Unit};
 use super::schedule_persistent::PersistentScheduler;
 use super::spec::TargetSpec;
 use super::streamk::walk_units;
@@ -160,18 +160,8 @@ pub(super) fn walk<'ctx>(
             kb.for_range(kb.c(0), sched.units_of_block(kb, plan), |kb, i| {
                 let unit = sched.unit(kb, plan, i);
                 let tile = sched.unit_tile(kb, plan, unit);
-                let (lo, hi) = sched.k_range(kb, plan, &tile);
-                let finish = Finish::Tile;
-                visit(
-                    kb,
-                    &Unit {
-                        tile,
-                        lo,
-                        hi,
-                        finish,
-                    },
-                    Some(i),
-                );
+                let k = sched.k_range(kb, plan, &tile);
+                visit(kb, &Unit::of_tile(tile, k), Some(i));
             });
         }
         Work::Stream(sk) => walk_units(kb, plan, sk, |kb, unit| visit(kb, unit, None)),

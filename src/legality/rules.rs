@@ -232,6 +232,32 @@ fn round_up_pow2(x: u32) -> u64 {
 }
 
 impl Checker {
+    /// The search space's pruning limits on a block of `threads` threads in `warps` warps
+    /// (none without pruning): the `Space` rule of the GEMM paths and of `mma=dw` alike.
+    pub(super) fn space_limits(&self, threads: u32, warps: u32) -> Result<(), Rejection> {
+        let Some(pr) = &self.pruning else {
+            return Ok(());
+        };
+        let space = |what, value, constraint, limit| {
+            Err(Rejection::Space {
+                what,
+                value,
+                constraint,
+                limit,
+            })
+        };
+        if threads > pr.max_threads {
+            return space("threads", threads, "max_threads", pr.max_threads);
+        }
+        if warps < pr.min_warps {
+            return space("warps", warps, "min_warps", pr.min_warps);
+        }
+        if warps > pr.max_warps {
+            return space("warps", warps, "max_warps", pr.max_warps);
+        }
+        Ok(())
+    }
+
     /// Computes the per-problem facts (vector widths through the index maps, GEMM lengths).
     pub fn new(lowering: &Lowering, arch: &Arch) -> Checker {
         let p = lowering.problem;
@@ -403,29 +429,8 @@ impl Checker {
                 Ok(())
             }
             Rule::Space => {
-                let Some(pr) = &self.pruning else {
-                    return Ok(());
-                };
                 let warps = Self::sat(Self::warps(cfg));
-                let threads = Self::sat(warps as u64 * arch.warp_size as u64);
-                let space = |what, value, constraint, limit| {
-                    Err(Rejection::Space {
-                        what,
-                        value,
-                        constraint,
-                        limit,
-                    })
-                };
-                if threads > pr.max_threads {
-                    return space("threads", threads, "max_threads", pr.max_threads);
-                }
-                if warps < pr.min_warps {
-                    return space("warps", warps, "min_warps", pr.min_warps);
-                }
-                if warps > pr.max_warps {
-                    return space("warps", warps, "max_warps", pr.max_warps);
-                }
-                Ok(())
+                self.space_limits(Self::sat(warps as u64 * arch.warp_size as u64), warps)
             }
             Rule::OversizedMN | Rule::OversizedK => {
                 let Some(pr) = &self.pruning else {

@@ -136,6 +136,22 @@ fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
 
+/// Blocks of `threads` threads, `smem` bytes of shared memory and `regs` registers a thread
+/// (already capped at the arch's maximum) that fit on one SM at once: the GEMM and depthwise
+/// estimates' occupancy (0 when one does not fit).
+fn blocks_per_sm(machine: &CostArch, threads: u32, smem: u64, regs: u32) -> u32 {
+    let arch = &machine.arch;
+    [
+        machine.max_threads_per_sm / threads.max(1),
+        (u64::from(arch.smem_per_sm) / smem.max(1)).min(u64::from(u32::MAX)) as u32,
+        arch.regs_per_sm / (regs * threads).max(1),
+        machine.max_blocks_per_sm,
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(0)
+}
+
 /// Efficiency of global accesses `bytes` wide: 16-byte vectors use whole sectors.
 fn vector_efficiency(bytes: u32) -> f64 {
     let b = f64::from(bytes.clamp(1, 16));
@@ -281,15 +297,7 @@ fn estimate_with(
         return infeasible;
     }
     let regs_alloc = regs.min(arch.max_regs_per_thread);
-    let bps = [
-        machine.max_threads_per_sm / threads,
-        (u64::from(arch.smem_per_sm) / smem.max(1)).min(u64::from(u32::MAX)) as u32,
-        arch.regs_per_sm / (regs_alloc * threads).max(1),
-        machine.max_blocks_per_sm,
-    ]
-    .into_iter()
-    .min()
-    .unwrap_or(0);
+    let bps = blocks_per_sm(machine, threads, smem, regs_alloc);
     if bps == 0 {
         return infeasible;
     }

@@ -79,29 +79,8 @@ impl Checker {
             Rule::VectorC => {
                 dw(tile.misfit())?;
                 dw(shape.thread_refusal(&tile, arch))?;
-                let Some(pr) = &self.pruning else {
-                    return Ok(());
-                };
                 let threads = tile.threads();
-                let warps = threads.div_ceil(arch.warp_size);
-                let space = |what, value, constraint, limit| {
-                    Err(Rejection::Space {
-                        what,
-                        value,
-                        constraint,
-                        limit,
-                    })
-                };
-                if threads > pr.max_threads {
-                    return space("threads", threads, "max_threads", pr.max_threads);
-                }
-                if warps < pr.min_warps {
-                    return space("warps", warps, "min_warps", pr.min_warps);
-                }
-                if warps > pr.max_warps {
-                    return space("warps", warps, "max_warps", pr.max_warps);
-                }
-                Ok(())
+                self.space_limits(threads, threads.div_ceil(arch.warp_size))
             }
             // The problem (above); the GEMM tile's rules; `xf`, judged before this.
             Rule::Threads

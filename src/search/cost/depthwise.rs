@@ -11,7 +11,7 @@
 //! - **Issue**: FMAs, conversions, loads and stores per thread on the busiest SM, with the
 //!   wave quantisation of the grid.
 
-use super::{ceil_div, vector_efficiency, CostArch, Estimate};
+use super::{blocks_per_sm, ceil_div, vector_efficiency, CostArch, Estimate};
 use crate::config::{DwTile, PerfConfig};
 use crate::legality::Resources;
 use crate::lowering::depthwise::DwShape;
@@ -52,16 +52,7 @@ pub(super) fn estimate(
         return out;
     }
     let regs = res.registers.clamp(1, arch.max_regs_per_thread);
-    let bps = [
-        machine.max_threads_per_sm / threads,
-        (u64::from(arch.smem_per_sm) / u64::from(res.lds_bytes.max(1))).min(u64::from(u32::MAX))
-            as u32,
-        arch.regs_per_sm / (regs * threads),
-        machine.max_blocks_per_sm,
-    ]
-    .into_iter()
-    .min()
-    .unwrap_or(0);
+    let bps = blocks_per_sm(machine, threads, u64::from(res.lds_bytes), regs);
     if bps == 0 {
         return out;
     }
