@@ -114,11 +114,10 @@ pub enum Pick {
 }
 
 /// The vector widths a config may take on a problem of `elem`-byte elements: powers of two up
-/// to 16 bytes (the space's and the code generator's limit).
-fn widths(elem: u32) -> impl Iterator<Item = u32> + Clone {
-    (0..5)
-        .map(|s| 1u32 << s)
-        .filter(move |w| w * elem.max(1) <= 16)
+/// to `max_bytes` (the arch's widest vector access, [`Arch::max_vector_bytes`]).
+fn widths(elem: u32, max_bytes: u32) -> impl Iterator<Item = u32> + Clone {
+    let most = (max_bytes / elem.max(1)).max(1);
+    std::iter::successors(Some(1u32), |w| w.checked_mul(2)).take_while(move |&w| w <= most)
 }
 
 /// `c` with every combination of vector widths (A, B, C), `c` itself first. A neighbour's
@@ -126,11 +125,11 @@ fn widths(elem: u32) -> impl Iterator<Item = u32> + Clone {
 /// same tile on this problem may load wider, or need narrower loads to be legal at all.
 /// Session 7's holdout: a fwd 1×1 c256→64 56×56 problem took the `va=4` of a 3×3 c64 winner
 /// and ran at 0.58× of its tuned config, which loads A 8 wide.
-pub fn width_variants(c: &PerfConfig, elem: u32) -> Vec<PerfConfig> {
+pub fn width_variants(c: &PerfConfig, elem: u32, max_bytes: u32) -> Vec<PerfConfig> {
     let mut out = vec![*c];
-    for vec_a in widths(elem) {
-        for vec_b in widths(elem) {
-            for vec_c in widths(elem) {
+    for vec_a in widths(elem, max_bytes) {
+        for vec_b in widths(elem, max_bytes) {
+            for vec_c in widths(elem, max_bytes) {
                 let v = PerfConfig {
                     vec_a,
                     vec_b,
@@ -213,7 +212,7 @@ pub fn rank(
     let best_near = near
         .iter()
         .flat_map(|n| {
-            width_variants(&n.config, elem)
+            width_variants(&n.config, elem, arch.max_vector_bytes)
                 .into_iter()
                 .map(move |c| (n, c))
         })
@@ -347,7 +346,8 @@ mod tests {
             "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=4,vb=8,vc=2,lds=swz,sk=1,rs=1"
                 .parse()
                 .unwrap();
-        let bf16 = width_variants(&c, 2);
+        let max = Arch::SM_90.max_vector_bytes;
+        let bf16 = width_variants(&c, 2, max);
         assert_eq!(bf16[0], c);
         assert_eq!(bf16.len(), 4 * 4 * 4, "1, 2, 4, 8 elements each");
         let mut dedup = bf16.clone();
@@ -355,7 +355,7 @@ mod tests {
         dedup.dedup();
         assert_eq!(dedup.len(), bf16.len());
         // f32: at most 4 elements (16 bytes); the config itself stays first as it is.
-        let f32 = width_variants(&c, 4);
+        let f32 = width_variants(&c, 4, max);
         assert_eq!(f32.len(), 1 + 3 * 3 * 3);
         assert!(f32[1..].iter().all(|v| v.vec_a <= 4 && v.vec_b <= 4));
         assert!(bf16.iter().all(|v| PerfConfig {
