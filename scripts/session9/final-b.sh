@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Session 9 final pass, call B (H200): the database call A merged (DB, default
 # .carry/merged.toml) timed entry by entry against cuDNN in the same run
-# (scripts/db-vs-cudnn.sh, each config verified first), then the untuned fallback on it
-# (scripts/fallback-holdout.sh 8). Results in $OUT/dbrun/ and $OUT/holdout/.
+# (scripts/db-vs-cudnn.sh, each config verified first), the untuned fallback on it
+# (scripts/fallback-holdout.sh 8), then both sides through one harness and two timing protocols
+# (scripts/same-harness.py, through the wheel carried in .whl/). Results in $OUT/dbrun/,
+# $OUT/holdout/ and $OUT/same.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/session5/unpack.sh
@@ -10,9 +12,17 @@ B=$PWD/target/release/convtune
 DB=${DB:-.carry/merged.toml}
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 echo "== db-vs-cudnn $DB $(el)"
-OUT=$OUT timeout 330 scripts/db-vs-cudnn.sh "$DB" "$B" 2>&1 | tail -48
+OUT=$OUT timeout "${DB_LIMIT:-300}" scripts/db-vs-cudnn.sh "$DB" "$B" 2>&1 | tail -48
 rm -f "$OUT"/dbrun/*.lock "$OUT"/*.lock
 echo "== holdout $(el)"
-OUT=$OUT timeout 150 scripts/fallback-holdout.sh 8 "$DB" "$B" 2>&1 | tail -12
+OUT=$OUT timeout "${HOLD_LIMIT:-120}" scripts/fallback-holdout.sh 8 "$DB" "$B" 2>&1 | tail -12
+echo "== same harness $(el)"
+site=$(mktemp -d)
+if python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl; then
+  PYTHONPATH="$site" timeout "${SAME_LIMIT:-200}" python3 scripts/same-harness.py "$DB" \
+    --json "$OUT/same.json" 2>&1 | grep -v Warning | tail -48
+else
+  echo "no wheel in .whl/"
+fi
 echo "== done $(el)"
-tar czf "$OUT/final-b.tgz" -C "$OUT" dbrun holdout 2>/dev/null
+tar czf "$OUT/final-b.tgz" -C "$OUT" dbrun holdout same.json 2>/dev/null
