@@ -66,7 +66,10 @@ def time_cold(fn, min_ms=1.0, max_runs=500):
             e0 = torch.cuda.Event(enable_timing=True)
             e1 = torch.cuda.Event(enable_timing=True)
             flush.zero_()
-            torch.cuda._sleep(100_000)  # ~50 µs: the host enqueues the call meanwhile
+            # ~1 ms at the H200's clock: the host enqueues the call meanwhile. The package's
+            # launch costs 0.1-0.3 ms of Python and driver calls; a 50 µs sleep was too short
+            # (first run: a 19 µs kernel timed at 249 µs).
+            torch.cuda._sleep(2_000_000)
             e0.record()
             fn()
             e1.record()
