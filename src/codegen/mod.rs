@@ -71,6 +71,7 @@ pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;
 #[doc(hidden)]
+pub use phased::{with_phased_fault, PhasedFault};
 pub use ws::with_ring_reset_per_unit;
 pub use ws_pingpong::{with_ping_pong_fault, PingPongFault};
 

@@ -150,6 +150,10 @@ pub(crate) struct GemmPlan<'l> {
     pub fixup: Option<Fixup>,
     /// The warp-specialised block (`ld=ws`): consumers = `threads`, plus the producer.
     pub ws: Option<WsBlock>,
+    /// The kernel's tensor-map parameter of this plan's first TMA operand, counted over the
+    /// kernel's tensor maps: 0, but for a phase of a one-launch kernel that follows phases
+    /// with maps of their own ([`super::phased`]).
+    pub first_map: usize,
 }
 
 impl GemmPlan<'_> {
@@ -504,6 +508,7 @@ impl<'l> GemmPlan<'l> {
             fixup,
             tma,
             ws,
+            first_map: 0,
         })
     }
 }
