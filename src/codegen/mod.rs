@@ -67,11 +67,12 @@ pub use amd_meta::{
 };
 pub use cache::{CodegenCache, CACHE_ENV};
 pub use error::CodegenError;
+#[doc(hidden)]
+pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;
 #[doc(hidden)]
-pub use phased::{with_phased_fault, PhasedFault};
 pub use ws::with_ring_reset_per_unit;
 pub use ws_pingpong::{with_ping_pong_fault, PingPongFault};
 

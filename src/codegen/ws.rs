@@ -172,20 +172,18 @@ pub(super) fn walk<'ctx>(
     let i32t = kb.i32t();
     let counter = kb.var(kb.c(0).into());
     let reset = RESET_RING.with(|r| r.get());
-    let visit = |kb: &Kb<'_, 'ctx>,
-                 plan: &GemmPlan,
-                 unit: &Unit<'ctx>,
-                 index: Option<IntValue<'ctx>>| {
-        let base = if reset {
-            kb.c(0)
-        } else {
-            kb.get(counter, i32t.into()).into_int_value()
+    let visit =
+        |kb: &Kb<'_, 'ctx>, plan: &GemmPlan, unit: &Unit<'ctx>, index: Option<IntValue<'ctx>>| {
+            let base = if reset {
+                kb.c(0)
+            } else {
+                kb.get(counter, i32t.into()).into_int_value()
+            };
+            body(kb, plan, unit, &Step { base, index });
+            // An empty split-K slice (lo ≥ hi) has no K tile.
+            let (lo, hi) = (unit.lo, unit.hi);
+            kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
         };
-        body(kb, plan, unit, &Step { base, index });
-        // An empty split-K slice (lo ≥ hi) has no K tile.
-        let (lo, hi) = (unit.lo, unit.hi);
-        kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
-    };
     match work {
         Work::Walk => {
             let sched = PersistentScheduler;
