@@ -300,9 +300,10 @@ pub(crate) fn emit_phased<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, fault: boo
     }
     if let Some(z) = zeroing(plan) {
         kb.if_then(in_range(kb, bid, z.first_block, z.blocks as u64), |kb| {
+            let tid = kb.thread_idx();
             let local = kb.addc(bid, -(z.first_block as i64));
             let chunk = kb.add(kb.mulc(kb.block_idx(2), z.blocks as i64), local);
-            emit_zero_chunk(kb, z, kb.thread_idx(), chunk)
+            emit_zero_chunk(kb, z, tid, chunk)
         });
     }
 }
