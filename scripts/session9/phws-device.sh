@@ -5,27 +5,30 @@
 #     against the reference kernel, a hang recorded as a timeout);
 #  2. a guided tune over scripts/session9/phws-space.toml (ld ws|wspp, pk=1, bm 128|256,
 #     bn 64|128|256, wm 64|128, st 3-5) of the three problems, every candidate verified first;
-#  3. the shipped configs (v2 cp.async, one launch) timed with the session's base build (A/B);
-#  4. cuDNN on the same problems (scripts/compare-cudnn.py), same run.
+#  3. cuDNN on the same problems (scripts/compare-cudnn.py), same run;
+#  4. the shipped configs (v2 cp.async, one launch) timed with the session's base build (A/B).
 # Usage (device, repo root): bash .carry/phws/phws-device.sh NEW_BIN BASE_BIN OUT
 set -u
 N=${1:?new binary}; B=${2:?base binary}; OUT=${3:?out dir}; mkdir -p "$OUT"
 D=$(cd "$(dirname "$0")" && pwd); P=$D/phws-problems.txt
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 echo "== 1. selfcheck $(el)"
-timeout "${SELF_T:-18}" "$N" selfcheck --space "$D/phws-space.toml" --problems "$P" --configs 2 \
+timeout "${SELF_T:-15}" "$N" selfcheck --space "$D/phws-space.toml" --problems "$P" --configs 2 \
   > "$OUT/selfcheck.txt" 2>&1; echo "selfcheck rc=$?"; tail -5 "$OUT/selfcheck.txt" | cut -c1-220
 echo "== 2. tune $(el)"
-timeout "${TUNE_T:-80}" "$N" --problems "$P" --arch sm_90 --space "$D/phws-space.toml" \
-  --time "${T:-22}" --db "$OUT/db-new.toml" --journal "$OUT/j-new.jsonl" --report "$OUT/r-new.json" \
+timeout "${TUNE_T:-66}" "$N" --problems "$P" --arch sm_90 --space "$D/phws-space.toml" \
+  --time "${T:-20}" --db "$OUT/db-new.toml" --journal "$OUT/j-new.jsonl" --report "$OUT/r-new.json" \
   --quiet > "$OUT/tune.log" 2>&1; echo "tune rc=$?"; grep -i "^summary\|error" "$OUT/tune.log" | cut -c1-220 | head -6
-echo "== 3. shipped (base build) $(el)"
+echo "== 3. cuDNN $(el)"
+timeout 28 python3 scripts/compare-cudnn.py "$P" --convtune "$OUT/r-new.json" --json "$OUT/cudnn.json" \
+  > "$OUT/compare.txt" 2>&1; echo "compare rc=$?"
+echo "== 4. shipped (base build) $(el)"
 i=0
 while IFS='|' read -r prob shipped; do
   i=$((i + 1)); echo "$prob" > "$OUT/p$i.txt"
   "$B" space --problem "$prob" --arch sm_90 --pin "$shipped" > "$OUT/ship$i.toml" 2>>"$OUT/err.txt"
-  timeout 14 "$B" --problems "$OUT/p$i.txt" --arch sm_90 --space "$OUT/ship$i.toml" --strategy exhaustive \
-    --time 6 --db "$OUT/db-ship$i.toml" --journal "$OUT/j-ship$i.jsonl" --report "$OUT/r-ship.json" \
+  timeout 11 "$B" --problems "$OUT/p$i.txt" --arch sm_90 --space "$OUT/ship$i.toml" --strategy exhaustive \
+    --time 5 --db "$OUT/db-ship$i.toml" --journal "$OUT/j-ship$i.jsonl" --report "$OUT/r-ship.json" \
     --quiet > "$OUT/log-ship$i.txt" 2>&1; echo "shipped $i rc=$?"
 done <<'LIST'
 convfp16 -n 32 -c 96 -H 56 -W 56 -k 128 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -F 2 --layout NHWC|v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg
@@ -33,9 +36,6 @@ convbfp16 -n 64 -c 128 -H 56 -W 56 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --l
 convbfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC|v2:bm=128,bn=128,bk=64,wm=128,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg
 LIST
 rm -f "$OUT"/*.lock
-echo "== 4. cuDNN $(el)"
-timeout 40 python3 scripts/compare-cudnn.py "$P" --convtune "$OUT/r-new.json" --json "$OUT/cudnn.json" \
-  > "$OUT/compare.txt" 2>&1; echo "compare rc=$?"
 python3 - "$OUT" <<'PY' | tee "$OUT/table.txt"
 import json, os, sys, collections
 out = sys.argv[1]
