@@ -7,7 +7,8 @@
 #     bn 64|128|256, wm 64|128, st 3-5) of the three problems, every candidate verified first;
 #  3. cuDNN on the same problems (scripts/compare-cudnn.py), same run;
 #  4. the shipped configs (v2 cp.async, one launch) timed with the session's base build (A/B).
-# Usage (device, repo root): bash .carry/phws/phws-device.sh NEW_BIN BASE_BIN OUT
+# Usage (device, repo root): bash .carry/phws/phws-device.sh NEW_BIN BASE_BIN WORK_DIR
+# (the work dir holds many files: tar it into the device $OUT afterwards).
 set -u
 N=${1:?new binary}; B=${2:?base binary}; OUT=${3:?out dir}; mkdir -p "$OUT"
 D=$(cd "$(dirname "$0")" && pwd); P=$D/phws-problems.txt
@@ -66,4 +67,3 @@ for p in tried:
 PY
 tail -8 "$OUT/compare.txt"
 echo "== done $(el)"
-tar czf "$OUT/phws.tgz" -C "$OUT" . 2>/dev/null
