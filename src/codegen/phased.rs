@@ -453,6 +453,65 @@ mod tests {
     }
 
     #[test]
+    fn ws_persistent_phases_are_units_of_one_walk() {
+        let p: crate::problem::ConvProblem =
+            "convbfp16 -n 2 -c 64 -H 9 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC"
+                .parse()
+                .unwrap();
+        let l = lower(&p);
+        let ws: PerfConfig = "v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,\
+                              rs=1,mma=wg,red=atomic,ld=wspp,pk=1"
+            .parse()
+            .unwrap();
+        let sms = 3;
+        let spec = spec_for(Target::of(Arch::SM_90.with_compute_units(sms)), true);
+        let job = |cfg| Job::Conv {
+            lowering: &l,
+            cfg,
+            fault: false,
+        };
+        let launches = plan(job(&ws), spec.as_ref()).unwrap();
+        assert_eq!(launches.kernels.len(), 1);
+        let Body::Phased(plan) = &launches.kernels[0].1 else {
+            panic!("not one launch")
+        };
+        let walk = plan.walk.unwrap();
+        let (mut next, mut maps) = (0, 0);
+        for g in &plan.phases {
+            assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });
+            assert_eq!(g.first_map, maps);
+            assert_eq!(g.smem.region, plan.phases[0].smem.region);
+            maps += g.tma.iter().flatten().count();
+            next += g.tiles_m * g.tiles_n;
+        }
+        assert!(maps > 0);
+        assert_eq!(walk.units, next);
+        assert_eq!(plan.grid, [sms as u64, 1, 1]);
+        assert_eq!((walk.blocks, plan.threads), (sms, 3 * 128));
+        assert_eq!(plan.args().len(), CONV_ARGS.len() + maps);
+        assert_eq!(launches.kernels[0].0.args, plan.args());
+        // A block per tile (pk=0), ld=tma and stream-K keep a launch per phase.
+        let per_tile = PerfConfig {
+            ld: crate::config::LoadPath::Ws,
+            persistent: crate::config::Grid::PerTile,
+            ..ws
+        };
+        let tma = PerfConfig {
+            ld: crate::config::LoadPath::Tma,
+            ..per_tile
+        };
+        let stream = PerfConfig {
+            ld: crate::config::LoadPath::Ws,
+            red: crate::config::Reduction::Stream,
+            ..ws
+        };
+        assert!(one_launch(&l, &ws));
+        for c in [per_tile, tma, stream] {
+            assert!(!one_launch(&l, &c), "{c}");
+        }
+    }
+
+    #[test]
     fn limits_keep_the_launch_per_phase() {
         let l = lower(
             &"conv -n 1 -c 1 -H 40 -W 40 -k 1 -y 7 -x 7 -u 5 -v 4 -F 2"

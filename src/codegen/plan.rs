@@ -64,9 +64,10 @@ pub(crate) enum SchedulerKind {
     /// [`super::schedule::RasterScheduler`]: one block per tile, rasterised by `rs`.
     Raster,
     /// [`super::schedule_phase::PhaseScheduler`]: the raster of one phase of a one-launch
-    /// strided bwd-data kernel, whose tiles start at block `first_block` of the grid.
+    /// strided bwd-data kernel, whose tiles start at block `first_block` of the grid (on the
+    /// warp-specialised persistent walk: at work unit `first_block` of the walk).
     Phase {
-        /// The first block (x) of this phase.
+        /// The first block (x) of this phase, or its first work unit on the walk.
         first_block: u32,
     },
     /// [`super::streamk`]: a persistent grid walking (tile, K tile) iterations (`red=stream`).
