@@ -257,13 +257,14 @@ fn plan_gemms<'l>(
         .map(|g| GemmPlan::new(p, g, cfg, spec))
         .collect::<Result<Vec<_>, _>>()?;
     if phased::one_launch(lowering, cfg) {
-        let plan = PhasedPlan::new(lowering, plans);
-        let k = kernel(
+        let plan = PhasedPlan::new(lowering, plans, spec.target().arch())?;
+        let mut k = kernel(
             "convtune_phases".into(),
             plan.grid,
             plan.threads,
             plan.shared_bytes,
         )?;
+        k.args = plan.args();
         kernels.push((k, Body::Phased(Box::new(plan))));
         return Ok(Launches {
             kernels,

@@ -67,6 +67,8 @@ pub use amd_meta::{
 };
 pub use cache::{CodegenCache, CACHE_ENV};
 pub use error::CodegenError;
+#[doc(hidden)]
+pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;

@@ -12,14 +12,42 @@
 //! ones fill the tail. The zeroing blocks come last for the same reason (they are cheap).
 //!
 //! Split-K (atomics into a cleared tensor) keeps the multi-launch plan: its zeroing must
-//! finish before any GEMM adds.
+//! finish before any GEMM adds. So does stream-K (`red=stream`): its grid is one schedule
+//! over one GEMM's (tile, K tile) iterations, a launch per phase ([`one_launch`]).
+//!
+//! On the warp-specialised persistent path (`ld=ws|wspp`, `pk=1`) the phases' tiles are the
+//! work units of one persistent walk instead of blocks ([`PhasedPlan::walk`]): unit `u`
+//! belongs to the phase whose range of the same prefix sum holds it, longest reduction
+//! first, so a block's walk visits long-K units before short ones. The producer issues each
+//! unit's K tiles with its phase's loaders and tensor maps (each phase's maps are kernel
+//! parameters of their own, [`GemmPlan::first_map`]); its stage ring and parities run on
+//! across units *and* phases (the ring is one block-global counter of K tiles, whatever GEMM
+//! they belong to); the consumers multiply and write with the phase's plan. The stages, the
+//! mbarriers and the epilogue regions are laid out alike in every phase (one config), the
+//! epilogue region taken as the largest phase's.
+//!
+//! The zeroing of uncovered pixels on that path runs on the consumer warpgroups *before*
+//! their first GEMM unit, in chunks walked like units (block `b` zeroes chunks `b, b +
+//! gridDim.x, …`), every consumer thread of the block sharing a chunk (both ping-pong
+//! consumers alike, before they split into their turns). Before rather than after: the
+//! producer starts filling the ring at once, so the consumers' first wait is for the
+//! pipeline's fill, and the stores hide under it; after the walk they would lengthen the
+//! blocks whose walk is longest (the zeroing is not balanced against the GEMM units). The
+//! zeroing needs no shared memory or barrier, so it does not touch the ring's protocol.
 
 use super::builder::{Kb, Mem};
-use super::gemm::emit_gemm_body;
+use super::gemm::{emit_fault, emit_gemm_body, write_unit};
 use super::plan::{GemmPlan, SchedulerKind};
 use super::schedule::RasterScheduler;
 use super::schedule::TileScheduler;
+use super::schedule_persistent::PersistentScheduler;
+use super::schedule_phase::{in_range, PhaseScheduler};
 use super::simple::fill_width;
+use super::ws::Work;
+use super::CodegenError;
+use crate::abi::{KernelArg, CONV_ARGS};
+use crate::arch::Arch;
+use crate::config::PersistentGrid;
 pub(crate) use crate::lowering::one_launch;
 use crate::lowering::{coverage, CoverDim, Lowering};
 use crate::problem::{DType, Tensor};
@@ -28,14 +56,18 @@ use inkwell::values::IntValue;
 /// Vectors each thread of a zeroing block clears.
 const ZERO_UNROLL: u32 = 4;
 
-/// The zeroing part of the grid: every element of the input gradient whose pixel no phase
-/// writes is set to zero, `vec` elements (of one pixel) at a time.
+/// The zeroing part of the launch: every element of the input gradient whose pixel no phase
+/// writes is set to zero, `vec` elements (of one pixel) at a time, in chunks of `threads ×`
+/// [`ZERO_UNROLL`] vectors.
 #[derive(Debug, Clone)]
 pub(crate) struct ZeroFill {
-    /// First block (x) of the zeroing blocks.
+    /// First block (x) of the zeroing blocks (0 on the persistent walk, whose blocks walk
+    /// the chunks themselves).
     pub first_block: u32,
-    /// Zeroing blocks along x (each z index has as many).
+    /// Chunks per z index (the zeroing blocks along x; the walk's chunks).
     pub blocks: u32,
+    /// Threads that share a chunk.
+    pub threads: u32,
     /// Vectors in the tensor.
     pub units: u64,
     /// Elements per vector: a run of the innermost dimensions that stays within one pixel.
@@ -50,38 +82,12 @@ pub(crate) struct ZeroFill {
     pub cover: [CoverDim; 2],
 }
 
-/// Every decision of a one-launch bwd-data kernel.
-#[derive(Debug, Clone)]
-pub(crate) struct PhasedPlan<'l> {
-    /// The phases in grid order, each scheduled at its first block.
-    pub phases: Vec<GemmPlan<'l>>,
-    /// The zeroing blocks, when some pixels are written by no phase.
-    pub zero: Option<ZeroFill>,
-    /// Threads per block (the same config plans every phase).
-    pub threads: u32,
-    /// Dynamic shared memory: the most any phase uses.
-    pub shared_bytes: u32,
-    /// The launch grid.
-    pub grid: [u64; 3],
-}
-
-impl<'l> PhasedPlan<'l> {
-    /// Places the planned sub-GEMMs (`plans`, already checked for the config) of `lowering`
-    /// in one grid. `lowering` must pass [`one_launch`].
-    pub fn new(lowering: &'l Lowering, mut plans: Vec<GemmPlan<'l>>) -> Self {
+impl ZeroFill {
+    /// The zeroing of `lowering` (when some pixel is written by no phase) in chunks of
+    /// `threads` threads, `z` z-slices, starting at block `first_block`.
+    fn of(lowering: &Lowering, threads: u32, z: u64, first_block: u32) -> Option<ZeroFill> {
         let p = &lowering.problem;
-        plans.sort_by_key(|g| std::cmp::Reverse(g.k_tiles));
-        let threads = plans[0].threads;
-        let z = RasterScheduler.grid(&plans[0])[2];
-        let mut next = 0u64;
-        for plan in &mut plans {
-            debug_assert_eq!(plan.threads, threads);
-            plan.scheduler = SchedulerKind::Phase {
-                first_block: next as u32,
-            };
-            next += RasterScheduler.grid(plan)[0];
-        }
-        let zero = lowering.zero_init.then(|| {
+        lowering.zero_init.then(|| {
             let t = Tensor::Input;
             let dims = p.logical_dims(t);
             let strides = p.strides(t);
@@ -99,12 +105,10 @@ impl<'l> PhasedPlan<'l> {
             let vec = fill_width(run, dt.bytes());
             let units = p.tensor_elems(t) / vec as u64;
             let per_block = threads as u64 * ZERO_UNROLL as u64 * z;
-            let blocks = units.div_ceil(per_block).max(1) as u32;
-            let first_block = next as u32;
-            next += blocks as u64;
             ZeroFill {
                 first_block,
-                blocks,
+                blocks: units.div_ceil(per_block).max(1) as u32,
+                threads,
                 units,
                 vec,
                 dt,
@@ -112,46 +116,212 @@ impl<'l> PhasedPlan<'l> {
                 pixel_extent: [dims[3], dims[4]],
                 cover: coverage(p),
             }
-        });
+        })
+    }
+}
+
+/// Every decision of a one-launch bwd-data kernel.
+#[derive(Debug, Clone)]
+pub(crate) struct PhasedPlan<'l> {
+    /// The phases in grid order, each scheduled at its first block (or work unit).
+    pub phases: Vec<GemmPlan<'l>>,
+    /// The zeroing, when some pixels are written by no phase.
+    pub zero: Option<ZeroFill>,
+    /// Threads per block at launch (with `ld=ws|wspp`, the producer's included).
+    pub threads: u32,
+    /// Dynamic shared memory: the most any phase uses.
+    pub shared_bytes: u32,
+    /// The launch grid.
+    pub grid: [u64; 3],
+    /// The persistent walk over every phase's work units (`ld=ws|wspp`, `pk=1`), or `None`
+    /// for a block per tile.
+    pub walk: Option<PersistentGrid>,
+}
+
+/// A part of the one-launch kernel left out on purpose, for the tests that prove the
+/// emulator notices ([`with_phased_fault`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhasedFault {
+    /// The phase at this grid position computes nothing.
+    SkipPhase(usize),
+    /// No zeroing.
+    SkipZero,
+}
+
+thread_local! {
+    static FAULT: std::cell::Cell<Option<PhasedFault>> = const { std::cell::Cell::new(None) };
+}
+
+/// Test hook: while set (on the emitting thread), one-launch kernels are emitted with
+/// `fault`. Never set outside the tests that prove the emulator catches it.
+#[doc(hidden)]
+pub fn with_phased_fault<R>(fault: PhasedFault, f: impl FnOnce() -> R) -> R {
+    FAULT.with(|r| r.set(Some(fault)));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    FAULT.with(|r| r.set(None));
+    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Whether the test hook leaves out phase `i`.
+pub(crate) fn skipped(i: usize) -> bool {
+    FAULT.with(|f| f.get()) == Some(PhasedFault::SkipPhase(i))
+}
+
+/// The zeroing to emit (none when the test hook leaves it out).
+fn zeroing<'p>(plan: &'p PhasedPlan) -> Option<&'p ZeroFill> {
+    let skip = FAULT.with(|f| f.get()) == Some(PhasedFault::SkipZero);
+    plan.zero.as_ref().filter(|_| !skip)
+}
+
+impl<'l> PhasedPlan<'l> {
+    /// Places the planned sub-GEMMs (`plans`, already checked for the config) of `lowering`
+    /// in one launch on `arch`: a block per tile, or the persistent walk when the config's
+    /// plans walk one (`ld=ws|wspp`, `pk=1`). `lowering` must pass [`one_launch`].
+    pub fn new(
+        lowering: &'l Lowering,
+        mut plans: Vec<GemmPlan<'l>>,
+        arch: &Arch,
+    ) -> Result<Self, CodegenError> {
+        plans.sort_by_key(|g| std::cmp::Reverse(g.k_tiles));
+        if matches!(plans[0].scheduler, SchedulerKind::Persistent(_)) {
+            return Self::walk(lowering, plans, arch);
+        }
+        let threads = plans[0].threads;
+        let z = RasterScheduler.grid(&plans[0])[2];
+        let mut next = 0u64;
+        for plan in &mut plans {
+            debug_assert_eq!(plan.threads, threads);
+            plan.scheduler = SchedulerKind::Phase {
+                first_block: next as u32,
+            };
+            next += RasterScheduler.grid(plan)[0];
+        }
+        let zero = ZeroFill::of(lowering, threads, z, next as u32);
+        if let Some(z) = &zero {
+            next += z.blocks as u64;
+        }
         let shared_bytes = plans.iter().map(|g| g.smem.bytes).max().unwrap_or(0);
-        PhasedPlan {
+        Ok(PhasedPlan {
             phases: plans,
             zero,
             threads,
             shared_bytes,
             grid: [next, 1, z],
-        }
+            walk: None,
+        })
     }
-}
 
-/// `first ≤ bid < first + count`, as one unsigned compare.
-fn in_range<'ctx>(
-    kb: &Kb<'_, 'ctx>,
-    bid: IntValue<'ctx>,
-    first: u32,
-    count: u64,
-) -> IntValue<'ctx> {
-    kb.ultc(kb.addc(bid, -(first as i64)), count as u32)
+    /// The persistent walk over every phase's units (see the module's doc).
+    fn walk(
+        lowering: &'l Lowering,
+        mut plans: Vec<GemmPlan<'l>>,
+        arch: &Arch,
+    ) -> Result<Self, CodegenError> {
+        let lead = &plans[0];
+        let ws = lead
+            .ws
+            .unwrap_or_else(|| panic!("pk=1 was refused without ld=ws"));
+        // One ring and one set of mbarriers serve every phase: the same config lays them out
+        // alike, unless an operand's tile changed its major dimension between phases.
+        let ring = |g: &GemmPlan| (g.smem.a, g.smem.b, g.smem.stages, g.smem.barriers);
+        let epi = |g: &GemmPlan| (g.smem.epilogue, g.smem.c_at);
+        if let Some(g) = plans
+            .iter()
+            .find(|g| ring(g) != ring(lead) || epi(g) != epi(lead))
+        {
+            return Err(CodegenError::Internal(format!(
+                "{}: phase {}'s shared-memory layout differs from phase {}'s",
+                lead.cfg, g.gemm.id, lead.gemm.id
+            )));
+        }
+        let region = plans.iter().map(|g| g.smem.region).max().unwrap_or(0);
+        let shared_bytes = plans.iter().map(|g| g.smem.bytes).max().unwrap_or(0);
+        let (mut next, mut maps) = (0u64, 0usize);
+        for plan in &mut plans {
+            plan.smem.region = region;
+            plan.smem.bytes = shared_bytes;
+            plan.scheduler = SchedulerKind::Phase {
+                first_block: next as u32,
+            };
+            plan.first_map = maps;
+            maps += plan.tma.iter().flatten().count();
+            next += PhaseScheduler.units(plan);
+        }
+        let walk = PersistentGrid::new(
+            next as u32,
+            arch.compute_units,
+            ws.resident_blocks(arch, shared_bytes),
+        );
+        Ok(PhasedPlan {
+            zero: ZeroFill::of(lowering, ws.consumers, 1, 0),
+            phases: plans,
+            threads: ws.threads(),
+            shared_bytes,
+            grid: [walk.blocks as u64, 1, 1],
+            walk: Some(walk),
+        })
+    }
+
+    /// The kernel's parameters: the convolution's, then every phase's tensor maps in phase
+    /// order ([`GemmPlan::first_map`]).
+    pub fn args(&self) -> Vec<KernelArg> {
+        let mut args = CONV_ARGS.to_vec();
+        for g in &self.phases {
+            args.extend_from_slice(&g.args()[CONV_ARGS.len()..]);
+        }
+        args
+    }
 }
 
 /// Emits the one-launch kernel of `plan`.
 pub(crate) fn emit_phased<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, fault: bool) {
     kb.set_block_size(plan.threads);
+    if plan.walk.is_some() {
+        let lead = &plan.phases[0];
+        let tid = kb.thread_idx();
+        super::ws::emit(kb, lead, &Work::Phases(plan), tid, write_unit);
+        if fault {
+            emit_fault(kb, lead, tid, kb.block_idx(2));
+        }
+        return;
+    }
     let bid = kb.block_idx(0);
-    for phase in &plan.phases {
+    for (i, phase) in plan.phases.iter().enumerate() {
         let SchedulerKind::Phase { first_block } = phase.scheduler else {
             unreachable!("PhasedPlan::new schedules every phase")
         };
         let blocks = RasterScheduler.grid(phase)[0];
-        kb.if_then(in_range(kb, bid, first_block, blocks), |kb| {
-            emit_gemm_body(kb, phase, fault)
-        });
+        if !skipped(i) {
+            kb.if_then(in_range(kb, bid, first_block, blocks), |kb| {
+                emit_gemm_body(kb, phase, fault)
+            });
+        }
     }
-    if let Some(z) = &plan.zero {
+    if let Some(z) = zeroing(plan) {
         kb.if_then(in_range(kb, bid, z.first_block, z.blocks as u64), |kb| {
-            emit_zero_uncovered(kb, z, plan.threads, bid)
+            let tid = kb.thread_idx();
+            let local = kb.addc(bid, -(z.first_block as i64));
+            let chunk = kb.add(kb.mulc(kb.block_idx(2), z.blocks as i64), local);
+            emit_zero_chunk(kb, z, tid, chunk)
         });
     }
+}
+
+/// The zeroing on the persistent walk (`plan.walk`): block `b` zeroes chunks `b, b +
+/// gridDim.x, …` with its consumer threads `tid` (`0 .. z.threads`).
+pub(crate) fn emit_zero_walk<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, tid: IntValue<'ctx>) {
+    let (Some(z), Some(walk)) = (zeroing(plan), plan.walk) else {
+        return;
+    };
+    let chunks = PersistentGrid {
+        units: z.blocks,
+        blocks: walk.blocks,
+    };
+    let sched = PersistentScheduler;
+    kb.for_range(kb.c(0), sched.units_of_block(kb, chunks), |kb, i| {
+        emit_zero_chunk(kb, z, tid, sched.unit(kb, chunks, i))
+    });
 }
 
 /// Whether pixel coordinate `hi` is written by some phase along one dimension (the kernel
@@ -168,19 +338,21 @@ fn writes<'ctx>(kb: &Kb<'_, 'ctx>, cover: &CoverDim, hi: IntValue<'ctx>) -> IntV
     any
 }
 
-/// The zeroing blocks: thread `t` of block `b` (local) in z-slice `z` clears vectors
-/// `((z·blocks + b)·UNROLL + j)·threads + t` whose pixel no phase writes.
-fn emit_zero_uncovered<'ctx>(kb: &Kb<'_, 'ctx>, z: &ZeroFill, threads: u32, bid: IntValue<'ctx>) {
-    let tid = kb.thread_idx();
-    let local = kb.addc(bid, -(z.first_block as i64));
-    let block = kb.add(kb.mulc(kb.block_idx(2), z.blocks as i64), local);
+/// Zeroing chunk `chunk`: thread `tid` (of `z.threads`) clears vectors `(chunk·UNROLL + j)·
+/// threads + tid` whose pixel no phase writes.
+fn emit_zero_chunk<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    z: &ZeroFill,
+    tid: IntValue<'ctx>,
+    chunk: IntValue<'ctx>,
+) {
     let ty = kb.vec_ty(z.dt, z.vec);
     let out = kb.tensor(Tensor::Input);
     for j in 0..ZERO_UNROLL {
         let unit = kb.add(
             kb.mulc(
-                kb.addc(kb.mulc(block, ZERO_UNROLL as i64), j as i64),
-                threads as i64,
+                kb.addc(kb.mulc(chunk, ZERO_UNROLL as i64), j as i64),
+                z.threads as i64,
             ),
             tid,
         );
@@ -278,6 +450,65 @@ mod tests {
             CFG,
             |plan| assert_eq!(plan.zero.as_ref().unwrap().vec, 1),
         );
+    }
+
+    #[test]
+    fn ws_persistent_phases_are_units_of_one_walk() {
+        let p: crate::problem::ConvProblem =
+            "convbfp16 -n 2 -c 64 -H 9 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC"
+                .parse()
+                .unwrap();
+        let l = lower(&p);
+        let ws: PerfConfig = "v4:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,\
+                              rs=1,mma=wg,red=atomic,ld=wspp,pk=1"
+            .parse()
+            .unwrap();
+        let sms = 3;
+        let spec = spec_for(Target::of(Arch::SM_90.with_compute_units(sms)), true);
+        let job = |cfg| Job::Conv {
+            lowering: &l,
+            cfg,
+            fault: false,
+        };
+        let launches = plan(job(&ws), spec.as_ref()).unwrap();
+        assert_eq!(launches.kernels.len(), 1);
+        let Body::Phased(plan) = &launches.kernels[0].1 else {
+            panic!("not one launch")
+        };
+        let walk = plan.walk.unwrap();
+        let (mut next, mut maps) = (0, 0);
+        for g in &plan.phases {
+            assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });
+            assert_eq!(g.first_map, maps);
+            assert_eq!(g.smem.region, plan.phases[0].smem.region);
+            maps += g.tma.iter().flatten().count();
+            next += g.tiles_m * g.tiles_n;
+        }
+        assert!(maps > 0);
+        assert_eq!(walk.units, next);
+        assert_eq!(plan.grid, [sms as u64, 1, 1]);
+        assert_eq!((walk.blocks, plan.threads), (sms, 3 * 128));
+        assert_eq!(plan.args().len(), CONV_ARGS.len() + maps);
+        assert_eq!(launches.kernels[0].0.args, plan.args());
+        // A block per tile (pk=0), ld=tma and stream-K keep a launch per phase.
+        let per_tile = PerfConfig {
+            ld: crate::config::LoadPath::Ws,
+            persistent: crate::config::Grid::PerTile,
+            ..ws
+        };
+        let tma = PerfConfig {
+            ld: crate::config::LoadPath::Tma,
+            ..per_tile
+        };
+        let stream = PerfConfig {
+            ld: crate::config::LoadPath::Ws,
+            red: crate::config::Reduction::Stream,
+            ..ws
+        };
+        assert!(one_launch(&l, &ws));
+        for c in [per_tile, tma, stream] {
+            assert!(!one_launch(&l, &c), "{c}");
+        }
     }
 
     #[test]

@@ -64,9 +64,10 @@ pub(crate) enum SchedulerKind {
     /// [`super::schedule::RasterScheduler`]: one block per tile, rasterised by `rs`.
     Raster,
     /// [`super::schedule_phase::PhaseScheduler`]: the raster of one phase of a one-launch
-    /// strided bwd-data kernel, whose tiles start at block `first_block` of the grid.
+    /// strided bwd-data kernel, whose tiles start at block `first_block` of the grid (on the
+    /// warp-specialised persistent walk: at work unit `first_block` of the walk).
     Phase {
-        /// The first block (x) of this phase.
+        /// The first block (x) of this phase, or its first work unit on the walk.
         first_block: u32,
     },
     /// [`super::streamk`]: a persistent grid walking (tile, K tile) iterations (`red=stream`).
@@ -150,6 +151,10 @@ pub(crate) struct GemmPlan<'l> {
     pub fixup: Option<Fixup>,
     /// The warp-specialised block (`ld=ws`): consumers = `threads`, plus the producer.
     pub ws: Option<WsBlock>,
+    /// The kernel's tensor-map parameter of this plan's first TMA operand, counted over the
+    /// kernel's tensor maps: 0, but for a phase of a one-launch kernel that follows phases
+    /// with maps of their own ([`super::phased`]).
+    pub first_map: usize,
 }
 
 impl GemmPlan<'_> {
@@ -504,6 +509,7 @@ impl<'l> GemmPlan<'l> {
             fixup,
             tma,
             ws,
+            first_map: 0,
         })
     }
 }

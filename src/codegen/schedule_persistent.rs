@@ -41,22 +41,21 @@ impl PersistentScheduler {
         raster_tile_at(kb, plan, bid, |kb| kb.udivc(unit, per_z))
     }
 
-    /// How many units block `blockIdx.x` walks: `ceil((units − b) / blocks)` (≥ 1, the grid
-    /// never exceeds the units).
-    pub fn units_of_block<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> IntValue<'ctx> {
-        let pg = persistent_grid(plan);
+    /// How many units of `pg` block `blockIdx.x` walks: `ceil((units − b) / blocks)` (≥ 1
+    /// when the grid does not exceed the units; 0 for a block past them: `units − b + blocks
+    /// − 1` stays non-negative since `b < blocks`).
+    pub fn units_of_block<'ctx>(&self, kb: &Kb<'_, 'ctx>, pg: PersistentGrid) -> IntValue<'ctx> {
         let left = kb.sub(kb.c(pg.units as i64), kb.block_idx(0));
         kb.udivc(kb.addc(left, pg.blocks as i64 - 1), pg.blocks)
     }
 
-    /// Work unit `i` of this block's walk: `blockIdx.x + i · gridDim.x`.
+    /// Work unit `i` of this block's walk over `pg`: `blockIdx.x + i · gridDim.x`.
     pub fn unit<'ctx>(
         &self,
         kb: &Kb<'_, 'ctx>,
-        plan: &GemmPlan,
+        pg: PersistentGrid,
         i: IntValue<'ctx>,
     ) -> IntValue<'ctx> {
-        let pg = persistent_grid(plan);
         kb.add(kb.block_idx(0), kb.mulc(i, pg.blocks as i64))
     }
 }

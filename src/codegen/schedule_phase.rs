@@ -3,21 +3,67 @@
 //! phase's block `b` is the raster tile `b − first_block` of its own GEMM. Which phase a block
 //! belongs to is decided before its GEMM body runs (the prefix sum of the phases' tile counts,
 //! compile-time constants), so each phase's body is the ordinary GEMM with its own constants.
+//!
+//! On the warp-specialised persistent walk (`ld=ws|wspp`, `pk=1`) the same prefix sum numbers
+//! work units instead of blocks: unit `u` of the walk is the phase's persistent unit
+//! `u − first_block` ([`PhaseScheduler::unit_tile`]).
 
 use super::builder::Kb;
 use super::plan::{GemmPlan, SchedulerKind};
 use super::schedule::{raster_k_range, raster_tile, RasterScheduler, Tile, TileScheduler};
+use super::schedule_persistent::PersistentScheduler;
 use inkwell::values::IntValue;
 
 /// [`RasterScheduler`] shifted by the phase's first block.
 #[derive(Debug)]
 pub(crate) struct PhaseScheduler;
 
-/// The first block of `plan`'s phase (0 for a plan that is not a phase).
+/// The first block (or work unit) of `plan`'s phase (0 for a plan that is not a phase).
 fn first_block(plan: &GemmPlan) -> u32 {
     match plan.scheduler {
         SchedulerKind::Phase { first_block } => first_block,
         SchedulerKind::Raster | SchedulerKind::StreamK(_) | SchedulerKind::Persistent(_) => 0,
+    }
+}
+
+/// `first ≤ id < first + count`, as one unsigned compare.
+pub(crate) fn in_range<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    id: IntValue<'ctx>,
+    first: u32,
+    count: u64,
+) -> IntValue<'ctx> {
+    kb.ultc(kb.addc(id, -(first as i64)), count as u32)
+}
+
+impl PhaseScheduler {
+    /// The phase's work units on a persistent walk: one per tile and group (no split-K in
+    /// one launch).
+    pub fn units(&self, plan: &GemmPlan) -> u64 {
+        let [x, _, z] = RasterScheduler.grid(plan);
+        x * z
+    }
+
+    /// Whether work unit `unit` of the walk is this phase's.
+    pub fn holds<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        unit: IntValue<'ctx>,
+    ) -> IntValue<'ctx> {
+        in_range(kb, unit, first_block(plan), self.units(plan))
+    }
+
+    /// The tile of the walk's work unit `unit` (one the phase [`holds`](Self::holds)): the
+    /// phase's own persistent unit `unit − first`.
+    pub fn unit_tile<'ctx>(
+        &self,
+        kb: &Kb<'_, 'ctx>,
+        plan: &GemmPlan,
+        unit: IntValue<'ctx>,
+    ) -> Tile<'ctx> {
+        let local = kb.addc(unit, -(first_block(plan) as i64));
+        PersistentScheduler.unit_tile(kb, plan, local)
     }
 }
 

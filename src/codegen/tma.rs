@@ -79,7 +79,16 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
             let mut map = 0;
             for (l, t) in self.loaders.iter().zip(&self.plan.tma) {
                 let Some(t) = t else { continue };
-                issue_box(kb, self.plan, l, t, kb.map_arg(map), kt, stage, bar);
+                issue_box(
+                    kb,
+                    self.plan,
+                    l,
+                    t,
+                    kb.map_arg(self.plan.first_map + map),
+                    kt,
+                    stage,
+                    bar,
+                );
                 map += 1;
             }
         });

@@ -36,9 +36,11 @@
 use super::builder::Kb;
 use super::loader::{stage_base, Loader};
 use super::math::WarpMath;
+use super::phased::PhasedPlan;
 use super::plan::{GemmPlan, Math};
 use super::schedule::{Tile, TileScheduler, Unit};
-use super::schedule_persistent::PersistentScheduler;
+use super::schedule_persistent::{persistent_grid, PersistentScheduler};
+use super::schedule_phase::PhaseScheduler;
 use super::spec::TargetSpec;
 use super::streamk::walk_units;
 use super::tma::Issue;
@@ -76,7 +78,7 @@ pub(crate) fn plan_ws(
 }
 
 /// What a block of the warp-specialised kernel computes.
-pub(crate) enum Work<'ctx> {
+pub(crate) enum Work<'w, 'ctx> {
     /// One work unit (one block per unit, `pk=0`).
     One(Unit<'ctx>),
     /// The block's walk over the persistent grid's units (`pk=1`): the ring's stage and
@@ -85,6 +87,19 @@ pub(crate) enum Work<'ctx> {
     /// The block's stream-K walk ([`super::streamk::walk_units`], `pk=1`, `red=stream`): its
     /// units, the same ring running on across them.
     Stream(StreamK),
+    /// The block's walk over the units of every phase of a one-launch strided bwd-data
+    /// kernel ([`super::phased`], `pk=1`): each unit with its phase's plan, the ring running
+    /// on across units and phases; the consumers zero their share of the uncovered pixels
+    /// first.
+    Phases(&'w PhasedPlan<'w>),
+}
+
+/// The plans whose units `work` walks: every phase's, or `plan` alone.
+fn plans<'p>(plan: &'p GemmPlan<'p>, work: &'p Work<'p, '_>) -> Vec<&'p GemmPlan<'p>> {
+    match work {
+        Work::Phases(pp) => pp.phases.iter().collect(),
+        Work::One(_) | Work::Walk | Work::Stream(_) => vec![plan],
+    }
 }
 
 /// Test hook: while set (on the emitting thread), a persistent kernel restarts its ring
@@ -100,6 +115,19 @@ pub fn with_ring_reset_per_unit<R>(f: impl FnOnce() -> R) -> R {
 
 thread_local! {
     static RESET_RING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The producer's loaders of `plan`'s A and B tiles at `tile` (`ptid`: the producer thread).
+fn loaders<'a, 'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &'a GemmPlan<'a>,
+    ptid: IntValue<'ctx>,
+    tile: &Tile<'ctx>,
+) -> (Loader<'a, 'ctx>, Loader<'a, 'ctx>) {
+    (
+        Loader::new(kb, plan, &plan.gemm.a, ptid, tile.g, tile.m0),
+        Loader::new(kb, plan, &plan.gemm.b, ptid, tile.g, tile.n0),
+    )
 }
 
 /// What the producer issues a K tile with: `loaders`, the leader thread 0 of the producer
@@ -131,40 +159,63 @@ pub(super) struct Step<'ctx> {
     pub index: Option<IntValue<'ctx>>,
 }
 
-/// Calls `body(kb, unit, step)` for each unit the block walks (`work` is a walk), in order;
-/// returns the ring counter after the last unit. The cooperative consumers, the ping-pong
-/// consumers ([`super::ws_pingpong`]) and the producer all walk here.
+/// Calls `body(kb, unit_plan, unit, step)` for each unit the block walks (`work` is a walk),
+/// in order, with the plan of the unit's GEMM (`plan`, or its phase's); returns the ring
+/// counter after the last unit. The cooperative consumers, the ping-pong consumers
+/// ([`super::ws_pingpong`]) and the producer all walk here.
 pub(super) fn walk<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
-    work: &Work<'ctx>,
-    body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>, &Step<'ctx>),
+    work: &Work<'_, 'ctx>,
+    body: impl Fn(&Kb<'_, 'ctx>, &GemmPlan, &Unit<'ctx>, &Step<'ctx>),
 ) -> IntValue<'ctx> {
     let i32t = kb.i32t();
     let counter = kb.var(kb.c(0).into());
     let reset = RESET_RING.with(|r| r.get());
-    let visit = |kb: &Kb<'_, 'ctx>, unit: &Unit<'ctx>, index: Option<IntValue<'ctx>>| {
-        let base = if reset {
-            kb.c(0)
-        } else {
-            kb.get(counter, i32t.into()).into_int_value()
+    let visit =
+        |kb: &Kb<'_, 'ctx>, plan: &GemmPlan, unit: &Unit<'ctx>, index: Option<IntValue<'ctx>>| {
+            let base = if reset {
+                kb.c(0)
+            } else {
+                kb.get(counter, i32t.into()).into_int_value()
+            };
+            body(kb, plan, unit, &Step { base, index });
+            // An empty split-K slice (lo ≥ hi) has no K tile.
+            let (lo, hi) = (unit.lo, unit.hi);
+            kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
         };
-        body(kb, unit, &Step { base, index });
-        // An empty split-K slice (lo ≥ hi) has no K tile.
-        let (lo, hi) = (unit.lo, unit.hi);
-        kb.set(counter, kb.add(base, kb.sub(kb.umax(lo, hi), lo)).into());
-    };
     match work {
         Work::Walk => {
             let sched = PersistentScheduler;
-            kb.for_range(kb.c(0), sched.units_of_block(kb, plan), |kb, i| {
-                let unit = sched.unit(kb, plan, i);
+            let pg = persistent_grid(plan);
+            kb.for_range(kb.c(0), sched.units_of_block(kb, pg), |kb, i| {
+                let unit = sched.unit(kb, pg, i);
                 let tile = sched.unit_tile(kb, plan, unit);
                 let k = sched.k_range(kb, plan, &tile);
-                visit(kb, &Unit::of_tile(tile, k), Some(i));
+                visit(kb, plan, &Unit::of_tile(tile, k), Some(i));
             });
         }
-        Work::Stream(sk) => walk_units(kb, plan, sk, |kb, unit| visit(kb, unit, None)),
+        Work::Phases(pp) => {
+            let sched = PersistentScheduler;
+            let pg = pp
+                .walk
+                .unwrap_or_else(|| panic!("a one-launch plan without its walk on ld=ws"));
+            kb.for_range(kb.c(0), sched.units_of_block(kb, pg), |kb, i| {
+                let unit = sched.unit(kb, pg, i);
+                // One branch per phase, its body emitted with the phase's constants.
+                for (p, phase) in pp.phases.iter().enumerate() {
+                    if super::phased::skipped(p) {
+                        continue;
+                    }
+                    kb.if_then(PhaseScheduler.holds(kb, phase, unit), |kb| {
+                        let tile = PhaseScheduler.unit_tile(kb, phase, unit);
+                        let k = PhaseScheduler.k_range(kb, phase, &tile);
+                        visit(kb, phase, &Unit::of_tile(tile, k), Some(i));
+                    });
+                }
+            });
+        }
+        Work::Stream(sk) => walk_units(kb, plan, sk, |kb, unit| visit(kb, plan, unit, None)),
         Work::One(_) => unreachable!("one unit is no walk"),
     }
     kb.get(counter, i32t.into()).into_int_value()
@@ -177,7 +228,7 @@ pub(super) fn walk<'ctx>(
 pub(crate) fn emit<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
-    work: &Work<'ctx>,
+    work: &Work<'_, 'ctx>,
     tid: IntValue<'ctx>,
     write: impl Fn(&Kb<'_, 'ctx>, &GemmPlan, &WarpMath<'_, 'ctx>, &Unit<'ctx>, IntValue<'ctx>),
 ) {
@@ -201,7 +252,11 @@ pub(crate) fn emit<'ctx>(
     };
     let full = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| bar(kb, stage);
     let empty = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| bar(kb, kb.addc(stage, s as i64));
-    let any_cp = plan.tma.iter().any(Option::is_none);
+    // One full-barrier count for the kernel: with an operand on cp.async in some phase, the
+    // producer's threads arrive in every phase (with no copy pending, at once).
+    let any_cp = plans(plan, work)
+        .iter()
+        .any(|g| g.tma.iter().any(Option::is_none));
     let full_count = 1 + if any_cp { ws.producers } else { 0 };
     kb.if_then(kb.eq(tid, kb.c(0)), |kb| {
         for i in 0..s {
@@ -238,12 +293,6 @@ pub(crate) fn emit<'ctx>(
     kb.if_then(producer, |kb| {
         kb.setmaxnreg(false, ws.producer_regs);
         let ptid = kb.addc(tid, -(ws.consumers as i64));
-        let loaders = |kb: &Kb<'_, 'ctx>, tile: &Tile<'ctx>| {
-            (
-                Loader::new(kb, plan, &plan.gemm.a, ptid, tile.g, tile.m0),
-                Loader::new(kb, plan, &plan.gemm.b, ptid, tile.g, tile.n0),
-            )
-        };
         // The K tiles `[lo, hi)` of a unit, from ring position `base`.
         let produce_unit = |kb: &Kb<'_, 'ctx>,
                             io: &Issue<'_, '_, 'ctx>,
@@ -281,9 +330,9 @@ pub(crate) fn emit<'ctx>(
                 };
                 tail(kb, end, *lo);
             }
-            (Work::Walk | Work::Stream(_), _) => {
-                let end = walk(kb, plan, work, |kb, unit, step| {
-                    let (a, b) = loaders(kb, &unit.tile);
+            (Work::Walk | Work::Stream(_) | Work::Phases(_), _) => {
+                let end = walk(kb, plan, work, |kb, plan, unit, step| {
+                    let (a, b) = loaders(kb, plan, ptid, &unit.tile);
                     produce_unit(
                         kb,
                         &issue(kb, plan, [&a, &b], ptid, bars),
@@ -298,8 +347,8 @@ pub(crate) fn emit<'ctx>(
         };
         // One unit: its loaders up front, for every producer thread.
         let first = match work {
-            Work::One(unit) => Some(loaders(kb, &unit.tile)),
-            Work::Walk | Work::Stream(_) => None,
+            Work::One(unit) => Some(loaders(kb, plan, ptid, &unit.tile)),
+            Work::Walk | Work::Stream(_) | Work::Phases(_) => None,
         };
         let io = first
             .as_ref()
@@ -368,6 +417,10 @@ pub(crate) fn emit<'ctx>(
                 });
             }
         };
+        if let Work::Phases(pp) = work {
+            // The uncovered pixels first, by every consumer thread (see `super::phased`).
+            super::phased::emit_zero_walk(kb, pp, tid);
+        }
         if ws.consumers > t {
             return super::ws_pingpong::emit(kb, plan, work, tid, &bar, &consume, &write);
         }
@@ -380,9 +433,9 @@ pub(crate) fn emit<'ctx>(
                 consume(kb, &math, lane0(kb), unit.lo, unit.hi, None, &none);
                 write(kb, plan, &math, unit, tid);
             }
-            Work::Walk | Work::Stream(_) => {
+            Work::Walk | Work::Stream(_) | Work::Phases(_) => {
                 let lane0 = lane0(kb);
-                walk(kb, plan, work, |kb, unit, step| {
+                walk(kb, plan, work, |kb, plan, unit, step| {
                     let math = WarpMath::new(kb, plan, tid);
                     consume(kb, &math, lane0, unit.lo, unit.hi, Some(step.base), &none);
                     write(kb, plan, &math, unit, tid);

@@ -97,7 +97,7 @@ pub(super) type Consume<'s, 'ctx> = dyn Fn(
 pub(super) fn emit<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
-    work: &Work<'ctx>,
+    work: &Work<'_, 'ctx>,
     tid: IntValue<'ctx>,
     bar: &dyn Fn(&Kb<'_, 'ctx>, IntValue<'ctx>) -> PointerValue<'ctx>,
     consume: &Consume<'_, 'ctx>,
@@ -111,13 +111,15 @@ pub(super) fn emit<'ctx>(
     for c in 0..PING_PONG_CONSUMERS {
         kb.if_then(kb.eq(kb.udivc(tid, t), kb.c(c as i64)), |kb| {
             let ltid = kb.addc(tid, -((c * t) as i64));
-            let mut mine = plan.clone();
-            mine.smem = plan.smem.for_consumer(c);
             kb.set_barrier_scope(Some((CONSUMER_BARRIER + c, t)));
             // Fault `OwnRing`: a ring counter over this consumer's units only.
             let own = kb.var(kb.c(0).into());
             let lane0 = kb.eq(kb.uremc(ltid, plan.warp), kb.c(0));
-            walk(kb, plan, work, |kb, u, step| {
+            walk(kb, plan, work, |kb, plan, u, step| {
+                // The unit's plan (its phase's in a one-launch kernel) in this consumer's
+                // epilogue region.
+                let mut mine = plan.clone();
+                mine.smem = plan.smem.for_consumer(c);
                 let index = step.index.unwrap_or_else(|| {
                     unreachable!("ld=wspp walks the persistent grid only (stream_refusal)")
                 });

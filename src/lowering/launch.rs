@@ -3,7 +3,7 @@
 //! cost model (which charges one launch), so it lives here, outside the LLVM-gated code.
 
 use super::Lowering;
-use crate::config::{LoadPath, PerfConfig, Reduction};
+use crate::config::{Grid, LoadPath, PerfConfig, Reduction};
 use crate::problem::Direction;
 
 /// Most phases one kernel holds: each is a copy of the GEMM body in the kernel, so a problem
@@ -15,15 +15,20 @@ pub const MAX_PHASES: usize = 16;
 pub const MAX_COVER_CLASSES: u32 = 16;
 
 /// Whether `lowering` with `cfg` runs in one launch: backward data with more than one
-/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limits above.
+/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limits above, on
+/// the block-per-tile `cp.async` path or on the warp-specialised persistent walk (`ld=ws|wspp`,
+/// `pk=1`: every phase's tiles are units of one walk, `codegen::phased`).
 pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
     let p = &lowering.problem;
     p.direction() == Direction::BwdData
         && cfg.split_k == 1
         // A stream-K grid is one block per SM walking its own GEMM: it keeps a launch a phase.
         && cfg.red != Reduction::Stream
-        // Each phase's TMA maps would be kernel parameters of their own: not joined yet.
-        && cfg.ld == LoadPath::Cp
+        // `ld=tma` (and `ld=ws` with a block per tile) would initialise its mbarriers in
+        // every phase's branch: not joined. The persistent walk sets its ring up once and
+        // takes each phase's tensor maps as parameters of their own.
+        && (cfg.ld == LoadPath::Cp
+            || (cfg.ld.warp_specialised() && cfg.persistent == Grid::Persistent))
         && !lowering.gemms.is_empty()
         && (lowering.gemms.len() > 1 || lowering.zero_init)
         && lowering.gemms.len() <= MAX_PHASES

@@ -21,6 +21,7 @@
 //! assert!(report.violations == 0);
 //! ```
 
+mod call;
 mod im2col;
 mod pipeline;
 mod runtime;
@@ -150,13 +151,6 @@ fn splat(pattern: &[u8]) -> u128 {
     u128::from_le_bytes(w)
 }
 
-type KernelFn = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
-/// A kernel with one tensor map (`CONV_ARGS`, the map, the thread context).
-type KernelFn1 = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8, *const u8);
-/// A kernel with two tensor maps.
-type KernelFn2 =
-    unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8, *const u8, *const u8);
-
 /// A JIT-compiled kernel and its tensor maps' descriptions (after `CONV_ARGS`).
 struct HostKernel {
     addr: usize,
@@ -171,8 +165,8 @@ fn run(
 ) -> Result<EmuReport, CodegenError> {
     let spec = spec::HostEmu::new(like);
     let launches = compile::plan(job, &spec)?;
-    // The host calls kernels through a few Rust signatures: the buffers in `CONV_ARGS`
-    // order, then up to two tensor maps.
+    // The host calls kernels with the buffers in `CONV_ARGS` order, then their tensor maps
+    // ([`call`]).
     let mut maps = Vec::new();
     for (k, _) in &launches.kernels {
         let n = CONV_ARGS.len();
@@ -184,14 +178,20 @@ fn run(
             })
             .collect();
         match tail {
-            Some(t) if k.args.len() >= n && k.args[..n] == *CONV_ARGS && t.len() <= 2 => {
+            Some(t)
+                if k.args.len() >= n
+                    && k.args[..n] == *CONV_ARGS
+                    && n + t.len() < call::MAX_PARAMS =>
+            {
                 maps.push(t)
             }
             _ => {
                 return Err(CodegenError::Internal(format!(
                     "emulator: kernel {} takes {:?}, the emulator passes {CONV_ARGS:?} and up \
-                     to two tensor maps",
-                    k.name, k.args
+                     to {} tensor maps",
+                    k.name,
+                    k.args,
+                    call::MAX_PARAMS - n - 1
                 )))
             }
         }
@@ -314,36 +314,19 @@ fn run_block(block: &Block, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WOR
         for tid in 0..block.threads {
             s.spawn(move || {
                 let t = Thread::new(tid, block);
-                let p = |i: usize| ptrs[i] as *mut u8;
                 let ctx = &t as *const Thread as *const u8;
-                let m = |i: usize| maps[i].as_ptr() as *const u8;
+                let params: Vec<*const u8> = ptrs[..4]
+                    .iter()
+                    .map(|&p| p as *const u8)
+                    .chain(maps.iter().map(|m| m.as_ptr() as *const u8))
+                    .chain([ctx])
+                    .collect();
                 // SAFETY: `f` is an emulated kernel taking `CONV_ARGS`, `maps.len()` tensor
                 // maps (checked when planned) and the thread context; the pointers are the
                 // run's buffers (or null for an empty workspace) and host maps, alive until
                 // the scope ends, and every access through them is checked (`emu_guard`,
                 // `emu_tma_load`).
-                unsafe {
-                    match maps.len() {
-                        0 => std::mem::transmute::<usize, KernelFn>(f)(p(0), p(1), p(2), p(3), ctx),
-                        1 => std::mem::transmute::<usize, KernelFn1>(f)(
-                            p(0),
-                            p(1),
-                            p(2),
-                            p(3),
-                            m(0),
-                            ctx,
-                        ),
-                        _ => std::mem::transmute::<usize, KernelFn2>(f)(
-                            p(0),
-                            p(1),
-                            p(2),
-                            p(3),
-                            m(0),
-                            m(1),
-                            ctx,
-                        ),
-                    }
-                };
+                unsafe { call::call(f, &params) };
                 t.finish();
             });
         }
