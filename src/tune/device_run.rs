@@ -107,16 +107,13 @@ impl Record for JournalRecord<'_> {
     fn record(&mut self, config: &PerfConfig, outcome: &Outcome) {
         let value = serde_json::to_value(outcome).unwrap_or_default();
         let time = outcome.timing().map(|t| t.median_us);
-        if let Err(e) = self
-            .journal
-            .record_at(
-                &self.key,
-                &config.to_string(),
-                value,
-                time,
-                Some(self.started.elapsed().as_secs_f64()),
-            )
-        {
+        if let Err(e) = self.journal.record_at(
+            &self.key,
+            &config.to_string(),
+            value,
+            time,
+            Some(self.started.elapsed().as_secs_f64()),
+        ) {
             self.error.get_or_insert(e.to_string());
         }
     }
@@ -222,7 +219,15 @@ pub(super) fn tune_device(
                 report.stages.enumerate_s = enumerate_s;
                 report.stages.reference_s = referencing.elapsed().as_secs_f64();
                 report.stages.total_s = started.elapsed().as_secs_f64();
-                finish_problem(s, key, device, &report, None, (&mut journal, journal_path), started)?;
+                finish_problem(
+                    s,
+                    key,
+                    device,
+                    &report,
+                    None,
+                    (&mut journal, journal_path),
+                    started,
+                )?;
                 continue;
             }
             Err(source) => {
@@ -291,7 +296,15 @@ pub(super) fn tune_device(
         report.stages.total_s = started.elapsed().as_secs_f64();
         report.elapsed = started.elapsed();
         let error = rec.error;
-        finish_problem(s, key, device, &report, error, (&mut journal, journal_path), started)?;
+        finish_problem(
+            s,
+            key,
+            device,
+            &report,
+            error,
+            (&mut journal, journal_path),
+            started,
+        )?;
     }
 }
 
