@@ -479,6 +479,10 @@ fn measuring_starts_before_the_slowest_compile_of_the_batch_ends() {
     let order: Vec<u32> = eval.at.iter().map(|a| a.0).collect();
     assert_eq!(order, (1..=8).map(|i| 16 * i).collect::<Vec<_>>());
     let ms = |k: usize| eval.at[k].1.as_millis();
-    assert!(ms(6) < 600, "the fast seven waited for the slow one: {:?}", eval.at);
+    assert!(
+        ms(6) < 600,
+        "the fast seven waited for the slow one: {:?}",
+        eval.at
+    );
     assert!(ms(7) >= 1000, "{:?}", eval.at);
 }
