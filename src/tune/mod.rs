@@ -39,9 +39,9 @@ use crate::runtime::{LaunchPlan, MeasureStages, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
 pub use progress::ListPosition;
 use progress::Progress;
-use rayon::prelude::*;
 pub use stages::StageTimes;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Measures one compiled candidate on a device (verify, then time).
@@ -211,47 +211,51 @@ type CompiledPlan = Option<(Result<LaunchPlan, String>, Duration)>;
 /// One compiled candidate: its position in proposal order, its index, and its plan.
 type CompiledOne = (usize, usize, CompiledPlan);
 
+/// One candidate for the compiler: its position in proposal order, its index, its config.
+type CompileJob = (usize, usize, PerfConfig);
+
 /// Batches proposed and not yet measured to the end: while one is measured, the next
 /// compiles, and the strategy is asked again once the older one is measured.
 const OPEN_BATCHES: usize = 2;
 
-/// The compiler thread: compiles each batch it is sent on all cores (on the
-/// [`compile_pool`](plan::compile_pool), beside the strategy's ranking) and sends each
-/// candidate back as soon as it is compiled, so that measuring starts after the first compile
-/// of a batch, not its slowest (a bwd-weight batch's slowest compile held the GPU idle for
-/// seconds; a 9-launch problem measured nothing in 10 s). It is not joined: at the deadline the
-/// search stops waiting for it, and a compile already running (LLVM cannot be interrupted)
-/// finishes in the background and is dropped; candidates not started by then are skipped.
+/// The compiler: queues every candidate it is sent on the
+/// [`compile_pool`](plan::compile_pool) (beside the strategy's ranking), in order, and sends
+/// each back as soon as it is compiled, so that measuring starts after the first compile of a
+/// batch, not its slowest, and the next batch's compiles start as threads come free (a
+/// bwd-weight batch's slowest compile held the GPU idle for seconds; a 9-launch problem
+/// measured nothing in 10 s). Nothing waits for it: at the deadline (or when the search has
+/// ended, `over`) the search stops waiting, a compile already running (LLVM cannot be
+/// interrupted) finishes in the background and is dropped, and candidates not started by
+/// then are skipped.
 fn spawn_compiler<C>(
     compile: C,
     deadline: Option<Instant>,
-) -> (
-    mpsc::Sender<Vec<(usize, usize, PerfConfig)>>,
-    mpsc::Receiver<CompiledOne>,
-)
+    over: Arc<AtomicBool>,
+) -> (mpsc::Sender<Vec<CompileJob>>, mpsc::Receiver<CompiledOne>)
 where
     C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
 {
-    let (to_compiler, jobs) = mpsc::channel::<Vec<(usize, usize, PerfConfig)>>();
+    let (to_compiler, jobs) = mpsc::channel::<Vec<CompileJob>>();
     let (done, compiled) = mpsc::channel::<CompiledOne>();
-    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
+    let skip =
+        move || over.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
+    let compile = Arc::new(compile);
     std::thread::spawn(move || {
         for batch in jobs {
-            plan::on_compile_pool(|| {
-                batch
-                    .into_par_iter()
-                    .for_each_with(done.clone(), |done, (seq, i, config)| {
-                        let out = if past() {
-                            None
-                        } else {
-                            let t = Instant::now();
-                            let plan = compile(&config);
-                            Some((plan, t.elapsed()))
-                        };
-                        // The search may have ended (its receiver dropped): nothing to do.
-                        let _ = done.send((seq, i, out));
-                    })
-            });
+            for (seq, i, config) in batch {
+                let (done, compile, skip) = (done.clone(), Arc::clone(&compile), skip.clone());
+                plan::spawn_on_compile_pool(move || {
+                    let out = if skip() {
+                        None
+                    } else {
+                        let t = Instant::now();
+                        let plan = compile(&config);
+                        Some((plan, t.elapsed()))
+                    };
+                    // The search may have ended (its receiver dropped): nothing to do.
+                    let _ = done.send((seq, i, out));
+                });
+            }
         }
     });
     (to_compiler, compiled)
@@ -337,7 +341,8 @@ where
     // The best full median so far: the screen of adaptive timing.
     let mut best_full: Option<f64> = None;
     let candidates = ctx.candidates;
-    let (to_compiler, compiled_rx) = spawn_compiler(compile, deadline);
+    let over = Arc::new(AtomicBool::new(false));
+    let (to_compiler, compiled_rx) = spawn_compiler(compile, deadline, Arc::clone(&over));
 
     // Candidates sent to the compiler (their proposal-order numbers run from 0), and the end (in that numbering) of each batch not yet measured to the end.
     let mut sent = 0usize;
@@ -386,7 +391,7 @@ where
             });
             if !batch.is_empty() {
                 progress.compiling(batch.len());
-                let jobs: Vec<(usize, usize, PerfConfig)> = batch
+                let jobs: Vec<CompileJob> = batch
                     .iter()
                     .enumerate()
                     .map(|(k, &i)| (sent + k, i, candidates[i]))
@@ -487,6 +492,8 @@ where
             resumed: false,
         });
     }
+    // Candidates still queued (a fatal device error ended the search) are not compiled.
+    over.store(true, Ordering::Relaxed);
     drop(to_compiler);
     eval.set_deadline(None);
     progress.finish();
