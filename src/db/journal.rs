@@ -23,6 +23,11 @@ pub struct JournalRecord {
     /// Measured time when the candidate ran correctly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_us: Option<f64>,
+    /// Seconds from the start of the problem's run (enumeration included) to this record:
+    /// the journal then shows the fixed cost before the first candidate and the steady-state
+    /// rate after it (issue 16). Absent in journals written before session 9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
 }
 
 /// An open journal, held exclusively by this process (two tuners appending to one journal
@@ -81,7 +86,7 @@ impl Journal {
             .map_err(|e| DbError::io("appending to journal", &self.path, e))
     }
 
-    /// Shorthand for [`Self::append`].
+    /// Shorthand for [`Self::append`], with no time stamp.
     pub fn record(
         &mut self,
         problem_key: &str,
@@ -89,11 +94,24 @@ impl Journal {
         outcome: serde_json::Value,
         time_us: Option<f64>,
     ) -> Result<(), DbError> {
+        self.record_at(problem_key, config, outcome, time_us, None)
+    }
+
+    /// [`Self::record`] stamped with the seconds since the problem's run started.
+    pub fn record_at(
+        &mut self,
+        problem_key: &str,
+        config: &str,
+        outcome: serde_json::Value,
+        time_us: Option<f64>,
+        at_s: Option<f64>,
+    ) -> Result<(), DbError> {
         self.append(&JournalRecord {
             problem_key: problem_key.to_string(),
             config: config.to_string(),
             outcome,
             time_us,
+            at_s,
         })
     }
 

@@ -5,9 +5,10 @@
 //!    of that ranking, one config per tile shape (block and warp tile, `block_k`, split-K) before
 //!    any shape repeats, so the first measurements spread over the space instead of 32 configs
 //!    that differ only in a vector width. A space of millions takes its first batch from a
-//!    stratified sample and is ranked whole at the next call, which the tuner makes while that
-//!    batch compiles (`Guided::sampled_start`): the first compile starts within a sample's
-//!    worth of ranking.
+//!    stratified sample (`Guided::sampled_start`), and so does its second batch, while the
+//!    space is ranked whole on a thread of its own (`background`); the third call, made once
+//!    the first batch is measured, takes that ranking. The first compile starts within a
+//!    sample's worth of ranking, and the tuner's loop never waits for the whole space's.
 //! 2. Each measurement corrects the model: the log-residual `ln(measured / predicted)` is fitted
 //!    as a sum of per-field-value terms (and a few field pairs), shrunk towards zero (ridge by
 //!    backfitting), and applied to every unmeasured candidate that shares those values.
@@ -29,9 +30,12 @@ use super::cost::{CostArch, CostModel};
 use super::lattice::Lattice;
 use super::rng::SplitMix64;
 use super::{Measured, SearchContext, Strategy};
+use crate::config::PerfConfig;
 use crate::config::{Field, PerField};
+use background::{cancelled, Background};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
 
 /// Field pairs whose interaction the correction fits (besides every single field): block tile
 /// shape, warp tile shape, depth × pipeline, and the two load widths.
@@ -76,6 +80,9 @@ const FAIL_FIELD: f64 = 2.0;
 const SAMPLE_ABOVE: usize = 1 << 18;
 /// Size of that sample: one candidate drawn from each of this many equal slices of the list.
 const SAMPLE: usize = 1 << 16;
+/// Calls of a big space answered from its sample before the whole ranking is waited for: the
+/// two blind batches the tuner proposes before it has measured anything.
+const SAMPLE_CALLS: u32 = 2;
 /// Tile shapes (the product of the shape fields' value counts) up to which a diverse pick
 /// keeps each shape's best in a table rather than a map.
 const DENSE_SHAPES: u64 = 1 << 16;
@@ -86,12 +93,61 @@ pub struct Guided {
     seed: u64,
     arch: Option<CostArch>,
     state: Option<State>,
-    /// A big space's first batch, picked from a sample before the whole space was ranked: the
-    /// candidate count and the picks (taken into the state when it is built).
-    head: Option<(usize, Vec<usize>)>,
+    /// A big space's start, before the whole space is ranked (taken into the state when it is
+    /// built).
+    head: Option<Head>,
     /// [`SAMPLE_ABOVE`] and [`SAMPLE`] (tests lower them).
     sample_above: usize,
     sample: usize,
+}
+
+/// A big space's first batches, picked from a sample while the whole space is ranked in the
+/// background.
+#[derive(Debug)]
+struct Head {
+    /// The space's candidate count (a new space starts afresh).
+    n: usize,
+    /// The sample, by the model, best first.
+    ranked: Vec<usize>,
+    /// What the calls answered from the sample proposed.
+    taken: Vec<usize>,
+    /// How many calls it answered.
+    calls: u32,
+    /// The whole space's ranking; `None` when no thread could be started.
+    ranking: Option<Background>,
+}
+
+impl Head {
+    /// The next `max` picks of the sample: one per tile shape not proposed yet, best first,
+    /// then the best of the rest.
+    fn pick(&mut self, candidates: &[PerfConfig], max: usize) -> Vec<usize> {
+        self.calls += 1;
+        let taken: HashSet<usize> = self.taken.iter().copied().collect();
+        let mut seen: HashSet<[u32; 6]> = self
+            .taken
+            .iter()
+            .map(|&i| shape(&candidates[i].codes()))
+            .collect();
+        let mut batch: Vec<usize> = self
+            .ranked
+            .iter()
+            .copied()
+            .filter(|i| !taken.contains(i))
+            .filter(|&i| seen.insert(shape(&candidates[i].codes())))
+            .take(max)
+            .collect();
+        // Fewer new shapes than the batch: the best of the rest.
+        for &i in &self.ranked {
+            if batch.len() >= max {
+                break;
+            }
+            if !taken.contains(&i) && !batch.contains(&i) {
+                batch.push(i);
+            }
+        }
+        self.taken.extend(&batch);
+        batch
+    }
 }
 
 #[derive(Debug)]
@@ -159,24 +215,27 @@ impl Guided {
         self
     }
 
-    /// The cost model for the context's problem.
-    fn model<'a>(&self, ctx: &SearchContext<'a>) -> CostModel<'a> {
+    /// The cost model's machine numbers for the context's arch.
+    fn machine(&self, ctx: &SearchContext<'_>) -> CostArch {
         let dtype = ctx.lowering.problem.dtype();
-        let machine = self
-            .arch
-            .unwrap_or_else(|| CostArch::from_arch(ctx.arch, dtype));
-        CostModel::new(ctx.lowering, machine)
+        self.arch
+            .unwrap_or_else(|| CostArch::from_arch(ctx.arch, dtype))
     }
 
-    /// The first batch of a big space, before the whole space is ranked: one candidate from
+    /// The cost model for the context's problem.
+    fn model<'a>(&self, ctx: &SearchContext<'a>) -> CostModel<'a> {
+        CostModel::new(ctx.lowering, self.machine(ctx))
+    }
+
+    /// The start of a big space, before the whole space is ranked: one candidate from
     /// each of [`SAMPLE`] equal slices of the list (a seeded draw within the slice, so every
     /// region of the enumeration, and so every tile shape with more than a slice's worth of
     /// configs, is represented without aliasing against the inner fields' periods), ranked by
-    /// the model, one per tile shape, best first. Ranking millions of configs (the model, the
-    /// lattice, the sorts) is left to the next call, which the tuner makes while this batch
-    /// compiles: the first candidate compiles after a sample's worth of ranking instead of
-    /// a space's (issue 16: the fixed cost of a problem).
-    fn sampled_start(&self, ctx: &SearchContext<'_>, max: usize) -> Vec<usize> {
+    /// the model ([`Head::pick`] takes one per tile shape, best first). Ranking millions of
+    /// configs (the model, the lattice, the sorts) starts on a thread of its own
+    /// ([`Background`]): the first candidate compiles after a sample's worth of ranking
+    /// instead of a space's (issue 16: the fixed cost of a problem).
+    fn sampled_start(&self, ctx: &SearchContext<'_>) -> Head {
         let n = ctx.candidates.len();
         let model = self.model(ctx);
         let mut rng = SplitMix64::new(self.seed ^ 0xBB67_AE85_84CA_A73B);
@@ -200,34 +259,47 @@ impl Guided {
             })
             .collect();
         keyed.par_sort_unstable();
-        let mut seen = HashSet::new();
-        let mut batch: Vec<usize> = keyed
-            .iter()
-            .map(|&(_, i)| i as usize)
-            .filter(|&i| seen.insert(shape(&ctx.candidates[i].codes())))
-            .take(max)
-            .collect();
-        // Fewer shapes than the batch: the best of the rest.
-        for &(_, i) in &keyed {
-            if batch.len() >= max {
-                break;
-            }
-            if !batch.contains(&(i as usize)) {
-                batch.push(i as usize);
-            }
+        keyed.dedup_by_key(|k| k.1);
+        Head {
+            n,
+            ranked: keyed.into_iter().map(|(_, i)| i as usize).collect(),
+            taken: Vec::new(),
+            calls: 0,
+            ranking: Background::start(self.seed, self.machine(ctx), ctx.lowering, ctx.candidates),
         }
-        batch
     }
 
+    /// The whole space ranked, in place.
     fn init(&self, ctx: &SearchContext<'_>) -> State {
-        let model = self.model(ctx);
-        let n = ctx.candidates.len();
+        State::build(
+            self.seed,
+            &self.model(ctx),
+            ctx.candidates,
+            &AtomicBool::new(false),
+        )
+        .unwrap_or_else(|| unreachable!("never cancelled"))
+    }
+}
+
+impl State {
+    /// The state of a search over `candidates` before anything is proposed: the model's
+    /// prior for every candidate and the lattice. `None` when `stop` is set between stages
+    /// (a background ranking no longer wanted).
+    fn build(
+        seed: u64,
+        model: &CostModel<'_>,
+        candidates: &[PerfConfig],
+        stop: &AtomicBool,
+    ) -> Option<State> {
+        let n = candidates.len();
         // Spaces reach millions of candidates: the model and the sorts run on every core.
-        let raw: Vec<f64> = ctx
-            .candidates
+        let raw: Vec<f64> = candidates
             .par_iter()
             .map(|c| model.estimate(c).time_us)
             .collect();
+        if cancelled(stop) {
+            return None;
+        }
         // Infeasible by the model's reckoning (it may be wrong): last, but still ordered.
         let worst = raw
             .iter()
@@ -244,13 +316,13 @@ impl Guided {
                 }
             })
             .collect();
-        let lattice = Lattice::new(ctx.candidates);
-        State {
+        let lattice = Lattice::new(candidates);
+        Some(State {
             prior,
             proposed: vec![false; n],
             shapes_seen: HashSet::new(),
             batches: 0,
-            rng: SplitMix64::new(self.seed ^ 0x6A09_E667_F3BC_C908),
+            rng: SplitMix64::new(seed ^ 0x6A09_E667_F3BC_C908),
             fit: Fit::default(),
             failure_seen: vec![false; n],
             penalty: vec![0.0; n],
@@ -259,7 +331,7 @@ impl Guided {
             outcomes: PerField::from_fn(|f| vec![(0, 0); lattice.levels(f)]),
             totals: (0, 0),
             lattice,
-        }
+        })
     }
 }
 
@@ -571,18 +643,30 @@ impl Strategy for Guided {
             return Vec::new();
         }
         if self.state.as_ref().is_none_or(|s| s.prior.len() != n) {
-            if n > self.sample_above && self.head.as_ref().is_none_or(|h| h.0 != n) {
-                let batch = self.sampled_start(ctx, max);
-                self.head = Some((n, batch.clone()));
-                return batch;
+            if n > self.sample_above {
+                if self.head.as_ref().is_none_or(|h| h.n != n) {
+                    self.head = Some(self.sampled_start(ctx));
+                }
+                if let Some(head) = self.head.as_mut().filter(|h| h.calls < SAMPLE_CALLS) {
+                    let batch = head.pick(ctx.candidates, max);
+                    if !batch.is_empty() {
+                        return batch;
+                    }
+                }
             }
-            let mut st = self.init(ctx);
-            if let Some((_, head)) = self.head.take().filter(|h| h.0 == n) {
-                let mut taken = Vec::with_capacity(head.len());
-                for i in head {
+            let mut head = self.head.take().filter(|h| h.n == n);
+            let mut st = head
+                .as_mut()
+                .and_then(|h| h.ranking.take())
+                .and_then(Background::wait)
+                .filter(|s| s.prior.len() == n)
+                .unwrap_or_else(|| self.init(ctx));
+            if let Some(head) = head {
+                let mut taken = Vec::with_capacity(head.taken.len());
+                for i in head.taken {
                     st.take(i, &mut taken);
                 }
-                st.batches = 1;
+                st.batches = head.calls;
             }
             self.state = Some(st);
         }
@@ -665,5 +749,6 @@ impl Strategy for Guided {
     }
 }
 
+mod background;
 #[cfg(test)]
 mod tests;

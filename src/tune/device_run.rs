@@ -93,6 +93,8 @@ struct JournalRecord<'a> {
     earlier: &'a Earlier,
     journal: &'a mut Journal,
     error: Option<String>,
+    /// When the problem's run started: records are stamped with the seconds since.
+    started: Instant,
 }
 
 impl Record for JournalRecord<'_> {
@@ -105,10 +107,13 @@ impl Record for JournalRecord<'_> {
     fn record(&mut self, config: &PerfConfig, outcome: &Outcome) {
         let value = serde_json::to_value(outcome).unwrap_or_default();
         let time = outcome.timing().map(|t| t.median_us);
-        if let Err(e) = self
-            .journal
-            .record(&self.key, &config.to_string(), value, time)
-        {
+        if let Err(e) = self.journal.record_at(
+            &self.key,
+            &config.to_string(),
+            value,
+            time,
+            Some(self.started.elapsed().as_secs_f64()),
+        ) {
             self.error.get_or_insert(e.to_string());
         }
     }
@@ -122,7 +127,11 @@ impl JournalRecord<'_> {
     /// Journals where the problem's time went.
     fn record_stages(&mut self, stages: &super::StageTimes) {
         let value = serde_json::to_value(stages).unwrap_or_default();
-        if let Err(e) = self.journal.record(&self.key, STAGES_RECORD, value, None) {
+        let at = Some(self.started.elapsed().as_secs_f64());
+        if let Err(e) = self
+            .journal
+            .record_at(&self.key, STAGES_RECORD, value, None, at)
+        {
             self.error.get_or_insert(e.to_string());
         }
     }
@@ -210,7 +219,15 @@ pub(super) fn tune_device(
                 report.stages.enumerate_s = enumerate_s;
                 report.stages.reference_s = referencing.elapsed().as_secs_f64();
                 report.stages.total_s = started.elapsed().as_secs_f64();
-                finish_problem(s, key, device, &report, None, &mut journal, journal_path)?;
+                finish_problem(
+                    s,
+                    key,
+                    device,
+                    &report,
+                    None,
+                    (&mut journal, journal_path),
+                    started,
+                )?;
                 continue;
             }
             Err(source) => {
@@ -244,6 +261,7 @@ pub(super) fn tune_device(
             earlier: &s.earlier,
             journal: &mut journal,
             error: None,
+            started,
         };
         // The compiler thread outlives the search when the deadline cuts it off (see
         // `tune::spawn_compiler`), so it owns what it reads.
@@ -278,7 +296,15 @@ pub(super) fn tune_device(
         report.stages.total_s = started.elapsed().as_secs_f64();
         report.elapsed = started.elapsed();
         let error = rec.error;
-        finish_problem(s, key, device, &report, error, &mut journal, journal_path)?;
+        finish_problem(
+            s,
+            key,
+            device,
+            &report,
+            error,
+            (&mut journal, journal_path),
+            started,
+        )?;
     }
 }
 
@@ -290,14 +316,15 @@ fn finish_problem(
     device: usize,
     report: &TuneReport,
     journal_error: Option<String>,
-    journal: &mut Journal,
-    journal_path: &Path,
+    (journal, journal_path): (&mut Journal, &Path),
+    started: Instant,
 ) -> Result<(), CampaignError> {
     let mut rec = JournalRecord {
         key: key.clone(),
         earlier: &s.earlier,
         journal,
         error: journal_error,
+        started,
     };
     rec.record_stages(&report.stages);
     if let Some(message) = rec.error {

@@ -39,9 +39,9 @@ use crate::runtime::{LaunchPlan, MeasureStages, Outcome, Timing};
 use crate::search::{Measured, SearchContext, Strategy};
 pub use progress::ListPosition;
 use progress::Progress;
-use rayon::prelude::*;
 pub use stages::StageTimes;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Measures one compiled candidate on a device (verify, then time).
@@ -204,68 +204,110 @@ impl Record for NoRecord {
     fn record(&mut self, _: &PerfConfig, _: &Outcome) {}
 }
 
-/// A compiled batch: per candidate, its plan (or why not) and the CPU time it took; `None`
-/// for one skipped because the deadline passed.
-type CompiledBatch = Vec<(usize, Option<(Result<LaunchPlan, String>, Duration)>)>;
+/// A candidate's plan (or why not) with the CPU time its compile took; `None` for one skipped
+/// because the deadline passed.
+type CompiledPlan = Option<(Result<LaunchPlan, String>, Duration)>;
 
-/// The plans of a compiled batch that compiled, in measuring order.
-fn compiled_plans(batch: &CompiledBatch) -> Vec<&LaunchPlan> {
-    batch
-        .iter()
-        .filter_map(|(_, c)| c.as_ref()?.0.as_ref().ok())
-        .collect()
-}
+/// One compiled candidate: its position in proposal order, its index, and its plan.
+type CompiledOne = (usize, usize, CompiledPlan);
 
-/// The compiler thread: compiles each batch it is sent on all cores (on the
-/// [`compile_pool`](plan::compile_pool), beside the strategy's ranking) and sends it back. It is
-/// not joined: at the deadline the search stops waiting for it, and a compile already running
-/// (LLVM cannot be interrupted) finishes in the background and is dropped; candidates not
-/// started by then are skipped.
+/// One candidate for the compiler: its position in proposal order, its index, its config.
+type CompileJob = (usize, usize, PerfConfig);
+
+/// Batches proposed and not yet measured to the end: while one is measured, the next
+/// compiles, and the strategy is asked again once the older one is measured.
+const OPEN_BATCHES: usize = 2;
+
+/// The compiler: queues every candidate it is sent on the
+/// [`compile_pool`](plan::compile_pool) (beside the strategy's ranking), in order, and sends
+/// each back as soon as it is compiled, so that measuring starts after the first compile of a
+/// batch, not its slowest, and the next batch's compiles start as threads come free (a
+/// bwd-weight batch's slowest compile held the GPU idle for seconds; a 9-launch problem
+/// measured nothing in 10 s). Nothing waits for it: at the deadline (or when the search has
+/// ended, `over`) the search stops waiting, a compile already running (LLVM cannot be
+/// interrupted) finishes in the background and is dropped, and candidates not started by
+/// then are skipped.
 fn spawn_compiler<C>(
     compile: C,
     deadline: Option<Instant>,
-) -> (
-    mpsc::Sender<Vec<(usize, PerfConfig)>>,
-    mpsc::Receiver<CompiledBatch>,
-)
+    over: Arc<AtomicBool>,
+) -> (mpsc::Sender<Vec<CompileJob>>, mpsc::Receiver<CompiledOne>)
 where
     C: Fn(&PerfConfig) -> Result<LaunchPlan, String> + Send + Sync + 'static,
 {
-    let (to_compiler, jobs) = mpsc::channel::<Vec<(usize, PerfConfig)>>();
-    let (done, compiled) = mpsc::channel::<CompiledBatch>();
-    let past = move || deadline.is_some_and(|d| Instant::now() >= d);
+    let (to_compiler, jobs) = mpsc::channel::<Vec<CompileJob>>();
+    let (done, compiled) = mpsc::channel::<CompiledOne>();
+    let skip =
+        move || over.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
+    let compile = Arc::new(compile);
     std::thread::spawn(move || {
         for batch in jobs {
-            let out: CompiledBatch = plan::on_compile_pool(|| {
-                batch
-                    .par_iter()
-                    .map(|(i, config)| {
-                        if past() {
-                            return (*i, None);
-                        }
+            for (seq, i, config) in batch {
+                let (done, compile, skip) = (done.clone(), Arc::clone(&compile), skip.clone());
+                plan::spawn_on_compile_pool(move || {
+                    let out = if skip() {
+                        None
+                    } else {
                         let t = Instant::now();
-                        let plan = compile(config);
-                        (*i, Some((plan, t.elapsed())))
-                    })
-                    .collect()
-            });
-            if done.send(out).is_err() {
-                break;
+                        let plan = compile(&config);
+                        Some((plan, t.elapsed()))
+                    };
+                    // The search may have ended (its receiver dropped): nothing to do.
+                    let _ = done.send((seq, i, out));
+                });
             }
         }
     });
     (to_compiler, compiled)
 }
 
+/// Compiled candidates that came back, by proposal order: measured in that order (so the
+/// search measures the same candidates in the same order however the compiles interleave),
+/// and announced to the device for loading as soon as every earlier one has been.
+#[derive(Default)]
+struct Arrivals {
+    by_seq: std::collections::HashMap<usize, (usize, CompiledPlan)>,
+    /// The next candidate to announce, and to measure, in proposal order.
+    next_announce: usize,
+    next_measure: usize,
+}
+
+impl Arrivals {
+    /// Takes a candidate back.
+    fn arrive(&mut self, (seq, i, out): CompiledOne) {
+        self.by_seq.insert(seq, (i, out));
+    }
+
+    /// The plans that can now be announced (every earlier candidate has come back), in order.
+    fn announce(&mut self) -> Vec<&LaunchPlan> {
+        let from = self.next_announce;
+        while self.by_seq.contains_key(&self.next_announce) {
+            self.next_announce += 1;
+        }
+        (from..self.next_announce)
+            .filter_map(|k| self.by_seq.get(&k)?.1.as_ref()?.0.as_ref().ok())
+            .collect()
+    }
+
+    /// The next candidate to measure, if it came back.
+    fn next(&mut self) -> Option<(usize, CompiledPlan)> {
+        let got = self.by_seq.remove(&self.next_measure)?;
+        self.next_measure += 1;
+        Some(got)
+    }
+}
+
 /// Runs the search for one problem.
 ///
 /// `compile` turns a config into a launch plan (called from many threads at once); it runs one
-/// batch ahead of the measurements so the CPU and the GPU work at the same time. The deadline
+/// batch ahead of the measurements so the CPU and the GPU work at the same time, and each
+/// candidate is measured as soon as it and those proposed before it are compiled. The deadline
 /// holds for every wait: nothing new is compiled or measured after it, waiting for a compiled
-/// batch ends at it (the compile finishes in the background, see [`spawn_compiler`]), and the
-/// device cuts off a measurement still running then ([`Evaluate::set_deadline`]: the candidate
-/// is recorded as [`Outcome::OutOfTime`], not as a fault). So the run ends within moments of
-/// the deadline, with the best verified so far — or none, if none was verified in time.
+/// candidate ends at it (the compile finishes in the background, see [`spawn_compiler`]), and
+/// the device cuts off a measurement still running then ([`Evaluate::set_deadline`]: the
+/// candidate is recorded as [`Outcome::OutOfTime`], not as a fault). So the run ends within
+/// moments of the deadline, with the best verified so far — or none, if none was verified in
+/// time.
 pub fn tune<C>(
     ctx: &SearchContext<'_>,
     strategy: &mut dyn Strategy,
@@ -299,17 +341,24 @@ where
     // The best full median so far: the screen of adaptive timing.
     let mut best_full: Option<f64> = None;
     let candidates = ctx.candidates;
-    let (to_compiler, compiled_rx) = spawn_compiler(compile, deadline);
+    let over = Arc::new(AtomicBool::new(false));
+    let (to_compiler, compiled_rx) = spawn_compiler(compile, deadline, Arc::clone(&over));
 
-    let mut in_flight = 0usize;
+    // Candidates sent to the compiler (their proposal-order numbers run from 0), and the end (in that numbering) of each batch not yet measured to the end.
+    let mut sent = 0usize;
+    let mut open: std::collections::VecDeque<usize> = Default::default();
+    let mut arrivals = Arrivals::default();
     let mut exhausted = false;
-    // The next compiled batch, taken as soon as it is ready so that the device loads its
-    // modules while it still measures the current batch.
-    let mut ahead: Option<CompiledBatch> = None;
     loop {
         out_of_time |= past();
-        // Keep one batch compiling ahead of the one being measured.
-        while !exhausted && !out_of_time && in_flight < 2 && proposed < total {
+        while open
+            .front()
+            .is_some_and(|&end| arrivals.next_measure >= end)
+        {
+            open.pop_front();
+        }
+        // Keep a batch compiling while the one before it is measured.
+        while !exhausted && !out_of_time && open.len() < OPEN_BATCHES && proposed < total {
             let want = opts.batch.min(total - proposed);
             let ranking = Instant::now();
             let mut batch = strategy.next_batch(ctx, &measured, want);
@@ -342,97 +391,109 @@ where
             });
             if !batch.is_empty() {
                 progress.compiling(batch.len());
-                in_flight += 1;
-                let jobs = batch.iter().map(|&i| (i, candidates[i])).collect();
+                let jobs: Vec<CompileJob> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &i)| (sent + k, i, candidates[i]))
+                    .collect();
+                sent += jobs.len();
+                open.push_back(sent);
                 if to_compiler.send(jobs).is_err() {
                     break;
                 }
             }
         }
-        if (in_flight == 0 && ahead.is_none()) || eval.fatal().is_some() || out_of_time {
+        if arrivals.next_measure >= sent || eval.fatal().is_some() || out_of_time {
             break;
         }
-        let batch = match ahead.take() {
-            Some(b) => b,
-            None => {
-                let waiting = Instant::now();
-                let got = match deadline {
-                    Some(d) => compiled_rx
-                        .recv_timeout(d.saturating_duration_since(waiting))
-                        .map_err(|e| matches!(e, mpsc::RecvTimeoutError::Timeout)),
-                    None => compiled_rx.recv().map_err(|_| false),
-                };
-                StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
-                let b = match got {
-                    Ok(b) => b,
-                    Err(timed_out) => {
-                        out_of_time |= timed_out;
-                        break;
+        // Whatever has come back, then (if the next in order has not) wait for more.
+        let mut took = 0usize;
+        while let Ok(c) = compiled_rx.try_recv() {
+            arrivals.arrive(c);
+            took += 1;
+        }
+        let next = loop {
+            if let Some(next) = arrivals.next() {
+                break Some(next);
+            }
+            let waiting = Instant::now();
+            let got = match deadline {
+                Some(d) => compiled_rx
+                    .recv_timeout(d.saturating_duration_since(waiting))
+                    .map_err(|e| matches!(e, mpsc::RecvTimeoutError::Timeout)),
+                None => compiled_rx.recv().map_err(|_| false),
+            };
+            StageTimes::add(&mut stages.codegen_wait_s, waiting.elapsed());
+            match got {
+                Ok(c) => {
+                    arrivals.arrive(c);
+                    took += 1;
+                    while let Ok(c) = compiled_rx.try_recv() {
+                        arrivals.arrive(c);
+                        took += 1;
                     }
-                };
-                in_flight -= 1;
-                progress.compiled(b.len());
-                eval.prefetch(&compiled_plans(&b));
-                b
+                    announce(&mut arrivals, eval);
+                }
+                Err(timed_out) => {
+                    out_of_time |= timed_out;
+                    break None;
+                }
             }
         };
-        for (i, compiled) in batch {
-            if ahead.is_none() && in_flight > 0 {
-                if let Ok(b) = compiled_rx.try_recv() {
-                    in_flight -= 1;
-                    progress.compiled(b.len());
-                    eval.prefetch(&compiled_plans(&b));
-                    ahead = Some(b);
+        progress.compiled(took);
+        announce(&mut arrivals, eval);
+        let Some((i, compiled)) = next else {
+            break;
+        };
+        let Some((plan, cpu)) = compiled else {
+            out_of_time = true;
+            continue;
+        };
+        StageTimes::add(&mut stages.codegen_s, cpu);
+        if past() {
+            out_of_time = true;
+            continue;
+        }
+        let outcome = match plan {
+            Ok(plan) => {
+                let screen = best_full
+                    .filter(|_| opts.adaptive)
+                    .map(|b| b * SCREEN_MARGIN);
+                let measuring = Instant::now();
+                let (outcome, split) = eval.measure_with(&plan, screen);
+                StageTimes::add(&mut stages.measure_s, measuring.elapsed());
+                if let Some(s) = split {
+                    stages.load_s += s.load_s;
+                    stages.jit_s += s.jit_s;
+                    stages.verify_s += s.verify_s;
+                    stages.time_s += s.time_s;
                 }
+                outcome
             }
-            let Some((plan, cpu)) = compiled else {
-                out_of_time = true;
-                continue;
-            };
-            StageTimes::add(&mut stages.codegen_s, cpu);
-            if past() {
-                out_of_time = true;
-                continue;
-            }
-            let outcome = match plan {
-                Ok(plan) => {
-                    let screen = best_full
-                        .filter(|_| opts.adaptive)
-                        .map(|b| b * SCREEN_MARGIN);
-                    let measuring = Instant::now();
-                    let (outcome, split) = eval.measure_with(&plan, screen);
-                    StageTimes::add(&mut stages.measure_s, measuring.elapsed());
-                    if let Some(s) = split {
-                        stages.load_s += s.load_s;
-                        stages.jit_s += s.jit_s;
-                        stages.verify_s += s.verify_s;
-                        stages.time_s += s.time_s;
-                    }
-                    outcome
-                }
-                Err(e) => Outcome::CompileFailed(e),
-            };
-            if let Some(t) = outcome.timing().filter(|t| !t.screened) {
-                best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
-            }
-            out_of_time |= outcome.cut_off();
-            record.record(&candidates[i], &outcome);
-            progress.update(&outcome, false);
-            if !outcome.cut_off() {
-                // A cut-off candidate says nothing about its kernel: the strategy does not
-                // learn from it.
-                measured.push(Measured {
-                    index: i,
-                    time_us: outcome.timing().map(|t| t.median_us),
-                });
-            }
-            trials.push(Trial {
-                config: candidates[i],
-                outcome,
-                resumed: false,
+            Err(e) => Outcome::CompileFailed(e),
+        };
+        if let Some(t) = outcome.timing().filter(|t| !t.screened) {
+            best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
+        }
+        out_of_time |= outcome.cut_off();
+        record.record(&candidates[i], &outcome);
+        progress.update(&outcome, false);
+        if !outcome.cut_off() {
+            // A cut-off candidate says nothing about its kernel: the strategy does not
+            // learn from it.
+            measured.push(Measured {
+                index: i,
+                time_us: outcome.timing().map(|t| t.median_us),
             });
         }
+        trials.push(Trial {
+            config: candidates[i],
+            outcome,
+            resumed: false,
+        });
     }
+    // Candidates still queued (a fatal device error ended the search) are not compiled.
+    over.store(true, Ordering::Relaxed);
     drop(to_compiler);
     eval.set_deadline(None);
     progress.finish();
@@ -443,6 +504,14 @@ where
         elapsed: start.elapsed(),
         stages,
         out_of_time,
+    }
+}
+
+/// Announces to the device, for loading ahead, the compiled plans whose turn is coming.
+fn announce(arrivals: &mut Arrivals, eval: &mut dyn Evaluate) {
+    let plans = arrivals.announce();
+    if !plans.is_empty() {
+        eval.prefetch(&plans);
     }
 }
 

@@ -39,6 +39,16 @@ pub(super) fn on_compile_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
+/// Queues `f` on the [`compile_pool`], first come first served, without waiting for it: the
+/// tuner queues each candidate so that the next batch's compiles start as threads come free,
+/// not after the slowest compile of the batch before.
+pub(super) fn spawn_on_compile_pool(f: impl FnOnce() + Send + 'static) {
+    match compile_pool() {
+        Some(pool) => pool.spawn_fifo(f),
+        None => rayon::spawn_fifo(f),
+    }
+}
+
 /// The code generator's target for an arch (compiling checks that the kernels can run on it).
 pub fn target_for(arch: &Arch) -> Target {
     Target::of(*arch)

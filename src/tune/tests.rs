@@ -423,3 +423,66 @@ fn a_compile_still_running_at_the_deadline_is_not_waited_for() {
     assert!(r.stages.codegen_wait_s > 0.2, "{:?}", r.stages);
     assert_eq!(fake.calls, 0);
 }
+
+/// Times like [`Fake`] and notes when each candidate was measured.
+struct Stamps {
+    start: std::time::Instant,
+    at: Vec<(u32, std::time::Duration)>,
+}
+
+impl Evaluate for Stamps {
+    fn measure(&mut self, plan: &LaunchPlan) -> Outcome {
+        let bm: u32 = plan.launches[0].name.parse().unwrap();
+        self.at.push((bm, self.start.elapsed()));
+        Fake { calls: 0 }.measure(plan)
+    }
+}
+
+/// Regression (session 9 on the H200, `scripts/session9/tune-cost.sh`): a batch was measured
+/// only once all of it had compiled, so its slowest compile held the GPU idle (a bwd-weight
+/// problem waited 3.6 s of its 10 for compiles; a 9-launch problem measured nothing in 10 s).
+/// Now each candidate is measured as soon as it and those proposed before it have compiled,
+/// still in proposal order.
+#[test]
+fn measuring_starts_before_the_slowest_compile_of_the_batch_ends() {
+    let cands = configs(8);
+    let slow = |c: &PerfConfig| {
+        if c.block_m == 16 * 8 {
+            std::thread::sleep(std::time::Duration::from_millis(1000));
+        }
+        plan_of(c)
+    };
+    let l = tiny();
+    let ctx = SearchContext {
+        lowering: &l,
+        arch: &crate::arch::Arch::SM_90,
+        candidates: &cands,
+    };
+    let opts = TuneOptions {
+        batch: 8,
+        progress: false,
+        ..Default::default()
+    };
+    let mut eval = Stamps {
+        start: std::time::Instant::now(),
+        at: Vec::new(),
+    };
+    let r = tune(
+        &ctx,
+        &mut Exhaustive::default(),
+        slow,
+        &mut eval,
+        &mut NoRecord,
+        &opts,
+    );
+    assert_eq!(r.trials.len(), 8);
+    let order: Vec<u32> = eval.at.iter().map(|a| a.0).collect();
+    assert_eq!(order, (1..=8).map(|i| 16 * i).collect::<Vec<_>>());
+    let ms = |k: usize| eval.at[k].1.as_millis();
+    assert!(
+        ms(6) < 600,
+        "the fast seven waited for the slow one: {:?}",
+        eval.at
+    );
+    assert!(ms(7) >= 1000, "{:?}", eval.at);
+}

@@ -217,9 +217,31 @@ fn a_big_space_starts_from_a_sample_and_then_ranks_the_rest() {
         "{better} of {} predicted faster",
         c.len()
     );
-    // The next call ranks the space whole and never proposes the head again; to the end,
-    // every candidate exactly once.
+    // The second call is answered from the sample too (new tile shapes first), while the
+    // space is ranked in the background; the third takes that ranking, which equals the one
+    // made in place.
+    let second = g.next_batch(&cx, &[], 32);
+    assert!(
+        g.state.is_none(),
+        "the second batch is blind too: from the sample"
+    );
+    assert_eq!(second, {
+        let mut again = sampled();
+        again.next_batch(&cx, &[], 32);
+        again.next_batch(&cx, &[], 32)
+    });
+    assert!(second.iter().all(|i| !head.contains(i)));
+    let shapes2: HashSet<[u32; 6]> = second.iter().map(|&i| shape(&c[i].codes())).collect();
+    assert!(shapes2.is_disjoint(&shapes), "new tile shapes first");
+    let third = g.next_batch(&cx, &[], 32);
+    let st = g.state.as_ref().expect("ranked whole at the third call");
+    assert_eq!(st.prior, Guided::new(4).init(&cx).prior);
+    assert_eq!(st.batches, 3);
+    assert!(st.proposed.iter().filter(|&&p| p).count() == 96);
+    // To the end, every candidate exactly once.
     let mut all = head.clone();
+    all.extend(second.iter().chain(&third));
+    let head: Vec<usize> = all.clone();
     loop {
         let b = g.next_batch(&cx, &[], 50);
         if b.is_empty() {
@@ -235,6 +257,16 @@ fn a_big_space_starts_from_a_sample_and_then_ranks_the_rest() {
     let whole = Guided::new(4).next_batch(&cx, &[], 32);
     let mut g = Guided::new(4).sampling(c.len(), 512);
     assert_eq!(g.next_batch(&cx, &[], 32), whole);
+}
+
+#[test]
+fn a_background_ranking_no_longer_wanted_stops() {
+    let (l, c) = setup();
+    let model = CostModel::new(&l, CostArch::from_arch(&Arch::SM_90, l.problem.dtype()));
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    assert!(State::build(4, &model, &c, &stop).is_none());
+    stop.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(State::build(4, &model, &c, &stop).is_some_and(|s| s.prior.len() == c.len()));
 }
 
 #[test]
