@@ -97,6 +97,9 @@ pub struct Kernel {
     pub shared_bytes: u32,
     /// The kernel's parameters, in order (see [`crate::abi`]).
     pub args: Vec<KernelArg>,
+    /// Blocks per thread-block cluster along x (1: none). Compiled into the kernel
+    /// (`.reqnctapercluster`), so a plain launch forms the clusters; the grid is a multiple.
+    pub cluster: u32,
 }
 
 /// All launches of one candidate (or of the reference), compiled for one target.

@@ -389,6 +389,15 @@ impl Nvptx {
         ok(ir.raw().build_indirect_call(ty, f, &vals, ""));
     }
 
+    /// The `.multicast::cluster` qualifier and `, $mask` operand (operand number `at`) of a
+    /// TMA copy to the cluster blocks in `multicast`; empty strings for a plain copy.
+    fn multicast(at: usize, multicast: Option<u16>) -> (&'static str, String) {
+        match multicast {
+            Some(_) => (".multicast::cluster", format!(", ${at}")),
+            None => ("", String::new()),
+        }
+    }
+
     /// The 32-bit shared-window address of a shared pointer.
     fn shared32<'ctx>(ir: &Ir<'_, 'ctx>, p: PointerValue<'ctx>) -> IntValue<'ctx> {
         ok(ir.raw().build_ptr_to_int(p, ir.i32t(), ""))
@@ -462,6 +471,46 @@ impl Barriers for Nvptx {
             &[ir.c(id as i64).into(), ir.c(threads as i64).into()],
         );
     }
+    fn cluster_rank<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
+        let ty = ir.i32t().fn_type(&[], false);
+        let f = ir.ctx.create_inline_asm(
+            ty,
+            "mov.u32 $0, %cluster_ctarank;".to_string(),
+            "=r".to_string(),
+            false,
+            false,
+            None,
+            false,
+        );
+        match ok(ir.raw().build_indirect_call(ty, f, &[], "")).try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => {
+                panic!("%cluster_ctarank returns a value")
+            }
+        }
+    }
+    fn cluster_sync(&self, ir: &Ir) {
+        // Not `.aligned`: the producer warpgroup's lanes arrive from diverged paths.
+        Self::asm_stmt(
+            ir,
+            "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;",
+        );
+    }
+    fn mbarrier_arrive_cluster<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        rank: IntValue<'ctx>,
+    ) {
+        let b = Self::shared32(ir, bar);
+        Self::asm_in(
+            ir,
+            "{\n.reg .b32 R1;\nmapa.shared::cluster.u32 R1, $0, $1;\n\
+             mbarrier.arrive.release.cluster.shared::cluster.b64 _, [R1];\n}",
+            &["r", "r"],
+            &[b, rank],
+        );
+    }
 }
 
 impl BulkTensorCopy for Nvptx {
@@ -498,12 +547,14 @@ impl BulkTensorCopy for Nvptx {
         map: PointerValue<'ctx>,
         coords: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     ) {
         let n = coords.len();
         let list: Vec<String> = (0..n).map(|i| format!("${}", i + 2)).collect();
+        let (mc, mask) = Self::multicast(n + 3, multicast);
         let text = format!(
-            "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
-             [$0], [$1, {{{}}}], [${}];",
+            "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\
+             {mc} [$0], [$1, {{{}}}], [${}]{mask};",
             list.join(", "),
             n + 2
         );
@@ -514,6 +565,10 @@ impl BulkTensorCopy for Nvptx {
         let mut cons = vec!["r", "l"];
         cons.extend(std::iter::repeat_n("r", n));
         cons.push("r");
+        if let Some(m) = multicast {
+            args.push(ir.ctx.i16_type().const_int(u64::from(m), false));
+            cons.push("h");
+        }
         Self::asm_in(ir, &text, &cons, &args);
     }
     fn load_im2col<'ctx>(
@@ -524,6 +579,7 @@ impl BulkTensorCopy for Nvptx {
         coords: &[IntValue<'ctx>],
         offsets: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     ) {
         let (n, o) = (coords.len(), offsets.len());
         let list = |from: usize, len: usize| -> String {
@@ -532,9 +588,10 @@ impl BulkTensorCopy for Nvptx {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let (mc, mask) = Self::multicast(n + 3 + o, multicast);
         let text = format!(
-            "cp.async.bulk.tensor.{n}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes \
-             [$0], [$1, {{{}}}], [${}], {{{}}};",
+            "cp.async.bulk.tensor.{n}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes\
+             {mc} [$0], [$1, {{{}}}], [${}], {{{}}}{mask};",
             list(2, n),
             n + 2,
             list(n + 3, o)
@@ -554,6 +611,10 @@ impl BulkTensorCopy for Nvptx {
         cons.extend(std::iter::repeat_n("r", n));
         cons.push("r");
         cons.extend(std::iter::repeat_n("h", o));
+        if let Some(m) = multicast {
+            args.push(ir.ctx.i16_type().const_int(u64::from(m), false));
+            cons.push("h");
+        }
         Self::asm_in(ir, &text, &cons, &args);
     }
 }

@@ -10,7 +10,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v4:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v5:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -187,7 +187,7 @@ mod tests {
             w
         );
         assert!(matches!(
-            "v5:bm=1".parse::<PerfConfig>(),
+            "v6:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         // v4 appends xf; a config without a transform keeps printing as before.

@@ -21,6 +21,7 @@
 //! assert!(report.violations == 0);
 //! ```
 
+mod cluster;
 mod im2col;
 mod pipeline;
 mod runtime;
@@ -225,6 +226,7 @@ fn run(
             .chain(wgmma::symbols())
             .chain(tma::symbols())
             .chain(pipeline::symbols())
+            .chain(cluster::symbols())
         {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);
