@@ -225,6 +225,35 @@ impl Nvptx {
     }
 }
 
+/// Adds `.explicitcluster` and `.reqnctapercluster N, 1, 1` to the entry of each kernel with a
+/// cluster of `N > 1` blocks ([`super::Kernel::cluster`]), after its parameter list. LLVM 19's
+/// NVPTX backend emits only `.maxclusterrank` from `nvvm.annotations` (not the cluster shape),
+/// and a shape compiled into the kernel is what lets a plain `cuLaunchKernel` form the
+/// clusters, so the launch ABI stays the one every consumer already uses (docs/abi.md).
+pub(crate) fn cluster_directives(
+    ptx: String,
+    kernels: &[super::Kernel],
+) -> Result<String, super::CodegenError> {
+    let mut ptx = ptx;
+    for k in kernels.iter().filter(|k| k.cluster > 1) {
+        let entry = format!(".entry {}(", k.name);
+        let at = ptx
+            .find(&entry)
+            .and_then(|e| ptx[e..].find("\n)\n").map(|p| e + p + 3))
+            .ok_or_else(|| {
+                super::CodegenError::Internal(format!(
+                    "cluster kernel {}: no `.entry` with a parameter list in the PTX",
+                    k.name
+                ))
+            })?;
+        ptx.insert_str(
+            at,
+            &format!(".explicitcluster\n.reqnctapercluster {}, 1, 1\n", k.cluster),
+        );
+    }
+    Ok(ptx)
+}
+
 impl RegisterRealloc for Nvptx {
     fn cap_registers(&self, ir: &Ir, regs: u32) {
         // `.maxnreg`: without a known count at entry ptxas ignores setmaxnreg (C7508).

@@ -215,7 +215,8 @@ pub enum ClusterShape {
 
 impl ClusterShape {
     /// Every shape, in the lattice order the search walks (the order of [`Self::NAMES`]).
-    pub const ALL: [ClusterShape; 3] = [ClusterShape::One, ClusterShape::PairM, ClusterShape::PairN];
+    pub const ALL: [ClusterShape; 3] =
+        [ClusterShape::One, ClusterShape::PairM, ClusterShape::PairN];
     /// The names in config strings and search-space files, in the order of [`Self::ALL`].
     pub const NAMES: [&'static str; 3] = ["1", "2m", "2n"];
 
@@ -539,6 +540,18 @@ impl PersistentGrid {
         PersistentGrid {
             units,
             blocks: u64::from(units).min(slots).max(1) as u32,
+        }
+    }
+
+    /// The grid in clusters of `size` blocks (1: as is): a multiple of `size` blocks, at
+    /// least one cluster (`units` is a multiple of `size`: the cluster pairs them).
+    pub fn in_clusters(self, size: u32) -> Self {
+        if size <= 1 {
+            return self;
+        }
+        PersistentGrid {
+            blocks: (self.blocks - self.blocks % size).max(size),
+            ..self
         }
     }
 

@@ -280,6 +280,37 @@ fn execute(
             .iter()
             .map(|(role, m)| tma::host_map(m, ptrs[*role]))
             .collect();
+        if k.cluster > 1 {
+            // The blocks of a cluster run at once (x is the cluster's dimension).
+            for z in 0..k.grid[2] {
+                for y in 0..k.grid[1] {
+                    for first in (0..k.grid[0]).step_by(k.cluster as usize) {
+                        let xs: Vec<u32> = (first..(first + k.cluster).min(k.grid[0])).collect();
+                        let mut smems: Vec<Vec<u128>> = xs
+                            .iter()
+                            .map(|_| vec![u128::MAX; (k.shared_bytes as usize).div_ceil(16)])
+                            .collect();
+                        let blocks = xs
+                            .iter()
+                            .zip(smems.iter_mut())
+                            .map(|(&x, smem)| {
+                                Block::new(
+                                    k.block[0],
+                                    like.warp_size(),
+                                    [x, y, z],
+                                    smem,
+                                    buffers,
+                                    &violations,
+                                )
+                            })
+                            .collect();
+                        let c = cluster::Cluster::new(blocks);
+                        run_cluster(&c, f.addr, &ptrs, &maps);
+                    }
+                }
+            }
+            continue;
+        }
         for z in 0..k.grid[2] {
             for y in 0..k.grid[1] {
                 for x in 0..k.grid[0] {
@@ -314,41 +345,48 @@ fn execute(
 fn run_block(block: &Block, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
     std::thread::scope(|s| {
         for tid in 0..block.threads {
-            s.spawn(move || {
-                let t = Thread::new(tid, block);
-                let p = |i: usize| ptrs[i] as *mut u8;
-                let ctx = &t as *const Thread as *const u8;
-                let m = |i: usize| maps[i].as_ptr() as *const u8;
-                // SAFETY: `f` is an emulated kernel taking `CONV_ARGS`, `maps.len()` tensor
-                // maps (checked when planned) and the thread context; the pointers are the
-                // run's buffers (or null for an empty workspace) and host maps, alive until
-                // the scope ends, and every access through them is checked (`emu_guard`,
-                // `emu_tma_load`).
-                unsafe {
-                    match maps.len() {
-                        0 => std::mem::transmute::<usize, KernelFn>(f)(p(0), p(1), p(2), p(3), ctx),
-                        1 => std::mem::transmute::<usize, KernelFn1>(f)(
-                            p(0),
-                            p(1),
-                            p(2),
-                            p(3),
-                            m(0),
-                            ctx,
-                        ),
-                        _ => std::mem::transmute::<usize, KernelFn2>(f)(
-                            p(0),
-                            p(1),
-                            p(2),
-                            p(3),
-                            m(0),
-                            m(1),
-                            ctx,
-                        ),
-                    }
-                };
-                t.finish();
-            });
+            s.spawn(move || run_thread(Thread::new(tid, block), f, ptrs, maps));
         }
     });
     block.sync.finish(block);
+}
+
+/// Runs the blocks of cluster `c` at once.
+fn run_cluster(c: &cluster::Cluster, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
+    std::thread::scope(|s| {
+        for (rank, block) in c.blocks.iter().enumerate() {
+            for tid in 0..block.threads {
+                s.spawn(move || {
+                    let mut t = Thread::new(tid, block);
+                    t.cluster = Some((c, rank as u32));
+                    run_thread(t, f, ptrs, maps)
+                });
+            }
+        }
+    });
+    for b in &c.blocks {
+        b.sync.finish(b);
+    }
+}
+
+/// Runs the kernel at `f` as thread `t`.
+fn run_thread(t: Thread, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
+    let p = |i: usize| ptrs[i] as *mut u8;
+    let ctx = &t as *const Thread as *const u8;
+    let m = |i: usize| maps[i].as_ptr() as *const u8;
+    // SAFETY: `f` is an emulated kernel taking `CONV_ARGS`, `maps.len()` tensor
+    // maps (checked when planned) and the thread context; the pointers are the
+    // run's buffers (or null for an empty workspace) and host maps, alive until
+    // the scope ends, and every access through them is checked (`emu_guard`,
+    // `emu_tma_load`).
+    unsafe {
+        match maps.len() {
+            0 => std::mem::transmute::<usize, KernelFn>(f)(p(0), p(1), p(2), p(3), ctx),
+            1 => std::mem::transmute::<usize, KernelFn1>(f)(p(0), p(1), p(2), p(3), m(0), ctx),
+            _ => {
+                std::mem::transmute::<usize, KernelFn2>(f)(p(0), p(1), p(2), p(3), m(0), m(1), ctx)
+            }
+        }
+    };
+    t.finish();
 }

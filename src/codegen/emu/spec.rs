@@ -469,7 +469,12 @@ impl Barriers for HostEmu {
         bar: PointerValue<'ctx>,
         rank: IntValue<'ctx>,
     ) {
-        Self::rt(ir, "emu_mbar_arrive_cluster", None, &[bar.into(), rank.into()]);
+        Self::rt(
+            ir,
+            "emu_mbar_arrive_cluster",
+            None,
+            &[bar.into(), rank.into()],
+        );
     }
 }
 
