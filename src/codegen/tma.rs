@@ -154,14 +154,9 @@ fn issue_box<'ctx>(
                 let (coords, offsets) =
                     im2col_coords(kb, ic, m, pixel, tap, t.grouped.then_some(g));
                 match rank {
-                    Some(_) => kb.tma_load_multicast(
-                        dst,
-                        map,
-                        &coords,
-                        Some(&offsets),
-                        bar,
-                        CLUSTER_MASK,
-                    ),
+                    Some(_) => {
+                        kb.tma_load_multicast(dst, map, &coords, Some(&offsets), bar, CLUSTER_MASK)
+                    }
                     None => kb.tma_load_im2col(dst, map, &coords, &offsets, bar),
                 }
             }

@@ -7,12 +7,12 @@
 //! with its own shared memory and `mbarrier`s; a thread reaches a peer's through the
 //! instructions above. What the emulator checks, beyond the data:
 //! - the cluster barrier counts every thread of every block that has not exited;
-//! - a remote access (an arrival on a peer's `mbarrier`, a multicast copy) must follow a
-//!   cluster barrier (the peer's `mbarrier`s may not be initialised before), and no thread of
-//!   the cluster may exit before a cluster barrier that follows every remote access (a block
-//!   that exits frees its shared memory while the peer may still write it): both by the
-//!   generation of cluster barriers each side passed, so a missing barrier is reported on
-//!   every run, whatever the timing;
+//! - a remote access (an arrival on a block's `mbarrier` through the cluster window, a
+//!   multicast copy) must follow a cluster barrier (the target's `mbarrier`s may not be
+//!   initialised before), and a block may exit (its last thread return: its shared memory is
+//!   freed) only after a cluster barrier that follows every access to it. Both are checked by
+//!   the generations of cluster barriers each side passed, so a missing barrier is reported
+//!   on every run, whatever the timing;
 //! - a multicast copy lands in the *issuing* block's shared memory when its phase completes
 //!   (the latest the ISA allows, as every copy here), and in a *peer's* at once (the earliest:
 //!   a producer that refills a stage the peer's consumers still read corrupts their data);
@@ -46,10 +46,12 @@ struct State {
     arrived: u32,
     /// Threads that returned from the kernel.
     exited: u32,
-    /// One more than the largest cluster-barrier generation a remote access was made in.
-    access_gen: u32,
-    /// The smallest generation a thread exited in.
-    exit_gen: Option<u32>,
+    /// Per block: one more than the largest cluster-barrier generation an access to it was
+    /// made in (0: none).
+    access_gen: Vec<u32>,
+    /// Per block: its threads that returned, and the fewest cluster barriers one of them
+    /// passed.
+    exits: Vec<(u32, Option<u32>)>,
 }
 
 impl<'r> Cluster<'r> {
@@ -59,10 +61,15 @@ impl<'r> Cluster<'r> {
         for b in &blocks {
             b.sync.lock().cluster_gen = generation.clone();
         }
+        let state = State {
+            access_gen: vec![0; blocks.len()],
+            exits: vec![(0, None); blocks.len()],
+            ..State::default()
+        };
         Cluster {
             blocks,
             generation,
-            state: Mutex::default(),
+            state: Mutex::new(state),
         }
     }
 
@@ -103,36 +110,52 @@ impl<'r> Cluster<'r> {
         t.cluster_gen.set(target);
     }
 
-    /// Counts `t` out (it returned from the kernel), checking that no remote access was made
-    /// since the last cluster barrier it passed.
+    /// The generation block `b` exited in (the fewest cluster barriers one of its threads
+    /// passed), once all its threads returned.
+    fn exited_in(&self, st: &State, b: usize) -> Option<u32> {
+        let (n, gen) = st.exits[b];
+        (n == self.blocks[b].threads).then_some(gen).flatten()
+    }
+
+    /// Counts `t` out (it returned from the kernel); when its block's last thread returns,
+    /// checks that every access to the block was followed by a cluster barrier all of its
+    /// threads passed.
     pub fn exit(&self, t: &Thread) {
+        let b = self.rank_of(t);
         let mut st = self.lock();
         let g = t.cluster_gen.get();
         st.exited += 1;
-        st.exit_gen = Some(st.exit_gen.map_or(g, |e| e.min(g)));
-        if st.access_gen > g {
-            t.record(&format!(
-                "exits after {g} cluster barriers while a block of its cluster accessed another's \
-                 shared memory after as many: a cluster barrier must follow the last remote \
-                 access before any block exits"
-            ));
+        let (n, gen) = st.exits[b];
+        st.exits[b] = (n + 1, Some(gen.map_or(g, |e| e.min(g))));
+        if let Some(e) = self.exited_in(&st, b) {
+            if st.access_gen[b] > e {
+                t.record(&format!(
+                    "block exits after {e} cluster barriers while its shared memory was accessed \
+                     from the cluster after as many: a cluster barrier must follow the last \
+                     access before the block exits"
+                ));
+            }
         }
         self.complete_if_all(&mut st);
     }
 
-    /// Checks the ordering of a remote access by `t` (see the module doc).
-    fn access(&self, t: &Thread, what: &str) {
+    fn rank_of(&self, t: &Thread) -> usize {
+        t.cluster.map_or(0, |(_, r)| r as usize)
+    }
+
+    /// Checks the ordering of an access by `t` to block `b` (see the module doc).
+    fn access(&self, t: &Thread, b: usize, what: &str) {
         let g = t.cluster_gen.get();
         let mut st = self.lock();
         if g == 0 {
             t.record(&format!(
-                "{what} before any cluster barrier: the peer's mbarriers may not be initialised"
+                "{what} before any cluster barrier: the target's mbarriers may not be initialised"
             ));
         }
-        st.access_gen = st.access_gen.max(g + 1);
-        if st.exit_gen.is_some_and(|e| e <= g) {
+        st.access_gen[b] = st.access_gen[b].max(g + 1);
+        if self.exited_in(&st, b).is_some_and(|e| e <= g) {
             t.record(&format!(
-                "{what} after {g} cluster barriers, when a thread of the cluster already exited \
+                "{what} to block rank {b} after {g} cluster barriers, when it already exited \
                  after as many"
             ));
         }
@@ -198,7 +221,7 @@ impl Thread<'_, '_> {
             self.record(&format!("{what}: {p:#x} is not in shared memory"));
             return None;
         }
-        c.access(self, what);
+        c.access(self, rank as usize, what);
         Some((b, p - self.block.smem as usize))
     }
 }
