@@ -216,3 +216,53 @@ fn cluster_kernels_declare_their_shape() {
     };
     assert!(!ptx.contains("cluster ") && !ptx.contains("reqnctapercluster"));
 }
+
+/// Legality and the planner agree on `cl` over the Hopper space: every legal cluster config
+/// plans with an even grid of at most 132 blocks in clusters of two, and every config the
+/// `cl` rule refuses is refused by the planner too.
+#[test]
+fn legality_and_the_planner_agree_on_cl_over_the_hopper_space() {
+    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search-spaces/nvidia-hopper.toml"
+    )))
+    .unwrap();
+    assert!(space.params.cluster.contains(&ClusterShape::PairN));
+    let h200 = Target::of(Arch::SM_90);
+    let (mut planned, mut refused) = (0, 0);
+    for line in [
+        "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+        "convbfp16 -n 16 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+    ] {
+        let p = problem(line);
+        let l = lower(&p);
+        let e = convtune::space::enumerate_legal(&p, &Arch::SM_90, &space);
+        let ws = e
+            .legal
+            .iter()
+            .filter(|c| c.ld == LoadPath::Ws && c.persistent == Grid::Persistent);
+        for c in ws.filter(|c| c.cluster == ClusterShape::One) {
+            for cl in [ClusterShape::PairM, ClusterShape::PairN] {
+                let c = shape(c, cl);
+                let legal = legality::check(&l, &c, &Arch::SM_90);
+                match convtune::codegen::launches(&l, &c, h200) {
+                    Ok((kernels, _)) => {
+                        assert!(legal.is_ok(), "{p} {c}: planned, but {legal:?}");
+                        let k = kernels
+                            .iter()
+                            .find(|k| k.name.starts_with("convtune_gemm"))
+                            .unwrap();
+                        assert_eq!(k.cluster, 2, "{p} {c}");
+                        assert!(k.grid[0] % 2 == 0 && k.grid[0] <= 132, "{p} {c}");
+                        planned += 1;
+                    }
+                    Err(err) => {
+                        assert!(legal.is_err(), "{p} {c}: legal, but {err}");
+                        refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(planned > 100 && refused > 100, "{planned} planned, {refused} refused");
+}

@@ -149,6 +149,7 @@ mod tests {
             ld: LoadPath::Cp,
             persistent: crate::config::Grid::PerTile,
             xf: crate::config::Transform::None,
+            cluster: crate::config::ClusterShape::One,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -210,6 +211,16 @@ mod tests {
         };
         let ps = format!("v4:{},pk=1", &ts[3..]);
         assert_eq!(ps.parse::<PerfConfig>().unwrap(), p);
+        // v5 appends cl; the v4 string of a config without a cluster still parses to it.
+        let q = PerfConfig {
+            cluster: crate::config::ClusterShape::PairM,
+            ..p
+        };
+        let qs = q.to_string();
+        assert!(qs.starts_with("v5:") && qs.ends_with(",pk=1,xf=none,cl=2m"), "{qs}");
+        assert_eq!(qs.parse::<PerfConfig>().unwrap(), q);
+        assert_eq!(format!("v5:{},pk=1", &ts[3..]).parse::<PerfConfig>().unwrap(), p);
+        assert!(qs.replace("cl=2m", "cl=3").parse::<PerfConfig>().is_err());
         assert!(xs
             .replace(",pk=0,xf=nhwc_out", ",xf=nhwc_out,pk=0")
             .parse::<PerfConfig>()
