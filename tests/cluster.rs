@@ -264,5 +264,31 @@ fn legality_and_the_planner_agree_on_cl_over_the_hopper_space() {
             }
         }
     }
-    assert!(planned > 100 && refused > 100, "{planned} planned, {refused} refused");
+    assert!(
+        planned > 100 && refused > 100,
+        "{planned} planned, {refused} refused"
+    );
+}
+
+/// The shapes the GPU runs: 256 × 128 blocks of two 128-row consumer warpgroups (seed 003's
+/// shipped tile) and 128 × 128 of two 64-row ones, four stages, both cluster shapes.
+#[test]
+fn cluster_production_tiles() {
+    let big = "v5:bm=256,bn=128,bk=64,wm=128,wn=128,st=4,va=4,vb=8,vc=8,lds=swz,sk=1,rs=4,\
+               mma=wg,red=atomic,ld=ws,pk=1,xf=none,cl=2m";
+    let p = problem("convbfp16 -n 2 -c 192 -H 8 -W 8 -k 512 -y 1 -x 1 -F 1 --layout NHWC");
+    assert_eq!(run(&p, &cfg(big), 2), 2);
+    let p =
+        problem("convbfp16 -n 4 -c 128 -H 8 -W 8 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let c = with(&cfg(big), |c| {
+        c.cluster = ClusterShape::PairN;
+        c.raster = 1;
+    });
+    assert_eq!(run(&p, &c, 2), 2);
+    let mid = with(&cfg(big), |c| {
+        c.block_m = 128;
+        c.warp_m = 64;
+    });
+    assert_eq!(run(&p, &mid, 4), 4);
+    assert_eq!(run(&p, &shape(&mid, ClusterShape::PairN), 4), 4);
 }

@@ -217,9 +217,17 @@ mod tests {
             ..p
         };
         let qs = q.to_string();
-        assert!(qs.starts_with("v5:") && qs.ends_with(",pk=1,xf=none,cl=2m"), "{qs}");
+        assert!(
+            qs.starts_with("v5:") && qs.ends_with(",pk=1,xf=none,cl=2m"),
+            "{qs}"
+        );
         assert_eq!(qs.parse::<PerfConfig>().unwrap(), q);
-        assert_eq!(format!("v5:{},pk=1", &ts[3..]).parse::<PerfConfig>().unwrap(), p);
+        assert_eq!(
+            format!("v5:{},pk=1", &ts[3..])
+                .parse::<PerfConfig>()
+                .unwrap(),
+            p
+        );
         assert!(qs.replace("cl=2m", "cl=3").parse::<PerfConfig>().is_err());
         assert!(xs
             .replace(",pk=0,xf=nhwc_out", ",xf=nhwc_out,pk=0")

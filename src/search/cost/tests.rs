@@ -367,7 +367,10 @@ fn a_cluster_halves_the_l2_reads_of_its_shared_operand_only() {
     let c = cfg(128, 128, 64, 64, 128, 1);
     let [one, m, n] = [One, PairM, PairN].map(|cl| estimate(&l, &ws(c, cl), &a));
     // Same math; less memory time with either shape (both operands are re-read).
-    assert_eq!((m.compute_us, n.compute_us), (one.compute_us, one.compute_us));
+    assert_eq!(
+        (m.compute_us, n.compute_us),
+        (one.compute_us, one.compute_us)
+    );
     assert!(m.memory_us < one.memory_us && n.memory_us < one.memory_us);
     assert!(m.time_us <= one.time_us && n.time_us <= one.time_us);
 }
