@@ -34,8 +34,10 @@
 //!   once and overlaps each unit's epilogue with the next unit's loads
 //!   ([`persistent_gain`]); wave quantisation is the same as one block per unit (the units
 //!   are dealt round-robin).
-//! - **Cluster** (`cl=2m|2n`): the operand a cluster's two blocks share is multicast, so its
-//!   re-reads from L2 (and their DRAM misses) are halved; the rest as `pk=1`.
+//! - **Cluster** (`cl=2m|2n`): charged as its `cl=1` twin. The multicast halves the shared
+//!   operand's L2 re-reads, but on the H200 (session 9) every cluster kernel measured 1.6–2.6×
+//!   slower than its twin, for a reason not yet known; crediting the halving would rank the
+//!   slower kernels first. It is the term to add once a cluster kernel wins.
 //! - **Depthwise** (`mma=dw`): no GEMM terms; the direct kernel is charged its own bytes and
 //!   issue slots ([`depthwise`]).
 //! - **Layout transform** (`xf`): the GEMM terms are those of the channels-last twin lowering,
@@ -468,12 +470,6 @@ fn estimate_with(
         let b_unique = b_gathered.min(tensor_bytes(g.b.tensor));
         let a_reads = a_gathered * tiles_n as f64;
         let b_reads = b_gathered * tiles_m as f64;
-        // A cluster multicasts the operand its blocks share: one L2 read feeds both.
-        let (a_reads, b_reads) = match c.cluster.shared_operand() {
-            Some(0) => (a_reads / 2.0, b_reads),
-            Some(_) => (a_reads, b_reads / 2.0),
-            None => (a_reads, b_reads),
-        };
         // One SM's port to L2: 64 bytes per clock.
         let sm_l2_bytes_per_us = 64.0 * machine.clock_ghz * 1e3;
         let (c_bytes, launches, tail) =

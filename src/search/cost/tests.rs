@@ -352,8 +352,9 @@ fn ws_stream_k_fills_the_last_wave_of_the_issues_fwd_problem() {
     assert!(sk.compute_us < dp.compute_us, "{sk:?} vs {dp:?}");
 }
 
+/// Measured slower so far (see the module doc): no gain is credited.
 #[test]
-fn a_cluster_halves_the_l2_reads_of_its_shared_operand_only() {
+fn a_cluster_is_charged_as_its_twin_without_a_cluster() {
     let ws = |c: PerfConfig, cl| PerfConfig {
         mma: crate::config::MmaPath::Wgmma,
         ld: crate::config::LoadPath::Ws,
@@ -366,11 +367,6 @@ fn a_cluster_halves_the_l2_reads_of_its_shared_operand_only() {
     let l = lowered("convbfp16 -n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
     let c = cfg(128, 128, 64, 64, 128, 1);
     let [one, m, n] = [One, PairM, PairN].map(|cl| estimate(&l, &ws(c, cl), &a));
-    // Same math; less memory time with either shape (both operands are re-read).
-    assert_eq!(
-        (m.compute_us, n.compute_us),
-        (one.compute_us, one.compute_us)
-    );
-    assert!(m.memory_us < one.memory_us && n.memory_us < one.memory_us);
-    assert!(m.time_us <= one.time_us && n.time_us <= one.time_us);
+    assert_eq!((m.time_us, n.time_us), (one.time_us, one.time_us));
+    assert_eq!((m.memory_us, n.memory_us), (one.memory_us, one.memory_us));
 }
