@@ -237,6 +237,19 @@ pub struct KernelLaunch {
     /// `cuLaunchKernel` one pointer per parameter into a 64-byte aligned buffer laid out so.
     #[serde(default)]
     pub params: Vec<crate::abi::ParamSlot>,
+    /// Blocks per thread-block cluster along x (`cl=2m|2n`: 2), compiled into the kernel
+    /// (`.reqnctapercluster`): a plain `cuLaunchKernel` forms the clusters, and `grid[0]` is a
+    /// multiple. Left out (1) for kernels without clusters.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cluster_blocks: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 /// The tensor-map parameters of a kernel with arguments `args` (its mode in each `map`).
@@ -356,6 +369,7 @@ impl Manifest {
                     needs_shared_opt_in: opt_in(k.shared_bytes),
                     tensor_maps: tensor_map_args(&k.args),
                     params: crate::abi::param_layout(&k.args).slots,
+                    cluster_blocks: k.cluster,
                 })
                 .collect(),
         }

@@ -136,6 +136,14 @@ typedef enum convtune_xf {
     CONVTUNE_XF_NHWC_OUT = 2 /* xf=nhwc_out: the written one too, transposed back at the end */
 } convtune_xf;
 
+/* Thread-block clusters (ld=ws, pk=1): compiled into the kernel (.reqnctapercluster), so the
+ * launch is unchanged; the manifest's cluster_blocks says how many blocks form one. */
+typedef enum convtune_cluster {
+    CONVTUNE_CLUSTER_ONE = 0,    /* cl=1: no cluster */
+    CONVTUNE_CLUSTER_PAIR_M = 1, /* cl=2m: two blocks on neighbouring M tiles, B multicast */
+    CONVTUNE_CLUSTER_PAIR_N = 2  /* cl=2n: two blocks on neighbouring N tiles, A multicast */
+} convtune_cluster;
+
 /* Where the config came from. */
 typedef enum convtune_source {
     CONVTUNE_SOURCE_EXACT = 0,    /* a database entry tuned for exactly this problem */
@@ -152,10 +160,10 @@ typedef enum convtune_source {
  * at a character boundary. */
 typedef struct convtune_config {
     /* The tuning parameters, in the order of the config string (bm bn bk wm wn st va vb vc lds
-     * sk rs mma red ld pk xf) and named as in search-space files: block tile, warp tile,
+     * sk rs mma red ld pk xf cl) and named as in search-space files: block tile, warp tile,
      * pipeline stages, vector widths of A/B/C, LDS layout, split-K factor, block rasterisation
      * group, matrix instruction path, split-K reduction, load path, persistent grid, layout
-     * transform. */
+     * transform, thread-block cluster. */
     uint32_t block_m, block_n, block_k;
     uint32_t warp_m, warp_n;
     uint32_t stages;
@@ -168,6 +176,7 @@ typedef struct convtune_config {
     int32_t ld;  /* convtune_ld */
     int32_t persistent; /* convtune_persistent */
     int32_t xf;  /* convtune_xf */
+    int32_t cluster; /* convtune_cluster */
     /* End of the tuning parameters. */
     int32_t source; /* convtune_source */
     /* For CONVTUNE_SOURCE_NEAREST: the distance to the tuned problem; 0 otherwise. */

@@ -31,6 +31,7 @@ fn set_field(out: &mut ConfigC, f: Field, code: u32) {
         Field::Ld => out.ld = named,
         Field::Persistent => out.persistent = named,
         Field::Xf => out.xf = named,
+        Field::Cluster => out.cluster = named,
     }
 }
 
@@ -55,6 +56,7 @@ fn field(c: &ConfigC, f: Field) -> Option<u32> {
         Field::Ld => named(c.ld),
         Field::Persistent => named(c.persistent),
         Field::Xf => named(c.xf),
+        Field::Cluster => named(c.cluster),
     }
 }
 

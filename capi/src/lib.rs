@@ -102,6 +102,8 @@ pub struct ConfigC {
     pub persistent: i32,
     /// `convtune_xf`.
     pub xf: i32,
+    /// `convtune_cluster`.
+    pub cluster: i32,
     /// `convtune_source`.
     pub source: i32,
     /// Distance to the tuned problem for a nearest hit.

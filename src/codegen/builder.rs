@@ -402,6 +402,18 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     pub fn cp_async_arrive(&self, bar: PointerValue<'ctx>) {
         self.barriers().cp_async_arrive(&self.ir, bar)
     }
+    /// The block's rank in its cluster.
+    pub fn cluster_rank(&self) -> IntValue<'ctx> {
+        self.barriers().cluster_rank(&self.ir)
+    }
+    /// The cluster barrier (every thread of every block of the cluster).
+    pub fn cluster_sync(&self) {
+        self.barriers().cluster_sync(&self.ir)
+    }
+    /// One arrival on the `mbarrier` at `bar`'s offset in cluster block `rank`.
+    pub fn mbarrier_arrive_cluster(&self, bar: PointerValue<'ctx>, rank: IntValue<'ctx>) {
+        self.barriers().mbarrier_arrive_cluster(&self.ir, bar, rank)
+    }
 
     // ---- register reallocation ----
 
@@ -426,7 +438,25 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         bar: PointerValue<'ctx>,
     ) {
         let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
-        unit.load_tile(&self.ir, dst, map, coords, bar)
+        unit.load_tile(&self.ir, dst, map, coords, bar, None)
+    }
+    /// [`Self::tma_load`] into the blocks of the cluster in `mask` ([`Self::tma_load_im2col`]
+    /// when `offsets` is some): the box lands at `dst`'s offset and completes on `bar`'s
+    /// offset in each.
+    pub fn tma_load_multicast(
+        &self,
+        dst: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+        offsets: Option<&[IntValue<'ctx>]>,
+        bar: PointerValue<'ctx>,
+        mask: u16,
+    ) {
+        let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
+        match offsets {
+            Some(o) => unit.load_im2col(&self.ir, dst, map, coords, o, bar, Some(mask)),
+            None => unit.load_tile(&self.ir, dst, map, coords, bar, Some(mask)),
+        }
     }
     /// TMA im2col copy from im2col tensor map `map`: first pixel at `coords`, filter-tap
     /// `offsets`, into `dst`, completing on `bar`.
@@ -439,7 +469,7 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         bar: PointerValue<'ctx>,
     ) {
         let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
-        unit.load_im2col(&self.ir, dst, map, coords, offsets, bar)
+        unit.load_im2col(&self.ir, dst, map, coords, offsets, bar, None)
     }
 
     // ---- control flow ----

@@ -91,6 +91,7 @@ fn kernel(
         block: [threads, 1, 1],
         shared_bytes,
         args: CONV_ARGS.to_vec(),
+        cluster: 1,
     })
 }
 
@@ -331,6 +332,7 @@ fn plan_gemms<'l>(
         let grid = grid(&plan);
         let mut k = kernel(name, grid, plan.launch_threads(), plan.smem.bytes)?;
         k.args = plan.args();
+        k.cluster = plan.cfg.cluster.size();
         kernels.push((k, Body::Gemm(Box::new(plan))));
     }
     if to_workspace {

@@ -73,7 +73,7 @@ pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
 pub use target::Target;
 #[doc(hidden)]
-pub use ws::with_ring_reset_per_unit;
+pub use ws::{with_cluster_fault, with_ring_reset_per_unit, ClusterFault};
 pub use ws_pingpong::{with_ping_pong_fault, PingPongFault};
 
 pub use crate::abi::Module;
@@ -99,6 +99,9 @@ pub struct Kernel {
     pub shared_bytes: u32,
     /// The kernel's parameters, in order (see [`crate::abi`]).
     pub args: Vec<KernelArg>,
+    /// Blocks per thread-block cluster along x (1: none). Compiled into the kernel
+    /// (`.reqnctapercluster`), so a plain launch forms the clusters; the grid is a multiple.
+    pub cluster: u32,
 }
 
 /// All launches of one candidate (or of the reference), compiled for one target.
@@ -211,13 +214,16 @@ fn compile_job(
         compile::emit(&ctx, &module, spec.as_ref(), &launches);
         let key = cache.map(|c| c.key(&module.print_to_string().to_string(), spec.as_ref()));
         let stored = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
-        let kernels = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
+        let kernels: Vec<Kernel> = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
         let module = match stored {
             Some(m) => m,
             None => {
                 machine::optimize(&module, &tm)?;
                 let m = match target.arch().vendor {
-                    Vendor::Nvidia => Module::Ptx(machine::emit_ptx(&module, &tm)?),
+                    Vendor::Nvidia => Module::Ptx(nvptx::cluster_directives(
+                        machine::emit_ptx(&module, &tm)?,
+                        &kernels,
+                    )?),
                     Vendor::Amd => Module::CodeObject(machine::emit_code_object(&module, &tm)?),
                 };
                 if let (Some(c), Some(k)) = (cache, &key) {

@@ -225,6 +225,35 @@ impl Nvptx {
     }
 }
 
+/// Adds `.explicitcluster` and `.reqnctapercluster N, 1, 1` to the entry of each kernel with a
+/// cluster of `N > 1` blocks ([`super::Kernel::cluster`]), after its parameter list. LLVM 19's
+/// NVPTX backend emits only `.maxclusterrank` from `nvvm.annotations` (not the cluster shape),
+/// and a shape compiled into the kernel is what lets a plain `cuLaunchKernel` form the
+/// clusters, so the launch ABI stays the one every consumer already uses (docs/abi.md).
+pub(crate) fn cluster_directives(
+    ptx: String,
+    kernels: &[super::Kernel],
+) -> Result<String, super::CodegenError> {
+    let mut ptx = ptx;
+    for k in kernels.iter().filter(|k| k.cluster > 1) {
+        let entry = format!(".entry {}(", k.name);
+        let at = ptx
+            .find(&entry)
+            .and_then(|e| ptx[e..].find("\n)\n").map(|p| e + p + 3))
+            .ok_or_else(|| {
+                super::CodegenError::Internal(format!(
+                    "cluster kernel {}: no `.entry` with a parameter list in the PTX",
+                    k.name
+                ))
+            })?;
+        ptx.insert_str(
+            at,
+            &format!(".explicitcluster\n.reqnctapercluster {}, 1, 1\n", k.cluster),
+        );
+    }
+    Ok(ptx)
+}
+
 impl RegisterRealloc for Nvptx {
     fn cap_registers(&self, ir: &Ir, regs: u32) {
         // `.maxnreg`: without a known count at entry ptxas ignores setmaxnreg (C7508).
@@ -389,6 +418,15 @@ impl Nvptx {
         ok(ir.raw().build_indirect_call(ty, f, &vals, ""));
     }
 
+    /// The `.multicast::cluster` qualifier and `, $mask` operand (operand number `at`) of a
+    /// TMA copy to the cluster blocks in `multicast`; empty strings for a plain copy.
+    fn multicast(at: usize, multicast: Option<u16>) -> (&'static str, String) {
+        match multicast {
+            Some(_) => (".multicast::cluster", format!(", ${at}")),
+            None => ("", String::new()),
+        }
+    }
+
     /// The 32-bit shared-window address of a shared pointer.
     fn shared32<'ctx>(ir: &Ir<'_, 'ctx>, p: PointerValue<'ctx>) -> IntValue<'ctx> {
         ok(ir.raw().build_ptr_to_int(p, ir.i32t(), ""))
@@ -462,6 +500,46 @@ impl Barriers for Nvptx {
             &[ir.c(id as i64).into(), ir.c(threads as i64).into()],
         );
     }
+    fn cluster_rank<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
+        let ty = ir.i32t().fn_type(&[], false);
+        let f = ir.ctx.create_inline_asm(
+            ty,
+            "mov.u32 $0, %cluster_ctarank;".to_string(),
+            "=r".to_string(),
+            false,
+            false,
+            None,
+            false,
+        );
+        match ok(ir.raw().build_indirect_call(ty, f, &[], "")).try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => {
+                panic!("%cluster_ctarank returns a value")
+            }
+        }
+    }
+    fn cluster_sync(&self, ir: &Ir) {
+        // Not `.aligned`: the producer warpgroup's lanes arrive from diverged paths.
+        Self::asm_stmt(
+            ir,
+            "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;",
+        );
+    }
+    fn mbarrier_arrive_cluster<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        rank: IntValue<'ctx>,
+    ) {
+        let b = Self::shared32(ir, bar);
+        Self::asm_in(
+            ir,
+            "{\n.reg .b32 R1;\nmapa.shared::cluster.u32 R1, $0, $1;\n\
+             mbarrier.arrive.release.cluster.shared::cluster.b64 _, [R1];\n}",
+            &["r", "r"],
+            &[b, rank],
+        );
+    }
 }
 
 impl BulkTensorCopy for Nvptx {
@@ -498,12 +576,14 @@ impl BulkTensorCopy for Nvptx {
         map: PointerValue<'ctx>,
         coords: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     ) {
         let n = coords.len();
         let list: Vec<String> = (0..n).map(|i| format!("${}", i + 2)).collect();
+        let (mc, mask) = Self::multicast(n + 3, multicast);
         let text = format!(
-            "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
-             [$0], [$1, {{{}}}], [${}];",
+            "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\
+             {mc} [$0], [$1, {{{}}}], [${}]{mask};",
             list.join(", "),
             n + 2
         );
@@ -514,6 +594,10 @@ impl BulkTensorCopy for Nvptx {
         let mut cons = vec!["r", "l"];
         cons.extend(std::iter::repeat_n("r", n));
         cons.push("r");
+        if let Some(m) = multicast {
+            args.push(ir.ctx.i16_type().const_int(u64::from(m), false));
+            cons.push("h");
+        }
         Self::asm_in(ir, &text, &cons, &args);
     }
     fn load_im2col<'ctx>(
@@ -524,6 +608,7 @@ impl BulkTensorCopy for Nvptx {
         coords: &[IntValue<'ctx>],
         offsets: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     ) {
         let (n, o) = (coords.len(), offsets.len());
         let list = |from: usize, len: usize| -> String {
@@ -532,9 +617,10 @@ impl BulkTensorCopy for Nvptx {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let (mc, mask) = Self::multicast(n + 3 + o, multicast);
         let text = format!(
-            "cp.async.bulk.tensor.{n}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes \
-             [$0], [$1, {{{}}}], [${}], {{{}}};",
+            "cp.async.bulk.tensor.{n}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes\
+             {mc} [$0], [$1, {{{}}}], [${}], {{{}}}{mask};",
             list(2, n),
             n + 2,
             list(n + 3, o)
@@ -554,6 +640,10 @@ impl BulkTensorCopy for Nvptx {
         cons.extend(std::iter::repeat_n("r", n));
         cons.push("r");
         cons.extend(std::iter::repeat_n("h", o));
+        if let Some(m) = multicast {
+            args.push(ir.ctx.i16_type().const_int(u64::from(m), false));
+            cons.push("h");
+        }
         Self::asm_in(ir, &text, &cons, &args);
     }
 }

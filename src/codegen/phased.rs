@@ -319,8 +319,8 @@ pub(crate) fn emit_zero_walk<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, tid: In
         blocks: walk.blocks,
     };
     let sched = PersistentScheduler;
-    kb.for_range(kb.c(0), sched.units_of_block(kb, chunks), |kb, i| {
-        emit_zero_chunk(kb, z, tid, sched.unit(kb, chunks, i))
+    kb.for_range(kb.c(0), sched.units_of_block(kb, chunks, 1), |kb, i| {
+        emit_zero_chunk(kb, z, tid, sched.unit(kb, chunks, 1, i))
     });
 }
 

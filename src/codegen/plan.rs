@@ -368,11 +368,38 @@ impl<'l> GemmPlan<'l> {
         } else {
             None
         };
-        let tma = if c.ld.uses_tma() {
+        let mut tma = if c.ld.uses_tma() {
             tma_plan(p, gemm, c, spec, [&a, &b]).map_err(&fail)?
         } else {
             [None, None]
         };
+        if let Some(why) = c.cluster_refusal() {
+            return Err(fail(why));
+        }
+        if let (Some(along), Some(shared)) = (c.cluster.along(), c.cluster.shared_operand()) {
+            let size = c.cluster.size();
+            let tiles = if along == Dim::M {
+                gemm.m_len().div_ceil(c.block_m)
+            } else {
+                gemm.n_len().div_ceil(c.block_n)
+            };
+            if !tiles.is_multiple_of(size) {
+                return Err(fail(format!(
+                    "cl={}: {tiles} tiles along {along:?} do not pair",
+                    c.cluster.name()
+                )));
+            }
+            // Each block of the cluster loads half of the shared operand's stage.
+            match &mut tma[shared] {
+                Some(t) => *t = t.halved(),
+                None => {
+                    return Err(fail(format!(
+                        "cl={}: the shared operand is not a TMA tile",
+                        c.cluster.name()
+                    )))
+                }
+            }
+        }
         let tma_used = tma.iter().any(Option::is_some);
         let ws = if c.ld.warp_specialised() {
             let w = super::ws::plan_ws(c, c.consumer_warps() * warp, spec).map_err(&fail)?;
@@ -484,11 +511,14 @@ impl<'l> GemmPlan<'l> {
                 None if persistent => {
                     let w = ws.unwrap_or_else(|| panic!("pk=1 was refused without ld=ws"));
                     let units = gemm.g_len() * c.split_k * tiles_m * tiles_n;
-                    SchedulerKind::Persistent(PersistentGrid::new(
-                        units,
-                        arch.compute_units,
-                        w.resident_blocks(arch, smem.bytes),
-                    ))
+                    SchedulerKind::Persistent(
+                        PersistentGrid::new(
+                            units,
+                            arch.compute_units,
+                            w.resident_blocks(arch, smem.bytes),
+                        )
+                        .in_clusters(c.cluster.size()),
+                    )
                 }
                 None => SchedulerKind::Raster,
             },

@@ -132,8 +132,20 @@ pub(crate) fn raster_tile_at<'ctx>(
     bid: IntValue<'ctx>,
     z: impl FnOnce(&Kb<'_, 'ctx>) -> IntValue<'ctx>,
 ) -> Tile<'ctx> {
+    let tile = raster(kb, plan, bid);
+    tile_at(kb, plan, tile, bid, z)
+}
+
+/// The tile at `(tile_m, tile_n)`, numbered `bid` among its group's tiles, of the (group,
+/// split-K slice) pair `z` (`g · split_k + slice`).
+pub(crate) fn tile_at<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    (tile_m, tile_n): (IntValue<'ctx>, IntValue<'ctx>),
+    bid: IntValue<'ctx>,
+    z: impl FnOnce(&Kb<'_, 'ctx>) -> IntValue<'ctx>,
+) -> Tile<'ctx> {
     let c = &plan.cfg;
-    let (tile_m, tile_n) = raster(kb, plan, bid);
     let z = z(kb);
     let (g, slice) = if c.split_k > 1 {
         (kb.udivc(z, c.split_k), Some(kb.uremc(z, c.split_k)))
@@ -180,13 +192,24 @@ fn raster<'ctx>(
     plan: &GemmPlan,
     bid: IntValue<'ctx>,
 ) -> (IntValue<'ctx>, IntValue<'ctx>) {
-    let r = plan.cfg.raster.min(plan.tiles_m);
+    raster_over(kb, plan.cfg.raster, [plan.tiles_m, plan.tiles_n], bid)
+}
+
+/// [`raster`] over a grid of `tiles_m × tiles_n` tiles with raster group `raster` (a
+/// cluster's walk rasterises its tile pairs so: [`super::schedule_persistent`]).
+pub(crate) fn raster_over<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    raster: u32,
+    [tiles_m, tiles_n]: [u32; 2],
+    bid: IntValue<'ctx>,
+) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    let r = raster.min(tiles_m);
     if r <= 1 {
-        return (kb.udivc(bid, plan.tiles_n), kb.uremc(bid, plan.tiles_n));
+        return (kb.udivc(bid, tiles_n), kb.uremc(bid, tiles_n));
     }
-    let per_group = r * plan.tiles_n;
+    let per_group = r * tiles_n;
     let first = kb.mulc(kb.udivc(bid, per_group), r as i64);
-    let rows = kb.umin(kb.sub(kb.c(plan.tiles_m as i64), first), kb.c(r as i64));
+    let rows = kb.umin(kb.sub(kb.c(tiles_m as i64), first), kb.c(r as i64));
     let local = kb.uremc(bid, per_group);
     (kb.add(first, kb.urem(local, rows)), kb.udiv(local, rows))
 }

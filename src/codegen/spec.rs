@@ -305,6 +305,19 @@ pub(crate) trait Barriers: Sync {
     /// execute it with the same `id`, ordering shared memory like the block barrier (which is
     /// barrier 0 over the whole block).
     fn named_barrier(&self, ir: &Ir, id: u32, threads: u32);
+    /// `%cluster_ctarank`: the block's rank in its thread-block cluster (i32).
+    fn cluster_rank<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx>;
+    /// `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire`: every (not exited)
+    /// thread of the cluster; orders the blocks' shared memory and `mbarrier` inits.
+    fn cluster_sync(&self, ir: &Ir);
+    /// One arrival on the `mbarrier` at `bar`'s offset in the shared memory of the cluster's
+    /// block `rank` (`mapa.shared::cluster` + `mbarrier.arrive.release.cluster`).
+    fn mbarrier_arrive_cluster<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        rank: IntValue<'ctx>,
+    );
 }
 
 /// Hopper `setmaxnreg`: a warpgroup gives registers back or takes more at run time, within
@@ -326,7 +339,9 @@ pub(crate) trait BulkTensorCopy: Sync {
     fn declare_map_param<'ctx>(&self, ir: &Ir<'_, 'ctx>, index: u32);
     /// Copies the box at `coords` (elements, innermost first; one per map dimension) of the
     /// tensor map `map` (the parameter) to shared memory at `dst`, completing `box bytes` of
-    /// `bar`'s transaction count when it lands.
+    /// `bar`'s transaction count when it lands. With `multicast` (a mask of cluster ranks,
+    /// `.multicast::cluster`) the box lands at `dst`'s offset in each of those blocks and
+    /// completes the bytes on the `mbarrier` at `bar`'s offset in each.
     fn load_tile<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,
@@ -334,11 +349,14 @@ pub(crate) trait BulkTensorCopy: Sync {
         map: PointerValue<'ctx>,
         coords: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     );
     /// Copies the im2col box of the im2col tensor map `map` whose first pixel is at `coords`
     /// (i32: channel, then the spatial dimensions innermost first, then the image) read at the
     /// filter-tap `offsets` (i32, each in `0..=u16::MAX`, one per spatial dimension) to shared
-    /// memory at `dst`, completing `box bytes` of `bar`'s transaction count when it lands.
+    /// memory at `dst`, completing `box bytes` of `bar`'s transaction count when it lands;
+    /// `multicast` as for [`Self::load_tile`].
+    #[allow(clippy::too_many_arguments)]
     fn load_im2col<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,
@@ -347,6 +365,7 @@ pub(crate) trait BulkTensorCopy: Sync {
         coords: &[IntValue<'ctx>],
         offsets: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     );
 }
 

@@ -45,6 +45,11 @@ pub(crate) struct Issue<'p, 'a, 'ctx> {
     pub bars: PointerValue<'ctx>,
     /// Bytes every TMA box of a stage writes (the expected transaction count).
     pub bytes: u32,
+    /// In a cluster: the operand its blocks share (0: A, 1: B) and this block's rank. The
+    /// block of rank `r` issues the copies `j` of that operand with `j % 2 == r` (all of a
+    /// one-copy tile for rank 0) and multicasts them to both blocks, so every block's stage
+    /// still receives `bytes`.
+    pub multicast: Option<(usize, IntValue<'ctx>)>,
 }
 
 impl<'ctx> Issue<'_, '_, 'ctx> {
@@ -77,8 +82,11 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
         kb.if_then(self.leader, |kb| {
             kb.mbarrier_arrive_expect_tx(bar, self.bytes);
             let mut map = 0;
-            for (l, t) in self.loaders.iter().zip(&self.plan.tma) {
+            for (i, (l, t)) in self.loaders.iter().zip(&self.plan.tma).enumerate() {
                 let Some(t) = t else { continue };
+                let rank = self
+                    .multicast
+                    .and_then(|(shared, rank)| (shared == i).then_some(rank));
                 issue_box(
                     kb,
                     self.plan,
@@ -88,6 +96,7 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
                     kt,
                     stage,
                     bar,
+                    rank,
                 );
                 map += 1;
             }
@@ -119,7 +128,9 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
 
 /// The TMA copies (issued by the calling thread) of operand tile `t` of K tile `kt` into
 /// `stage`, completing on `bar`: per copy the box coordinates of a tiled map, or the first
-/// pixel, channel and filter-tap offsets of an im2col map ([`im2col_coords`]).
+/// pixel, channel and filter-tap offsets of an im2col map ([`im2col_coords`]). With `rank`
+/// (the block's in a cluster that shares this operand), only the copies of that rank, each
+/// multicast to the cluster (see [`Issue::multicast`]).
 #[allow(clippy::too_many_arguments)]
 fn issue_box<'ctx>(
     kb: &Kb<'_, 'ctx>,
@@ -130,33 +141,55 @@ fn issue_box<'ctx>(
     kt: IntValue<'ctx>,
     stage: IntValue<'ctx>,
     bar: PointerValue<'ctx>,
+    rank: Option<IntValue<'ctx>>,
 ) {
     let base = l.stage_base(kb, stage);
     let k0 = kb.mulc(kt, plan.cfg.block_k as i64);
     let (row0, g) = l.origin;
-    let line = t.map.boxes[0];
+    // Copy j's first row and element: MN-major copies are 64-row blocks of the stage
+    // (`row_blocks` elements each); K-major ones (a halved tile) whole-K runs of rows.
+    let (line, step) = if t.kmajor {
+        (t.map.boxes[1], t.map.boxes[1] * t.map.boxes[0])
+    } else {
+        (t.map.boxes[0], l.tile.row_blocks.unwrap_or(0))
+    };
     for j in 0..t.copies {
         let r = kb.addc(row0, (j * line) as i64);
-        let block = l.tile.row_blocks.unwrap_or(0) * j;
+        let block = step * j;
         let dst = kb.gep(kb.elem_ty(plan.dt), base, kb.c(block as i64));
-        match (&t.im2col, &t.map.im2col) {
+        let copy = |kb: &Kb<'_, 'ctx>| match (&t.im2col, &t.map.im2col) {
             (Some(ic), Some(m)) => {
                 // K-major: the rows are the pixels, K the channels and taps; else the reverse.
                 let (pixel, tap) = if t.kmajor { (r, k0) } else { (k0, r) };
                 let (coords, offsets) =
                     im2col_coords(kb, ic, m, pixel, tap, t.grouped.then_some(g));
-                kb.tma_load_im2col(dst, map, &coords, &offsets, bar);
+                match rank {
+                    Some(_) => {
+                        kb.tma_load_multicast(dst, map, &coords, Some(&offsets), bar, CLUSTER_MASK)
+                    }
+                    None => kb.tma_load_im2col(dst, map, &coords, &offsets, bar),
+                }
             }
             _ => {
                 let mut coords = if t.kmajor { vec![k0, r] } else { vec![r, k0] };
                 if t.grouped {
                     coords.push(g);
                 }
-                kb.tma_load(dst, map, &coords, bar);
+                match rank {
+                    Some(_) => kb.tma_load_multicast(dst, map, &coords, None, bar, CLUSTER_MASK),
+                    None => kb.tma_load(dst, map, &coords, bar),
+                }
             }
+        };
+        match rank {
+            Some(rank) => kb.if_then(kb.eq(rank, kb.c(i64::from(j % 2))), copy),
+            None => copy(kb),
         }
     }
 }
+
+/// The multicast mask of a cluster of two blocks: both.
+const CLUSTER_MASK: u16 = 0b11;
 
 /// The coordinates `(c, w, h, n)` and offsets `(w, h)` of the im2col copy whose first pixel is
 /// GEMM index `pixel` along the pixel dimension and whose channels start at index `tap` of the
@@ -245,6 +278,7 @@ impl MainLoop for TmaLoop {
             leader: kb.eq(kb.thread_idx(), kb.c(0)),
             bars: kb.gep_bytes(kb.shared_base(), bars_at as i64),
             bytes: plan.tma.iter().flatten().map(|t| t.stage_bytes()).sum(),
+            multicast: None,
         };
         kb.if_then(io.leader, |kb| {
             for i in 0..s {

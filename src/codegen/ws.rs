@@ -28,6 +28,17 @@
 //! consumer reads it only after the phase of its use completed (bytes and arrivals), so
 //! parity alone names the phase: the producer never runs more than `S` tiles ahead.
 //!
+//! In a cluster of two blocks (`cl=2m|2n`, [`crate::config::ClusterShape`]) the blocks walk
+//! tile pairs in step and share one operand, which each block's producer loads half of and
+//! multicasts to both ([`super::tma::Issue::multicast`]): each full barrier still expects the
+//! whole stage's bytes (half of the shared operand's land from the peer), and a stage may be
+//! refilled only once the consumers of *both* blocks released it, so every consumer warp
+//! arrives on the empty barrier of each block of the cluster (`mapa` + a remote arrive) and
+//! the empty barriers count the consumer warps of the whole cluster. A cluster barrier
+//! replaces the block barrier after the init (a peer's arrivals and copies need this block's
+//! `mbarrier`s initialised), and a last one ends the kernel (no block exits while its peer may
+//! still multicast into it or arrive on its barriers).
+//!
 //! Why the producer leaves the barriers after the loop: a block barrier (`bar.sync 0`) counts
 //! every thread of the block, so it would have to follow the consumers through the staged
 //! epilogue and the fix-up's barriers only to arrive; a named barrier over the `T` consumers
@@ -55,14 +66,49 @@ pub(super) const CONSUMER_BARRIER: u32 = 1;
 /// Consumer arrivals on an empty barrier: one per consumer warp (its lane 0), after the
 /// warp's `wgmma.wait_group` (which the whole warp executes together) retired the group.
 /// Ping-pong: the warps of the one consumer warpgroup that read the stage (`plan.threads` is
-/// one block tile's warpgroup).
+/// one block tile's warpgroup). In a cluster: the consumer warps of every block.
 fn empty_arrivals(plan: &GemmPlan) -> u32 {
     let warps = plan.threads / plan.warp;
+    let cluster = match cluster_fault() {
+        Some(ClusterFault::LocalEmpty) => 1,
+        _ => plan.cfg.cluster.size(),
+    };
     match super::ws_pingpong::fault() {
         // Every consumer warp of the block, as the cooperative loop counts them.
         Some(PingPongFault::CooperativeEmpty) => warps * PING_PONG_CONSUMERS,
-        _ => warps,
+        _ => warps * cluster,
     }
+}
+
+/// A deliberately broken cluster protocol, for the tests that prove the emulator catches it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterFault {
+    /// The consumers release only their own block's empty barrier (counting only them): a
+    /// producer refills a stage the peer's consumers may still read.
+    LocalEmpty,
+    /// No cluster barrier before exit: a block may exit while its peer still multicasts into
+    /// it or arrives on its barriers.
+    NoExitBarrier,
+}
+
+thread_local! {
+    static CLUSTER_FAULT: std::cell::Cell<Option<ClusterFault>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Test hook: emits the kernels of `f` (on this thread) with `fault`. Never set outside the
+/// tests that prove the emulator catches it.
+#[doc(hidden)]
+pub fn with_cluster_fault<R>(fault: ClusterFault, f: impl FnOnce() -> R) -> R {
+    CLUSTER_FAULT.with(|c| c.set(Some(fault)));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CLUSTER_FAULT.with(|c| c.set(None));
+    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+fn cluster_fault() -> Option<ClusterFault> {
+    CLUSTER_FAULT.with(|c| c.get())
 }
 
 /// The block of `ld=ws` over `consumers` threads, or why `cfg` cannot have one.
@@ -131,13 +177,15 @@ fn loaders<'a, 'ctx>(
 }
 
 /// What the producer issues a K tile with: `loaders`, the leader thread 0 of the producer
-/// (`ptid`), the mbarriers at `bars`.
+/// (`ptid`), the mbarriers at `bars`, and in a cluster the shared operand and this block's
+/// rank (`rank`).
 fn issue<'p, 'a, 'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &'p GemmPlan<'p>,
     loaders: [&'p Loader<'a, 'ctx>; 2],
     ptid: IntValue<'ctx>,
     bars: PointerValue<'ctx>,
+    rank: Option<IntValue<'ctx>>,
 ) -> Issue<'p, 'a, 'ctx> {
     Issue {
         plan,
@@ -145,6 +193,7 @@ fn issue<'p, 'a, 'ctx>(
         leader: kb.eq(ptid, kb.c(0)),
         bars,
         bytes: plan.tma.iter().flatten().map(|t| t.stage_bytes()).sum(),
+        multicast: plan.cfg.cluster.shared_operand().zip(rank),
     }
 }
 
@@ -187,9 +236,9 @@ pub(super) fn walk<'ctx>(
     match work {
         Work::Walk => {
             let sched = PersistentScheduler;
-            let pg = persistent_grid(plan);
-            kb.for_range(kb.c(0), sched.units_of_block(kb, pg), |kb, i| {
-                let unit = sched.unit(kb, pg, i);
+            let (pg, cluster) = (persistent_grid(plan), plan.cfg.cluster.size());
+            kb.for_range(kb.c(0), sched.units_of_block(kb, pg, cluster), |kb, i| {
+                let unit = sched.unit(kb, pg, cluster, i);
                 let tile = sched.unit_tile(kb, plan, unit);
                 let k = sched.k_range(kb, plan, &tile);
                 visit(kb, plan, &Unit::of_tile(tile, k), Some(i));
@@ -200,8 +249,9 @@ pub(super) fn walk<'ctx>(
             let pg = pp
                 .walk
                 .unwrap_or_else(|| panic!("a one-launch plan without its walk on ld=ws"));
-            kb.for_range(kb.c(0), sched.units_of_block(kb, pg), |kb, i| {
-                let unit = sched.unit(kb, pg, i);
+            // No cluster: the `cl` rule refuses one-launch phase walks.
+            kb.for_range(kb.c(0), sched.units_of_block(kb, pg, 1), |kb, i| {
+                let unit = sched.unit(kb, pg, 1, i);
                 // One branch per phase, its body emitted with the phase's constants.
                 for (p, phase) in pp.phases.iter().enumerate() {
                     if super::phased::skipped(p) {
@@ -272,7 +322,15 @@ pub(crate) fn emit<'ctx>(
         }
         kb.mbarrier_init_fence();
     });
-    kb.barrier();
+    let cluster = plan.cfg.cluster.size();
+    // In a cluster: this block's rank, and the cluster barrier that orders every block's
+    // inits before any remote arrival or multicast.
+    let rank = (cluster > 1).then(|| kb.cluster_rank());
+    if cluster > 1 {
+        kb.cluster_sync();
+    } else {
+        kb.barrier();
+    }
     // (stage, parity of the use's phase) of ring position `rel`.
     let slot_rel =
         |kb: &Kb<'_, 'ctx>, rel: IntValue<'ctx>| (kb.uremc(rel, s), kb.uremc(kb.udivc(rel, s), 2));
@@ -335,7 +393,7 @@ pub(crate) fn emit<'ctx>(
                     let (a, b) = loaders(kb, plan, ptid, &unit.tile);
                     produce_unit(
                         kb,
-                        &issue(kb, plan, [&a, &b], ptid, bars),
+                        &issue(kb, plan, [&a, &b], ptid, bars, rank),
                         unit.lo,
                         unit.hi,
                         Some(step.base),
@@ -352,7 +410,7 @@ pub(crate) fn emit<'ctx>(
         };
         let io = first
             .as_ref()
-            .map(|(a, b)| issue(kb, plan, [a, b], ptid, bars));
+            .map(|(a, b)| issue(kb, plan, [a, b], ptid, bars, rank));
         let leader = match &io {
             Some(io) => io.leader,
             None => kb.eq(ptid, kb.c(0)),
@@ -387,7 +445,15 @@ pub(crate) fn emit<'ctx>(
                        base: Option<IntValue<'ctx>>,
                        issued: &dyn Fn(&Kb<'_, 'ctx>)| {
             let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
-                kb.if_then(lane0, |kb| kb.mbarrier_arrive(empty(kb, stage)));
+                kb.if_then(lane0, |kb| match rank {
+                    // Every block's empty barrier: its producer multicasts into this one.
+                    Some(_) if cluster_fault() != Some(ClusterFault::LocalEmpty) => {
+                        for r in 0..cluster {
+                            kb.mbarrier_arrive_cluster(empty(kb, stage), kb.c(i64::from(r)));
+                        }
+                    }
+                    _ => kb.mbarrier_arrive(empty(kb, stage)),
+                });
             };
             kb.for_range(lo, hi, |kb, kt| {
                 let (stage, parity) = slot_rel(kb, pos(kb, kt, lo, base));
@@ -444,4 +510,8 @@ pub(crate) fn emit<'ctx>(
         }
         kb.set_barrier_scope(None);
     });
+    if cluster > 1 && cluster_fault() != Some(ClusterFault::NoExitBarrier) {
+        // Every thread of both blocks: neither exits while the other may still reach it.
+        kb.cluster_sync();
+    }
 }

@@ -10,7 +10,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v4:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v5:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -149,6 +149,7 @@ mod tests {
             ld: LoadPath::Cp,
             persistent: crate::config::Grid::PerTile,
             xf: crate::config::Transform::None,
+            cluster: crate::config::ClusterShape::One,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -187,7 +188,7 @@ mod tests {
             w
         );
         assert!(matches!(
-            "v5:bm=1".parse::<PerfConfig>(),
+            "v6:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         // v4 appends xf; a config without a transform keeps printing as before.
@@ -210,6 +211,24 @@ mod tests {
         };
         let ps = format!("v4:{},pk=1", &ts[3..]);
         assert_eq!(ps.parse::<PerfConfig>().unwrap(), p);
+        // v5 appends cl; the v4 string of a config without a cluster still parses to it.
+        let q = PerfConfig {
+            cluster: crate::config::ClusterShape::PairM,
+            ..p
+        };
+        let qs = q.to_string();
+        assert!(
+            qs.starts_with("v5:") && qs.ends_with(",pk=1,xf=none,cl=2m"),
+            "{qs}"
+        );
+        assert_eq!(qs.parse::<PerfConfig>().unwrap(), q);
+        assert_eq!(
+            format!("v5:{},pk=1", &ts[3..])
+                .parse::<PerfConfig>()
+                .unwrap(),
+            p
+        );
+        assert!(qs.replace("cl=2m", "cl=3").parse::<PerfConfig>().is_err());
         assert!(xs
             .replace(",pk=0,xf=nhwc_out", ",xf=nhwc_out,pk=0")
             .parse::<PerfConfig>()

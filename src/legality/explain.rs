@@ -206,6 +206,14 @@ impl Checker {
                     )
                 }
             },
+            Rule::Cluster => match cfg.cluster.along() {
+                None => "cl=1: no cluster".into(),
+                Some(d) => format!(
+                    "cl={}: two blocks on neighbouring tiles along {d:?}, {} multicast",
+                    cfg.cluster.name(),
+                    ["A", "B"][cfg.cluster.shared_operand().unwrap_or(0)]
+                ),
+            },
         }
     }
 }

@@ -39,6 +39,8 @@ pub enum RejectReasonKind {
     Persistent,
     /// A layout transform (`xf`) that would move nothing.
     Transform,
+    /// A thread-block cluster (`cl`) that is not built for the config or does not pair.
+    Cluster,
 }
 
 impl fmt::Display for RejectReasonKind {
@@ -60,6 +62,7 @@ impl fmt::Display for RejectReasonKind {
             RejectReasonKind::Tma => "tma",
             RejectReasonKind::Persistent => "persistent",
             RejectReasonKind::Transform => "layout transform",
+            RejectReasonKind::Cluster => "cluster",
         })
     }
 }
@@ -191,6 +194,13 @@ pub enum Rejection {
     /// epilogue's own shared-memory region must fit.
     #[error("pk (persistent grid): {why}")]
     Persistent {
+        /// Why, in words.
+        why: String,
+    },
+    /// The thread-block cluster (`cl`): built on `ld=ws` with `pk=1`, its tiles must pair
+    /// and its shared operand be a TMA tile.
+    #[error("cl (thread-block cluster): {why}")]
+    Cluster {
         /// Why, in words.
         why: String,
     },
@@ -361,6 +371,7 @@ impl Rejection {
             Rejection::Raster { .. } => K::Raster,
             Rejection::Tma { .. } => K::Tma,
             Rejection::Persistent { .. } => K::Persistent,
+            Rejection::Cluster { .. } => K::Cluster,
             Rejection::Transform { .. } => K::Transform,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }

@@ -11,6 +11,7 @@ use crate::lowering::depthwise::DwShape;
 use crate::lowering::{Dim, Gemm, Lowering};
 use crate::problem::{ConvProblem, Direction};
 
+mod cluster;
 mod depthwise;
 mod persistent;
 mod reduction;
@@ -65,11 +66,14 @@ pub enum Rule {
     Persistent,
     /// The layout transform applies (`xf`): some tensor changes.
     Transform,
+    /// The thread-block cluster (`cl`): on `ld=ws` with `pk=1`, tiles that pair, a
+    /// multicast operand on a tensor map.
+    Cluster,
 }
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 19] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -88,6 +92,7 @@ impl Rule {
         Rule::VectorB,
         Rule::VectorC,
         Rule::Persistent,
+        Rule::Cluster,
     ];
 
     /// The parameter of the innermost enumeration loop that the rule reads: enumeration
@@ -107,6 +112,7 @@ impl Rule {
             Rule::VectorB => Field::VecB,
             Rule::VectorC => Field::VecC,
             Rule::Persistent => Field::Persistent,
+            Rule::Cluster => Field::Cluster,
             // Reads every field, but only ever fails on hand-built configs.
             Rule::NonZero => Field::BlockM,
         }
@@ -138,6 +144,7 @@ impl Rule {
             Rule::Tma => "tma loads",
             Rule::Persistent => "persistent grid",
             Rule::Transform => "layout transform",
+            Rule::Cluster => "thread-block cluster",
         }
     }
 }
@@ -578,6 +585,7 @@ impl Checker {
             }
             Rule::VectorC => self.vector(cfg, 2),
             Rule::Persistent => self.persistent(cfg),
+            Rule::Cluster => self.cluster(cfg),
         }
     }
 

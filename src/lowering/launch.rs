@@ -3,7 +3,7 @@
 //! cost model (which charges one launch), so it lives here, outside the LLVM-gated code.
 
 use super::Lowering;
-use crate::config::{Grid, LoadPath, PerfConfig, Reduction};
+use crate::config::{ClusterShape, Grid, LoadPath, PerfConfig, Reduction};
 use crate::problem::Direction;
 
 /// Most phases one kernel holds: each is a copy of the GEMM body in the kernel, so a problem
@@ -29,6 +29,9 @@ pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
         // takes each phase's tensor maps as parameters of their own.
         && (cfg.ld == LoadPath::Cp
             || (cfg.ld.warp_specialised() && cfg.persistent == Grid::Persistent))
+        // A cluster pairs neighbouring tiles of one GEMM (`cl`); the phase walk pairs none, so
+        // a clustered plan keeps a launch a phase.
+        && cfg.cluster == ClusterShape::One
         && !lowering.gemms.is_empty()
         && (lowering.gemms.len() > 1 || lowering.zero_init)
         && lowering.gemms.len() <= MAX_PHASES

@@ -44,6 +44,21 @@ pub struct TmaTile {
 }
 
 impl TmaTile {
+    /// The tile loaded in two copies of half the rows each, where a K-major tiled box of
+    /// whole 1024-byte swizzle atoms allows (the two blocks of a cluster each load one and
+    /// multicast it); else itself (an MN-major tile has several copies already, an im2col
+    /// box is one copy that the cluster's first block loads).
+    pub fn halved(&self) -> TmaTile {
+        let rows = self.map.boxes[1];
+        if !self.kmajor || self.copies != 1 || self.im2col.is_some() || !rows.is_multiple_of(16) {
+            return *self;
+        }
+        let mut t = *self;
+        t.map.boxes[1] = rows / 2;
+        t.copies = 2;
+        t
+    }
+
     /// Bytes one stage receives (what its `mbarrier` expects).
     pub fn stage_bytes(&self) -> u32 {
         self.map.box_bytes() * self.copies

@@ -34,6 +34,10 @@
 //!   once and overlaps each unit's epilogue with the next unit's loads
 //!   ([`persistent_gain`]); wave quantisation is the same as one block per unit (the units
 //!   are dealt round-robin).
+//! - **Cluster** (`cl=2m|2n`): charged as its `cl=1` twin. The multicast halves the shared
+//!   operand's L2 re-reads, but on the H200 (session 9) every cluster kernel measured 1.6–2.6×
+//!   slower than its twin, for a reason not yet known; crediting the halving would rank the
+//!   slower kernels first. It is the term to add once a cluster kernel wins.
 //! - **Depthwise** (`mma=dw`): no GEMM terms; the direct kernel is charged its own bytes and
 //!   issue slots ([`depthwise`]).
 //! - **Layout transform** (`xf`): the GEMM terms are those of the channels-last twin lowering,

@@ -28,6 +28,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             ld: crate::config::LoadPath::Cp,
             persistent: crate::config::Grid::PerTile,
             xf: crate::config::Transform::None,
+            cluster: crate::config::ClusterShape::One,
         })
         .collect()
 }

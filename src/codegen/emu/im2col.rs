@@ -120,36 +120,78 @@ pub(crate) extern "C" fn emu_tma_load_im2col(
     o2: i32,
     bar: *const u8,
 ) {
-    // SAFETY: called by emulated kernels with their context; `map` is the host map the
-    // emulator passed.
-    let (t, m) = unsafe { (thread(ctx), read_map(map)) };
+    // SAFETY: called by emulated kernels with their context.
+    let t = unsafe { thread(ctx) };
+    // SAFETY: `map` is the host map the emulator passed.
+    let chunks = unsafe { im2col_chunks(t, dst, map, n, [c0, c1, c2, c3, c4], [o0, o1, o2]) };
+    if let Some(chunks) = chunks {
+        queue(t, bar, chunks);
+    }
+}
+
+/// `emu_tma_load_im2col` with `.multicast::cluster` to the cluster blocks in `mask`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn emu_tma_load_im2col_multicast(
+    ctx: *const u8,
+    dst: *const u8,
+    map: *const u64,
+    n: u32,
+    c0: i32,
+    c1: i32,
+    c2: i32,
+    c3: i32,
+    c4: i32,
+    o0: i32,
+    o1: i32,
+    o2: i32,
+    bar: *const u8,
+    mask: u32,
+) {
+    // SAFETY: called by emulated kernels with their context.
+    let t = unsafe { thread(ctx) };
+    // SAFETY: `map` is the host map the emulator passed.
+    let chunks = unsafe { im2col_chunks(t, dst, map, n, [c0, c1, c2, c3, c4], [o0, o1, o2]) };
+    if let Some(chunks) = chunks {
+        super::cluster::multicast(t, bar, chunks, mask);
+    }
+}
+
+/// The chunks of the im2col copy of `emu_tma_load_im2col`'s arguments, or why not (recorded).
+///
+/// # Safety
+/// `map` is a host map the emulator passed.
+unsafe fn im2col_chunks(
+    t: &super::runtime::Thread,
+    dst: *const u8,
+    map: *const u64,
+    n: u32,
+    coords: [i32; 5],
+    offsets: [i32; 3],
+) -> Option<Vec<super::sync::Landing>> {
+    // SAFETY: see the function contract.
+    let m = unsafe { read_map(map) };
     if m[IM2COL_WORD] != 1 {
         t.record("an im2col TMA copy from a tile-mode tensor map");
-        return;
+        return None;
     }
     let h = HostMap::of(&m);
-    let coords = [c0, c1, c2, c3, c4];
-    let offsets = [o0, o1, o2];
     let n = (n as usize).min(TENSOR_MAP_RANK);
     if let Some(o) = offsets
         .iter()
         .find(|&&o| !(0..=u16::MAX as i32).contains(&o))
     {
         t.record(&format!("im2col offset {o} is not a 16-bit value"));
-        return;
+        return None;
     }
     let src = match sources(&h, &Im2colWords::of(&m), &coords[..n], &offsets) {
         Ok(s) => s,
         Err(e) => {
             t.record(&e);
-            return;
+            return None;
         }
     };
     let d = (dst as usize).wrapping_sub(t.block.smem as usize);
-    let Some(chunks) = land(t, &h, h.boxes[0], src.len(), d, |e| src[e]) else {
-        return;
-    };
-    queue(t, bar, chunks);
+    land(t, &h, h.boxes[0], src.len(), d, |e| src[e])
 }
 
 #[cfg(test)]

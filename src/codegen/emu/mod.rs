@@ -22,6 +22,7 @@
 //! ```
 
 mod call;
+mod cluster;
 mod im2col;
 mod pipeline;
 mod runtime;
@@ -225,6 +226,7 @@ fn run(
             .chain(wgmma::symbols())
             .chain(tma::symbols())
             .chain(pipeline::symbols())
+            .chain(cluster::symbols())
         {
             if let Some(f) = module.get_function(name) {
                 ee.add_global_mapping(&f, addr);
@@ -278,6 +280,37 @@ fn execute(
             .iter()
             .map(|(role, m)| tma::host_map(m, ptrs[*role]))
             .collect();
+        if k.cluster > 1 {
+            // The blocks of a cluster run at once (x is the cluster's dimension).
+            for z in 0..k.grid[2] {
+                for y in 0..k.grid[1] {
+                    for first in (0..k.grid[0]).step_by(k.cluster as usize) {
+                        let xs: Vec<u32> = (first..(first + k.cluster).min(k.grid[0])).collect();
+                        let mut smems: Vec<Vec<u128>> = xs
+                            .iter()
+                            .map(|_| vec![u128::MAX; (k.shared_bytes as usize).div_ceil(16)])
+                            .collect();
+                        let blocks = xs
+                            .iter()
+                            .zip(smems.iter_mut())
+                            .map(|(&x, smem)| {
+                                Block::new(
+                                    k.block[0],
+                                    like.warp_size(),
+                                    [x, y, z],
+                                    smem,
+                                    buffers,
+                                    &violations,
+                                )
+                            })
+                            .collect();
+                        let c = cluster::Cluster::new(blocks);
+                        run_cluster(&c, f.addr, &ptrs, &maps);
+                    }
+                }
+            }
+            continue;
+        }
         for z in 0..k.grid[2] {
             for y in 0..k.grid[1] {
                 for x in 0..k.grid[0] {
@@ -312,24 +345,43 @@ fn execute(
 fn run_block(block: &Block, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
     std::thread::scope(|s| {
         for tid in 0..block.threads {
-            s.spawn(move || {
-                let t = Thread::new(tid, block);
-                let ctx = &t as *const Thread as *const u8;
-                let params: Vec<*const u8> = ptrs[..4]
-                    .iter()
-                    .map(|&p| p as *const u8)
-                    .chain(maps.iter().map(|m| m.as_ptr() as *const u8))
-                    .chain([ctx])
-                    .collect();
-                // SAFETY: `f` is an emulated kernel taking `CONV_ARGS`, `maps.len()` tensor
-                // maps (checked when planned) and the thread context; the pointers are the
-                // run's buffers (or null for an empty workspace) and host maps, alive until
-                // the scope ends, and every access through them is checked (`emu_guard`,
-                // `emu_tma_load`).
-                unsafe { call::call(f, &params) };
-                t.finish();
-            });
+            s.spawn(move || run_thread(Thread::new(tid, block), f, ptrs, maps));
         }
     });
     block.sync.finish(block);
+}
+
+/// Runs the blocks of cluster `c` at once.
+fn run_cluster(c: &cluster::Cluster, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
+    std::thread::scope(|s| {
+        for (rank, block) in c.blocks.iter().enumerate() {
+            for tid in 0..block.threads {
+                s.spawn(move || {
+                    let mut t = Thread::new(tid, block);
+                    t.cluster = Some((c, rank as u32));
+                    run_thread(t, f, ptrs, maps)
+                });
+            }
+        }
+    });
+    for b in &c.blocks {
+        b.sync.finish(b);
+    }
+}
+
+/// Runs the kernel at `f` as thread `t`.
+fn run_thread(t: Thread, f: usize, ptrs: &[usize], maps: &[[u64; tma::MAP_WORDS]]) {
+    let ctx = &t as *const Thread as *const u8;
+    let params: Vec<*const u8> = ptrs[..4]
+        .iter()
+        .map(|&p| p as *const u8)
+        .chain(maps.iter().map(|m| m.as_ptr() as *const u8))
+        .chain([ctx])
+        .collect();
+    // SAFETY: `f` is an emulated kernel taking `CONV_ARGS`, `maps.len()` tensor maps (checked
+    // when planned) and the thread context; the pointers are the run's buffers (or null for an
+    // empty workspace) and host maps, alive until the scope ends, and every access through
+    // them is checked (`emu_guard`, `emu_tma_load`).
+    unsafe { call::call(f, &params) };
+    t.finish();
 }

@@ -109,6 +109,7 @@ impl<'r> Block<'r> {
         violations: &'r Mutex<Violations>,
     ) -> Self {
         let warps = threads.div_ceil(warp);
+        let smem_base = smem.as_mut_ptr() as usize;
         Block {
             threads,
             warp,
@@ -124,7 +125,7 @@ impl<'r> Block<'r> {
                 })
                 .collect(),
             violations,
-            sync: Default::default(),
+            sync: super::sync::BlockSync::new(smem_base),
         }
     }
 
@@ -171,6 +172,11 @@ pub(crate) struct WgState {
 pub(crate) struct Thread<'b, 'r> {
     pub tid: u32,
     pub block: &'b Block<'r>,
+    /// The block's cluster and its rank there (`None`, 0: a block of its own).
+    pub cluster: Option<(&'b super::cluster::Cluster<'r>, u32)>,
+    /// Cluster barriers this thread passed (what [`super::cluster`] orders remote accesses
+    /// and exits by).
+    pub cluster_gen: std::cell::Cell<u32>,
     scratch: RefCell<[u128; 4]>,
     groups: RefCell<Vec<Vec<Copy>>>,
     open: RefCell<Vec<Copy>>,
@@ -184,6 +190,8 @@ impl<'b, 'r> Thread<'b, 'r> {
         Thread {
             tid,
             block,
+            cluster: None,
+            cluster_gen: std::cell::Cell::new(0),
             scratch: RefCell::new([0; 4]),
             groups: RefCell::new(Vec::new()),
             open: RefCell::new(Vec::new()),
@@ -215,6 +223,9 @@ impl<'b, 'r> Thread<'b, 'r> {
     /// Checks the thread ended with no copies in flight, and counts it out of the block's
     /// waits.
     pub fn finish(&self) {
+        if let Some((c, _)) = self.cluster {
+            c.exit(self);
+        }
         self.block.sync.exit();
         if !self.groups.borrow().is_empty() || !self.open.borrow().is_empty() {
             self.record("cp.async copies still pending at kernel exit");

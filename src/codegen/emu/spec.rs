@@ -455,6 +455,27 @@ impl Barriers for HostEmu {
         let args = [ir.c(id as i64).into(), ir.c(threads as i64).into()];
         Self::rt(ir, "emu_named_barrier", None, &args);
     }
+    fn cluster_rank<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
+        Self::rt(ir, "emu_cluster_rank", Some(ir.i32t().into()), &[])
+            .unwrap_or_else(|| panic!("emu_cluster_rank returns a value"))
+            .into_int_value()
+    }
+    fn cluster_sync(&self, ir: &Ir) {
+        Self::rt(ir, "emu_cluster_sync", None, &[]);
+    }
+    fn mbarrier_arrive_cluster<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        bar: PointerValue<'ctx>,
+        rank: IntValue<'ctx>,
+    ) {
+        Self::rt(
+            ir,
+            "emu_mbar_arrive_cluster",
+            None,
+            &[bar.into(), rank.into()],
+        );
+    }
 }
 
 impl BulkTensorCopy for HostEmu {
@@ -467,6 +488,7 @@ impl BulkTensorCopy for HostEmu {
         map: PointerValue<'ctx>,
         coords: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     ) {
         let mut args: Vec<BasicValueEnum> =
             vec![dst.into(), map.into(), ir.c(coords.len() as i64).into()];
@@ -474,7 +496,13 @@ impl BulkTensorCopy for HostEmu {
             args.push(coords.get(i).copied().unwrap_or_else(|| ir.c(0)).into());
         }
         args.push(bar.into());
-        Self::rt(ir, "emu_tma_load", None, &args);
+        match multicast {
+            Some(m) => {
+                args.push(ir.c(i64::from(m)).into());
+                Self::rt(ir, "emu_tma_load_multicast", None, &args)
+            }
+            None => Self::rt(ir, "emu_tma_load", None, &args),
+        };
     }
     fn load_im2col<'ctx>(
         &self,
@@ -484,6 +512,7 @@ impl BulkTensorCopy for HostEmu {
         coords: &[IntValue<'ctx>],
         offsets: &[IntValue<'ctx>],
         bar: PointerValue<'ctx>,
+        multicast: Option<u16>,
     ) {
         let rank = crate::abi::TENSOR_MAP_RANK;
         let mut args: Vec<BasicValueEnum> =
@@ -495,6 +524,12 @@ impl BulkTensorCopy for HostEmu {
             args.push(offsets.get(i).copied().unwrap_or_else(|| ir.c(0)).into());
         }
         args.push(bar.into());
-        Self::rt(ir, "emu_tma_load_im2col", None, &args);
+        match multicast {
+            Some(m) => {
+                args.push(ir.c(i64::from(m)).into());
+                Self::rt(ir, "emu_tma_load_im2col_multicast", None, &args)
+            }
+            None => Self::rt(ir, "emu_tma_load_im2col", None, &args),
+        };
     }
 }

@@ -14,7 +14,8 @@
 
 use super::runtime::{Block, Thread};
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long an `mbarrier` wait may block before it is reported as a deadlock.
@@ -22,7 +23,7 @@ pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(20);
 
 /// A copy that counts on an `mbarrier`'s phase and is written to shared memory when the phase
 /// completes: the bytes were read when the copy was issued.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Landing {
     /// Shared-memory offset.
     pub off: usize,
@@ -59,6 +60,8 @@ pub(super) enum Wait {
     Phase { at: usize, parity: u32 },
     /// Named barrier `id` to pass generation `generation`.
     Named { id: u32, generation: u64 },
+    /// The cluster barrier to reach generation `generation` ([`super::cluster`]).
+    Cluster { generation: u32 },
 }
 
 /// One named barrier (`bar.sync id, count`).
@@ -86,6 +89,9 @@ pub(super) struct SyncState {
     pub deadlocked: bool,
     /// `setmaxnreg` values per (warpgroup, the thread's n-th call).
     pub regs: HashMap<(u32, u32), (bool, u32)>,
+    /// The generations the block's cluster barrier completed (shared by the cluster's
+    /// blocks; the block's own when it has no cluster).
+    pub cluster_gen: Arc<AtomicU32>,
 }
 
 impl SyncState {
@@ -100,11 +106,12 @@ impl SyncState {
                 .named
                 .get(&id)
                 .is_none_or(|n| n.generation != generation),
+            Wait::Cluster { generation } => self.cluster_gen.load(Ordering::Acquire) >= generation,
         }
     }
 
     /// Whether the block is stuck: every thread not exited is blocked here and none can go on.
-    fn stuck(&self, threads: u32) -> bool {
+    pub(super) fn stuck(&self, threads: u32) -> bool {
         self.waiting.len() as u32 + self.exited >= threads
             && !self.waiting.values().any(|w| self.can_progress(w))
     }
@@ -117,14 +124,19 @@ pub(crate) struct BlockSync {
     /// How long a wait may block before it is reported as a deadlock (when the block has
     /// threads blocked elsewhere, so the stuck test above cannot decide).
     pub wait_limit: Duration,
+    /// The block's shared memory (where the copies of its `mbarrier`s' phases land, whoever
+    /// completes the phase: a thread of a peer block in a cluster too).
+    pub smem_base: usize,
 }
 
-impl Default for BlockSync {
-    fn default() -> Self {
+impl BlockSync {
+    /// The state of the block whose shared memory starts at `smem_base`.
+    pub fn new(smem_base: usize) -> Self {
         BlockSync {
             state: Mutex::default(),
             cv: Condvar::new(),
             wait_limit: WAIT_LIMIT,
+            smem_base,
         }
     }
 }
@@ -170,14 +182,18 @@ impl BlockSync {
     }
 
     /// Completes the phase of `m` if it is due, writing its copies to shared memory.
-    pub(super) fn complete_if_due(&self, t: &Thread, m: &mut Mbar) {
+    pub(super) fn complete_if_due(&self, _t: &Thread, m: &mut Mbar) {
         if !m.due() {
             return;
         }
         for c in m.copies.drain(..) {
             // SAFETY: every copy's range was checked to lie in shared memory at issue.
             unsafe {
-                std::ptr::copy_nonoverlapping(c.bytes.as_ptr(), t.block.smem.add(c.off), c.len);
+                std::ptr::copy_nonoverlapping(
+                    c.bytes.as_ptr(),
+                    (self.smem_base as *mut u8).add(c.off),
+                    c.len,
+                );
             }
         }
         m.phase += 1;
@@ -213,7 +229,8 @@ impl BlockSync {
                 return false;
             }
             st.waiting.insert(t.tid, w);
-            let stuck = st.stuck(t.block.threads);
+            // In a cluster, a peer block's threads may still release this one's.
+            let stuck = st.stuck(t.block.threads) && t.peers_stuck();
             if stuck || start.elapsed() > self.wait_limit {
                 let msg = format!(
                     "block {:?}: deadlock: thread {} waits for {w:?}{}; {} threads blocked ({}), \
@@ -230,6 +247,7 @@ impl BlockSync {
                 drop(st);
                 t.block.record(msg);
                 self.cv.notify_all();
+                t.peers_deadlocked();
                 return false;
             }
             st = self
@@ -255,6 +273,10 @@ fn describe(st: &SyncState, w: &Wait) -> String {
             Some(n) => format!(" ({} of {} arrived)", n.arrived, n.count),
             None => String::new(),
         },
+        Wait::Cluster { .. } => format!(
+            " (cluster barrier at generation {})",
+            st.cluster_gen.load(Ordering::Acquire)
+        ),
     }
 }
 
@@ -298,7 +320,18 @@ pub(super) fn with_bar(
     let Some(at) = bar_offset(t, bar, what) else {
         return;
     };
-    let tma = &t.block.sync;
+    with_bar_in(t, t.block, at, what, f)
+}
+
+/// [`with_bar`] on the `mbarrier` at shared offset `at` of `block` (a cluster peer's too).
+pub(super) fn with_bar_in(
+    t: &Thread,
+    block: &Block,
+    at: usize,
+    what: &str,
+    f: impl FnOnce(&BlockSync, usize, &mut Mbar),
+) {
+    let tma = &block.sync;
     let mut st = tma.lock();
     match st.bars.get_mut(&at) {
         Some(m) => f(tma, at, m),

@@ -159,6 +159,7 @@ pub(crate) extern "C" fn emu_mbar_wait(ctx: *const u8, bar: *const u8, parity: u
     tma.block_on(t, Wait::Phase { at, parity }, |st| {
         st.bars.get(&at).is_some_and(|m| m.phase % 2 != parity % 2)
     });
+    t.skew();
 }
 
 /// Reads the tile-mode box at `coords` of the host map `m` as 16-byte chunks with their shared
@@ -297,14 +298,52 @@ pub(crate) extern "C" fn emu_tma_load(
     bar: *const u8,
 ) {
     // SAFETY: as above; `map` is the host map the emulator passed.
-    let (t, m) = unsafe { (thread(ctx), read_map(map)) };
-    let coords = [c0, c1, c2, c3, c4];
+    let t = unsafe { thread(ctx) };
+    // SAFETY: as above.
+    if let Some(chunks) = unsafe { tile_chunks(t, dst, map, n, [c0, c1, c2, c3, c4]) } {
+        queue(t, bar, chunks);
+    }
+}
+
+/// The chunks of the tile-mode copy of `emu_tma_load`'s arguments.
+///
+/// # Safety
+/// `map` is a host map the emulator passed.
+unsafe fn tile_chunks(
+    t: &Thread,
+    dst: *const u8,
+    map: *const u64,
+    n: u32,
+    coords: [i32; 5],
+) -> Option<Vec<Landing>> {
+    // SAFETY: see the function contract.
+    let m = unsafe { read_map(map) };
     let n = (n as usize).min(TENSOR_MAP_RANK);
     let d = (dst as usize).wrapping_sub(t.block.smem as usize);
-    let Some(chunks) = read_box(t, &m, &coords[..n], d) else {
-        return;
-    };
-    queue(t, bar, chunks);
+    read_box(t, &m, &coords[..n], d)
+}
+
+/// `emu_tma_load` with `.multicast::cluster` to the cluster blocks in `mask`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn emu_tma_load_multicast(
+    ctx: *const u8,
+    dst: *const u8,
+    map: *const u64,
+    n: u32,
+    c0: i32,
+    c1: i32,
+    c2: i32,
+    c3: i32,
+    c4: i32,
+    bar: *const u8,
+    mask: u32,
+) {
+    // SAFETY: as above.
+    let t = unsafe { thread(ctx) };
+    // SAFETY: as above.
+    if let Some(chunks) = unsafe { tile_chunks(t, dst, map, n, [c0, c1, c2, c3, c4]) } {
+        super::cluster::multicast(t, bar, chunks, mask);
+    }
 }
 
 /// The runtime functions of this file, by the names the host spec declares.
@@ -318,6 +357,14 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ),
         ("emu_mbar_wait", emu_mbar_wait as *const () as usize),
         ("emu_tma_load", emu_tma_load as *const () as usize),
+        (
+            "emu_tma_load_multicast",
+            emu_tma_load_multicast as *const () as usize,
+        ),
+        (
+            "emu_tma_load_im2col_multicast",
+            super::im2col::emu_tma_load_im2col_multicast as *const () as usize,
+        ),
         (
             "emu_tma_load_im2col",
             super::im2col::emu_tma_load_im2col as *const () as usize,

@@ -67,6 +67,7 @@ impl Checker {
             Rule::Reduction => self.dw_ignored(cfg, &[Field::Red]),
             Rule::Raster => self.dw_ignored(cfg, &[Field::Raster]),
             Rule::Persistent => self.dw_ignored(cfg, &[Field::Persistent]),
+            Rule::Cluster => self.dw_ignored(cfg, &[Field::Cluster]),
             Rule::VectorA => {
                 dw(shape.vec_misfit(tile.vec, arch.max_vector_bytes))?;
                 // Whole vectors per block (`misfit` says so first); `vb`, `vc` come later.
@@ -130,6 +131,7 @@ impl Checker {
             Rule::Reduction => ignored(&[Field::Red]),
             Rule::Raster => ignored(&[Field::Raster]),
             Rule::Persistent => ignored(&[Field::Persistent]),
+            Rule::Cluster => ignored(&[Field::Cluster]),
             Rule::VectorA => format!(
                 "va = {} channels a thread (widest legal {}), reading {} of the {}",
                 tile.vec,

@@ -22,6 +22,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         ld: crate::config::LoadPath::Cp,
         persistent: crate::config::Grid::PerTile,
         xf: crate::config::Transform::None,
+        cluster: crate::config::ClusterShape::One,
     }
 }
 
@@ -349,4 +350,23 @@ fn ws_stream_k_fills_the_last_wave_of_the_issues_fwd_problem() {
     );
     assert!(sk.wave_efficiency > dp.wave_efficiency, "{sk:?} vs {dp:?}");
     assert!(sk.compute_us < dp.compute_us, "{sk:?} vs {dp:?}");
+}
+
+/// Measured slower so far (see the module doc): no gain is credited.
+#[test]
+fn a_cluster_is_charged_as_its_twin_without_a_cluster() {
+    let ws = |c: PerfConfig, cl| PerfConfig {
+        mma: crate::config::MmaPath::Wgmma,
+        ld: crate::config::LoadPath::Ws,
+        persistent: crate::config::Grid::Persistent,
+        cluster: cl,
+        ..c
+    };
+    use crate::config::ClusterShape::{One, PairM, PairN};
+    let a = h200();
+    let l = lowered("convbfp16 -n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
+    let c = cfg(128, 128, 64, 64, 128, 1);
+    let [one, m, n] = [One, PairM, PairN].map(|cl| estimate(&l, &ws(c, cl), &a));
+    assert_eq!((m.time_us, n.time_us), (one.time_us, one.time_us));
+    assert_eq!((m.memory_us, n.memory_us), (one.memory_us, one.memory_us));
 }
