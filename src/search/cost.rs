@@ -424,7 +424,15 @@ fn estimate_with(
         } else {
             c.tiles_ahead() + 1
         };
-        let depth = f64::from(ahead.clamp(1, 4));
+        // Beyond four tiles ahead the copies of a block that shares its SM's warps gain nothing
+        // more; a warp-specialised block is alone on its SM, and its producer keeps every stage
+        // in flight, so up to `WS_DEPTH_MAX` stages still hide latency that one consumer
+        // warpgroup's four warps cannot (cuDNN's 64 × 128 sm_90 kernels run 8 stages).
+        let depth = if c.ld.warp_specialised() {
+            f64::from(ahead.clamp(1, WS_DEPTH_MAX))
+        } else {
+            f64::from(ahead.clamp(1, 4))
+        };
         let hide = 1.0 - 0.5 * (-(per_sm_warps * depth) / 8.0).exp();
 
         // `ld=tma|ws`: the operands a tensor map loads (the code generator's rule).
@@ -506,6 +514,10 @@ fn estimate_with(
     }
     total
 }
+
+/// Most pipeline stages whose depth hides latency in the model for `ld=ws|wspp` (see
+/// `estimate_with`); the Hopper space lists up to 8.
+const WS_DEPTH_MAX: u32 = 8;
 
 /// The math-time factor of `pk=1` with `red=fixup`: measured 2.36× slower than `pk=0` on the
 /// H200 (bwd-weight 3×3, 128×256, sk=16: 219.1 vs 93.0 µs; BENCHMARKS, session 7 final pass A):
