@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Session 9 (shortk), one H200 pass: the wave-shaped tiles (bn/wn 96 and 192, stages to 8) on
+# the three short-K 1x1 layers that cuDNN wins. Per problem: exhaustive over a small space
+# around cuDNN's tiles (every candidate verified, then timed), the shipped config on this build
+# and on the session's base build (A/B, same config), then cuDNN in the same run.
+# Run from the repo root with the carried files (see notes/common.md):
+#   bash .carry/shortk/shortk.sh     (files: .carry/shortk/{f14,f7,w7}.toml, problems.txt)
+set -uo pipefail
+C=.carry/shortk
+mkdir -p t b && xz -dc .carry/shortk.xz > t/convtune && chmod +x t/convtune
+cp .carry/libffi.so.8 t/ && export LD_LIBRARY_PATH=$PWD/t
+[ -f .carry/convtune-base.xz ] && xz -dc .carry/convtune-base.xz > b/convtune && chmod +x b/convtune
+R=$OUT/shortk; mkdir -p "$R"
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+: > "$R/lines.txt"
+while IFS='|' read -r n p shipped; do
+  echo "$p" > "$R/$n.problem"; echo "$p" >> "$R/lines.txt"
+  echo "== $n exhaustive $(el)"
+  timeout 45 t/convtune --problems "$R/$n.problem" --space "$C/$n.toml" --arch sm_90 --strategy exhaustive \
+    --time 40 --db "$R/db.toml" --journal "$R/journal.jsonl" --report "$R/new.json" --quiet > "$R/$n.tune.txt" 2>&1
+  echo "rc=$?"; tail -3 "$R/$n.tune.txt"
+  [ -n "$shipped" ] || continue
+  for side in b t; do
+    [ -x $side/convtune ] || continue
+    $side/convtune space --problem "$p" --arch sm_90 --pin "$shipped" > "$R/$n.$side.pin.toml" 2>> "$R/errors.txt" || continue
+    timeout 20 $side/convtune --problems "$R/$n.problem" --space "$R/$n.$side.pin.toml" --arch sm_90 \
+      --strategy exhaustive --full-timing --db "$R/db-$side.toml" --journal "$R/journal-$side.jsonl" \
+      --report "$R/shipped-$side.json" --quiet > "$R/$n.$side.txt" 2>&1
+    echo "shipped on $side: $(tail -1 "$R/$n.$side.txt")"
+  done
+done < "$C/problems.txt"
+echo "== cuDNN $(el)"
+timeout 40 python3 scripts/compare-cudnn.py "$R/lines.txt" --convtune "$R/new.json" --json "$R/cudnn.json" > "$R/cudnn.txt" 2>&1
+echo "rc=$?"
+# The ten best of each problem's journal.
+python3 - "$R/journal.jsonl" > "$R/best.txt" <<'PY'
+import json, sys, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        continue
+    t = j.get("time_us")
+    if isinstance(t, (int, float)) and not str(j.get("config", "")).startswith("@"):
+        rows[j.get("problem_key", "?")].append((t, j.get("config", "?")))
+for p, r in rows.items():
+    r.sort()
+    print(f"## {p[:60]}  ({len(r)} timed)")
+    for t, c in r[:10]:
+        print(f"{t:8.2f} {c}")
+PY
+cat "$R/best.txt"
+rm -f "$R"/*.lock
+tar czf "$OUT/shortk.tgz" -C "$OUT" shortk 2>/dev/null
+echo "== done $(el)"
+cat "$R/cudnn.txt" | tail -12
