@@ -496,7 +496,15 @@ fn estimate_with(
         let in_flight =
             resident as f64 * (depth - 1.0).max(1.0) * (c.block_m + c.block_n) as f64 * bk * e;
         let bw_frac = (in_flight / (sms as f64 * 32768.0)).clamp(0.05, 1.0);
-        let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
+        // The bytes move wave by wave too: these kernels draw far less than the chip's
+        // bandwidth, each SM its own latency-bound share, so SMs without a block (a partial
+        // last wave, a grid under one wave) leave theirs unused. Measured on the H200 (one
+        // run, 2026-12-02): 7×7 1×1 forward, 256 × 96 tiles (two full waves) 16.8 µs against
+        // 256 × 128 (1.5 waves) 19.7 µs, though 256 × 96 re-reads the filter more; 7×7 1×1
+        // backward weight, 64 × 128 (128 blocks) 17.4 µs against 64 × 192 (96) 21.5 µs. A grid
+        // whose bytes in flight are fewer still is limited by them instead (`bw_frac`).
+        let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6))
+            / bw_frac.min(wave_eff);
 
         // One launch for every phase of one-launch bwd-data (without split-K: one each).
         let launches = if one_launch && gi > 0 { 0.0 } else { launches };
