@@ -280,8 +280,8 @@ impl<'l> GemmPlan<'l> {
             wgmma
                 && !l.along_k
                 && c.lds == LdsLayout::Swizzled
-                && l.rows % 64 == 0
-                && extent % 64 == 0
+                && l.rows.is_multiple_of(64)
+                && extent.is_multiple_of(64)
         };
         let tile = |l: &TileLoad, name: &str, extent: u32| {
             let (line, lines) = if l.along_k {
