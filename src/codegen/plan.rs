@@ -279,17 +279,28 @@ impl<'l> GemmPlan<'l> {
             };
         let mut a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
         let mut b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
-        let tile = |l: &TileLoad, name: &str| {
+        // wgmma's MN-major tile (see below): 64-row blocks of 128-byte lines, whatever the
+        // number of blocks (a 192-row tile is three), so its lines are one block wide.
+        let mn_blocks = |l: &TileLoad, extent: u32| {
+            wgmma
+                && !l.along_k
+                && c.lds == LdsLayout::Swizzled
+                && l.rows.is_multiple_of(64)
+                && extent.is_multiple_of(64)
+        };
+        let tile = |l: &TileLoad, name: &str, extent: u32| {
             let (line, lines) = if l.along_k {
                 (c.block_k, l.rows)
+            } else if mn_blocks(l, extent) {
+                (64, c.block_k * (l.rows / 64))
             } else {
                 (l.rows, c.block_k)
             };
             SmemTile::new(l.along_k, line, lines, l.rows, c.lds, bytes)
                 .map_err(|r| fail(format!("{name}: {r}")))
         };
-        let mut sa = tile(&a, "A")?;
-        let mut sb = tile(&b, "B")?;
+        let mut sa = tile(&a, "A", c.warp_m)?;
+        let mut sb = tile(&b, "B", c.warp_n)?;
         if wgmma {
             // The descriptors describe tiles of 128-byte lines with the 128-byte swizzle
             // (16-byte chunk c of line r at c ^ r%8) at 1024-byte-aligned stage bases. K-major:

@@ -428,7 +428,15 @@ fn estimate_with(
         } else {
             c.tiles_ahead() + 1
         };
-        let depth = f64::from(ahead.clamp(1, 4));
+        // Beyond four tiles ahead the copies of a block that shares its SM's warps gain nothing
+        // more; a warp-specialised block is alone on its SM, and its producer keeps every stage
+        // in flight, so up to `WS_DEPTH_MAX` stages still hide latency that one consumer
+        // warpgroup's four warps cannot (cuDNN's 64 × 128 sm_90 kernels run 8 stages).
+        let depth = if c.ld.warp_specialised() {
+            f64::from(ahead.clamp(1, WS_DEPTH_MAX))
+        } else {
+            f64::from(ahead.clamp(1, 4))
+        };
         let hide = 1.0 - 0.5 * (-(per_sm_warps * depth) / 8.0).exp();
 
         // `ld=tma|ws`: the operands a tensor map loads (the code generator's rule).
@@ -492,7 +500,15 @@ fn estimate_with(
         let in_flight =
             resident as f64 * (depth - 1.0).max(1.0) * (c.block_m + c.block_n) as f64 * bk * e;
         let bw_frac = (in_flight / (sms as f64 * 32768.0)).clamp(0.05, 1.0);
-        let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
+        // The bytes move wave by wave too: these kernels draw far less than the chip's
+        // bandwidth, each SM its own latency-bound share, so SMs without a block (a partial
+        // last wave, a grid under one wave) leave theirs unused. Measured on the H200 (one
+        // run, 2026-12-02): 7×7 1×1 forward, 256 × 96 tiles (two full waves) 16.8 µs against
+        // 256 × 128 (1.5 waves) 19.7 µs, though 256 × 96 re-reads the filter more; 7×7 1×1
+        // backward weight, 64 × 128 (128 blocks) 17.4 µs against 64 × 192 (96) 21.5 µs. A grid
+        // whose bytes in flight are fewer still is limited by them instead (`bw_frac`).
+        let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6))
+            / bw_frac.min(wave_eff);
 
         // One launch for every phase of one-launch bwd-data (without split-K: one each).
         let launches = if one_launch && gi > 0 { 0.0 } else { launches };
@@ -510,6 +526,10 @@ fn estimate_with(
     }
     total
 }
+
+/// Most pipeline stages whose depth hides latency in the model for `ld=ws|wspp` (see
+/// `estimate_with`); the Hopper space lists up to 8.
+const WS_DEPTH_MAX: u32 = 8;
 
 /// The math-time factor of `pk=1` with `red=fixup`: measured 2.36× slower than `pk=0` on the
 /// H200 (bwd-weight 3×3, 128×256, sk=16: 219.1 vs 93.0 µs; BENCHMARKS, session 7 final pass A):

@@ -8,6 +8,14 @@ use crate::config::{LoadPath, PerfConfig};
 use crate::legality::rejection::Rejection;
 use crate::lowering::tma::{cp_async_width, tma_operands, TmaTile};
 
+/// Registers a warp-specialised consumer spends besides its accumulators: more than the
+/// generic estimate ([`Checker::overhead_regs`]), because the descriptors, the ring's parities
+/// and the epilogue's addresses are live next to the accumulators. From `ptxas` (13.0) on the
+/// 7×7 1×1 forward: 192 accumulators a thread (wm × wn = 128 × 192) spill under the 232-register
+/// cap (8 bytes with `ld=ws`, 336 with `ld=wspp`), so the overhead is over 40; 128 (128 × 128,
+/// 64 × 256) fit.
+const WS_CONSUMER_OVERHEAD_REGS: u32 = 48;
+
 impl Checker {
     /// The TMA loads of every sub-GEMM under `ld=tma` (none under `ld=cp`), operand `i` allowed
     /// to stay on `cp.async` where `cp_ok[i]`: the code generator's rule ([`tma_operands`]).
@@ -41,7 +49,8 @@ impl Checker {
             let w = ws_block(&self.arch, consumers).map_err(|why| reject(why, None))?;
             if let Some(instr) = self.instr(cfg) {
                 let (acc, frag, staging) = self.register_parts(cfg, &instr);
-                let estimate = acc + frag + staging + self.overhead_regs() as u64;
+                let overhead = self.overhead_regs().max(WS_CONSUMER_OVERHEAD_REGS);
+                let estimate = acc + frag + staging + overhead as u64;
                 if estimate > w.consumer_regs as u64 {
                     return Err(reject(
                         format!(
