@@ -11,6 +11,20 @@ cd "$(dirname "$0")/../.."
 B=$PWD/target/release/convtune
 DB=${DB:-.carry/merged.toml}
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+if [ -n "${PINS:-}" ]; then
+  # Pinned configs (problem|config lines), each verified then timed, merged where faster.
+  echo "== pinned configs $PINS $(el)"
+  P=$OUT/pin; mkdir -p "$P"; i=0
+  grep -v '^#' "$PINS" | while IFS='|' read -r p c; do
+    [ -z "$p" ] && continue; i=$((i + 1)); echo "$p" > "$P/p$i.txt"
+    "$B" space --problem "$p" --arch sm_90 --pin "$c" > "$P/s$i.toml" && \
+      timeout 60 "$B" --problems "$P/p$i.txt" --space "$P/s$i.toml" --strategy exhaustive \
+        --db "$P/db.toml" --journal "$P/j.jsonl" --quiet 2>&1 | grep "^summary" | cut -c1-200
+  done
+  rm -f "$P"/*.lock
+  "$B" db merge "$DB" "$P/db.toml" -o "$OUT/merged-b.toml" 2>&1 | tail -4
+  [ -f "$OUT/merged-b.toml" ] && DB=$OUT/merged-b.toml
+fi
 echo "== db-vs-cudnn $DB $(el)"
 OUT=$OUT timeout "${DB_LIMIT:-300}" scripts/db-vs-cudnn.sh "$DB" "$B" 2>&1 | tail -48
 rm -f "$OUT"/dbrun/*.lock "$OUT"/*.lock
@@ -25,4 +39,4 @@ else
   echo "no wheel in .whl/"
 fi
 echo "== done $(el)"
-tar czf "$OUT/final-b.tgz" -C "$OUT" dbrun holdout same.json 2>/dev/null
+tar czf "$OUT/final-b.tgz" -C "$OUT" dbrun holdout same.json pin 2>/dev/null
