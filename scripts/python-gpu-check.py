@@ -105,8 +105,9 @@ def check_tensor_map_case(line, config, ld, device):
     return row
 
 
-def check_problem(line, device, config=None):
-    info = convtune.problem(line)
+def buffers(info, device):
+    """Flat buffers of a problem's tensors in its own layouts: read ones random, the written
+    one NaN (so an element the kernels skip shows)."""
     dt = DTYPES[info["dtype"]]
     flats = {}
     for name, t in info["tensors"].items():
@@ -116,14 +117,27 @@ def check_problem(line, device, config=None):
         else:
             buf.normal_()
         flats[name] = buf
+    return flats
+
+
+def launch_and_check(line, flats, config=None):
+    """Runs the problem's kernels on `flats`; returns the relative L2 error of the written
+    tensor against PyTorch's float64 result, and the 4-D views and that result."""
+    info = convtune.problem(line)
     ct.launch(line, flats["x"], flats["w"], flats["y"], config=config)
-    torch.cuda.synchronize(device)
+    torch.cuda.synchronize(flats["x"].device)
     x4 = logical4(flats["x"], info["tensors"]["x"], "act")
     w4 = logical4(flats["w"], info["tensors"]["w"], "fil")
     y4 = logical4(flats["y"], info["tensors"]["y"], "act")
     written = {"fwd": y4, "bwd-data": x4, "bwd-weight": w4}[info["direction"]]
     ref = reference(info, x4, w4, y4)
-    err = rel_err(written, ref)
+    return rel_err(written, ref), (x4, w4, y4, ref)
+
+
+def check_problem(line, device, config=None):
+    info = convtune.problem(line)
+    flats = buffers(info, device)
+    err, (x4, w4, y4, ref) = launch_and_check(line, flats, config)
     lookup = ct._plan(device, line, config).manifest["lookup"]
     row = {"problem": line, "key": info["key"], "direction": info["direction"],
            "dtype": info["dtype"], "rel_err": err, "tolerance": info["tolerance"],

@@ -85,22 +85,8 @@ def time_cold(fn, min_ms=1.0, max_runs=500):
 def ours(line, config, device):
     """A closure launching the entry's config on random buffers, after checking its output."""
     info = convtune.problem(line)
-    dt = gc.DTYPES[info["dtype"]]
-    flats = {}
-    for name, t in info["tensors"].items():
-        buf = torch.empty(t["elements"], dtype=dt, device=device)
-        if t["written"]:
-            buf.fill_(float("nan"))
-        else:
-            buf.normal_()
-        flats[name] = buf
-    ct.launch(line, flats["x"], flats["w"], flats["y"], config=config)
-    torch.cuda.synchronize(device)
-    x4 = gc.logical4(flats["x"], info["tensors"]["x"], "act")
-    w4 = gc.logical4(flats["w"], info["tensors"]["w"], "fil")
-    y4 = gc.logical4(flats["y"], info["tensors"]["y"], "act")
-    written = {"fwd": y4, "bwd-data": x4, "bwd-weight": w4}[info["direction"]]
-    err = gc.rel_err(written, gc.reference(info, x4, w4, y4))
+    flats = gc.buffers(info, device)
+    err, _ = gc.launch_and_check(line, flats, config)
     ok = err <= info["tolerance"]
     return (lambda: ct.launch(line, flats["x"], flats["w"], flats["y"], config=config)), err, ok
 
