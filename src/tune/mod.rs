@@ -135,6 +135,14 @@ pub struct Trial {
     pub resumed: bool,
 }
 
+/// What the strategy learns from candidate `index`'s outcome: its median, or that it failed.
+fn measured_of(index: usize, outcome: &Outcome) -> Measured {
+    Measured {
+        index,
+        time_us: outcome.timing().map(|t| t.median_us),
+    }
+}
+
 /// Everything one tuning run of one problem produced.
 #[derive(Debug, Clone)]
 pub struct TuneReport {
@@ -376,10 +384,7 @@ where
                     if let Some(t) = outcome.timing().filter(|t| !t.screened) {
                         best_full = Some(best_full.map_or(t.median_us, |b| b.min(t.median_us)));
                     }
-                    measured.push(Measured {
-                        index: i,
-                        time_us: outcome.timing().map(|t| t.median_us),
-                    });
+                    measured.push(measured_of(i, &outcome));
                     trials.push(Trial {
                         config: candidates[i],
                         outcome,
@@ -481,10 +486,7 @@ where
         if !outcome.cut_off() {
             // A cut-off candidate says nothing about its kernel: the strategy does not
             // learn from it.
-            measured.push(Measured {
-                index: i,
-                time_us: outcome.timing().map(|t| t.median_us),
-            });
+            measured.push(measured_of(i, &outcome));
         }
         trials.push(Trial {
             config: candidates[i],
