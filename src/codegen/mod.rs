@@ -245,3 +245,17 @@ fn compile_job(
         })
     })
 }
+
+/// Runs `f` (which emits kernels on this thread) with the thread-local test hook `hook` set to
+/// `value`, then resets it to its default, also when `f` panics (the panic goes on): the one
+/// shape of every `with_*_fault` hook the emulator tests use to emit a broken protocol.
+pub(crate) fn with_test_hook<T: Copy + Default + 'static, R>(
+    hook: &'static std::thread::LocalKey<std::cell::Cell<T>>,
+    value: T,
+    f: impl FnOnce() -> R,
+) -> R {
+    hook.with(|h| h.set(value));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    hook.with(|h| h.set(T::default()));
+    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}

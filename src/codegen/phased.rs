@@ -157,10 +157,7 @@ thread_local! {
 /// `fault`. Never set outside the tests that prove the emulator catches it.
 #[doc(hidden)]
 pub fn with_phased_fault<R>(fault: PhasedFault, f: impl FnOnce() -> R) -> R {
-    FAULT.with(|r| r.set(Some(fault)));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    FAULT.with(|r| r.set(None));
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    super::with_test_hook(&FAULT, Some(fault), f)
 }
 
 /// Whether the test hook leaves out phase `i`.

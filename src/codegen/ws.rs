@@ -101,10 +101,7 @@ thread_local! {
 /// tests that prove the emulator catches it.
 #[doc(hidden)]
 pub fn with_cluster_fault<R>(fault: ClusterFault, f: impl FnOnce() -> R) -> R {
-    CLUSTER_FAULT.with(|c| c.set(Some(fault)));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    CLUSTER_FAULT.with(|c| c.set(None));
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    super::with_test_hook(&CLUSTER_FAULT, Some(fault), f)
 }
 
 fn cluster_fault() -> Option<ClusterFault> {
@@ -153,10 +150,7 @@ fn plans<'p>(plan: &'p GemmPlan<'p>, work: &'p Work<'p, '_>) -> Vec<&'p GemmPlan
 /// tests that prove that.
 #[doc(hidden)]
 pub fn with_ring_reset_per_unit<R>(f: impl FnOnce() -> R) -> R {
-    RESET_RING.with(|r| r.set(true));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    RESET_RING.with(|r| r.set(false));
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    super::with_test_hook(&RESET_RING, true, f)
 }
 
 thread_local! {

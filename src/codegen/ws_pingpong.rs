@@ -60,10 +60,7 @@ pub enum PingPongFault {
 /// Never set outside the tests that prove the emulator catches it.
 #[doc(hidden)]
 pub fn with_ping_pong_fault<R>(fault: PingPongFault, f: impl FnOnce() -> R) -> R {
-    PP_FAULT.with(|r| r.set(Some(fault)));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    PP_FAULT.with(|r| r.set(None));
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    super::with_test_hook(&PP_FAULT, Some(fault), f)
 }
 
 /// What one consumer of the persistent walk runs per K range: `consume(kb, math, lane0, lo,

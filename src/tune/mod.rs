@@ -352,7 +352,8 @@ where
     let over = Arc::new(AtomicBool::new(false));
     let (to_compiler, compiled_rx) = spawn_compiler(compile, deadline, Arc::clone(&over));
 
-    // Candidates sent to the compiler (their proposal-order numbers run from 0), and the end (in that numbering) of each batch not yet measured to the end.
+    // Candidates sent to the compiler (their proposal-order numbers run from 0), and the end
+    // (in that numbering) of each batch not yet measured to the end.
     let mut sent = 0usize;
     let mut open: std::collections::VecDeque<usize> = Default::default();
     let mut arrivals = Arrivals::default();
