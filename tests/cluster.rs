@@ -121,24 +121,32 @@ fn every_broken_cluster_protocol_is_caught() {
             ClusterShape::PairM,
         ),
     ];
+    // A missing exit barrier is reported on every run; a local-only release is a data race that
+    // the emulator's skew (module doc of `codegen/emu/cluster.rs`) exposes on most runs but not
+    // all on a loaded machine, so a miss is run again, a few times at most.
+    const TRIES: usize = 4;
     for fault in [ClusterFault::LocalEmpty, ClusterFault::NoExitBarrier] {
         let mut caught = 0;
         for (line, cl) in cases {
             let p = problem(line);
             let c = shape(&cfg(CL), cl);
             let like = Target::of(Arch::SM_90.with_compute_units(2));
-            let mut t = data(&p, 5);
-            let want = convtune::reference::direct_conv(&p, &t[0], &t[1], &t[2]);
-            let rep = with_cluster_fault(fault, || emu::emulate_conv(&lower(&p), &c, like, &mut t))
-                .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
-            let w = p.direction().written() as usize;
-            let bad = mismatches(&p, &t[w], &want).len();
-            eprintln!(
-                "{fault:?}, {p}: {} violations {:?}, {bad} wrong elements",
-                rep.violations,
-                rep.messages.first()
-            );
-            caught += usize::from(rep.violations > 0 || bad > 0);
+            let noticed = (0..TRIES).any(|attempt| {
+                let mut t = data(&p, 5 + attempt as u64);
+                let want = convtune::reference::direct_conv(&p, &t[0], &t[1], &t[2]);
+                let rep =
+                    with_cluster_fault(fault, || emu::emulate_conv(&lower(&p), &c, like, &mut t))
+                        .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+                let w = p.direction().written() as usize;
+                let bad = mismatches(&p, &t[w], &want).len();
+                eprintln!(
+                    "{fault:?}, {p}, try {attempt}: {} violations {:?}, {bad} wrong elements",
+                    rep.violations,
+                    rep.messages.first()
+                );
+                rep.violations > 0 || bad > 0
+            });
+            caught += usize::from(noticed);
         }
         assert_eq!(caught, cases.len(), "{fault:?} went unnoticed");
     }
