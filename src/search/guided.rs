@@ -33,18 +33,12 @@ use super::{Measured, SearchContext, Strategy};
 use crate::config::PerfConfig;
 use crate::config::{Field, PerField};
 use background::{cancelled, Background};
+use correction::Fit;
+use pick::order_key;
 use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 
-/// Field pairs whose interaction the correction fits (besides every single field): block tile
-/// shape, warp tile shape, depth × pipeline, and the two load widths.
-const PAIRS: [(Field, Field); 4] = [
-    (Field::BlockM, Field::BlockN),
-    (Field::WarpM, Field::WarpN),
-    (Field::BlockK, Field::Stages),
-    (Field::VecA, Field::VecB),
-];
 /// The fields that make a tile shape (the first batches take one config per shape).
 const SHAPE: [Field; 6] = [
     Field::BlockM,
@@ -54,15 +48,6 @@ const SHAPE: [Field; 6] = [
     Field::WarpN,
     Field::SplitK,
 ];
-/// Number of features: one per field (its value's level), then one per pair.
-const FEATURES: usize = Field::COUNT + PAIRS.len();
-/// Ridge strength: a field value's correction counts as if it had this many zero residuals.
-const SHRINK: f64 = 2.0;
-/// Log-time penalty per failed lattice neighbour, and its cap.
-const FAIL_PENALTY: f64 = 0.08;
-const FAIL_CAP: f64 = 0.3;
-/// Exploration bonus (log-time) of a field value never proposed; it decays as 1/√(1 + tries).
-const EXPLORE: f64 = 0.1;
 /// Batches are at most 1/`SMALL_BATCH_DIVISOR` of the space (but `MIN_BATCH` at least).
 const SMALL_BATCH_DIVISOR: usize = 40;
 const MIN_BATCH: usize = 8;
@@ -71,9 +56,6 @@ const TOP_PARENTS: usize = 3;
 const EXTRA_PARENTS: usize = 3;
 /// At most this many parents when walking further down for unproposed neighbours.
 const MAX_PARENTS: usize = 48;
-/// Log-time penalty per unit of a field value's failure rate above the overall rate: a value
-/// that always fails (a miscompiling width, say) sinks, one that fails as often as any does not.
-const FAIL_FIELD: f64 = 2.0;
 /// Spaces of more candidates than this take their first batch from a sample (see
 /// [`Guided::sampled_start`]); smaller ones, every recording among them, are ranked whole from
 /// the start.
@@ -83,9 +65,6 @@ const SAMPLE: usize = 1 << 16;
 /// Calls of a big space answered from its sample before the whole ranking is waited for: the
 /// two blind batches the tuner proposes before it has measured anything.
 const SAMPLE_CALLS: u32 = 2;
-/// Tile shapes (the product of the shape fields' value counts) up to which a diverse pick
-/// keeps each shape's best in a table rather than a map.
-const DENSE_SHAPES: u64 = 1 << 16;
 
 /// Model-guided local search (the default strategy).
 #[derive(Debug)]
@@ -171,13 +150,6 @@ struct State {
     counted: Vec<bool>,
     outcomes: PerField<Vec<(u32, u32)>>,
     totals: (u32, u32),
-}
-
-#[derive(Debug, Default)]
-struct Fit {
-    on: usize,
-    bias: f64,
-    weights: Vec<Vec<f64>>,
 }
 
 impl Guided {
@@ -335,258 +307,12 @@ impl State {
     }
 }
 
-/// An integer that orders like `x.total_cmp` (the IEEE total order): sorting (key, index)
-/// pairs, which are all distinct, gives the order of `total_cmp` then index, without looking
-/// the scores up at every comparison.
-fn order_key(x: f64) -> i64 {
-    let bits = x.to_bits() as i64;
-    bits ^ (((bits >> 63) as u64) >> 1) as i64
-}
-
 /// The tile shape of a lattice point ([`SHAPE`]).
 fn shape(p: &PerField<u32>) -> [u32; 6] {
     SHAPE.map(|f| p[f])
 }
 
 impl State {
-    /// Feature value ids of candidate `i`: one per field (in declaration order), then one per
-    /// pair.
-    fn features(&self, i: usize) -> [usize; FEATURES] {
-        let mut out = [0usize; FEATURES];
-        let fields = Field::ALL.map(|f| self.lattice.level(i, f));
-        let pairs = PAIRS.map(|(a, b)| {
-            self.lattice.level(i, a) * self.lattice.levels(b) + self.lattice.level(i, b)
-        });
-        for (slot, v) in out.iter_mut().zip(fields.into_iter().chain(pairs)) {
-            *slot = v;
-        }
-        out
-    }
-
-    /// How many values each feature of [`Self::features`] takes.
-    fn feature_sizes(&self) -> [usize; FEATURES] {
-        let mut out = [0usize; FEATURES];
-        let fields = Field::ALL.map(|f| self.lattice.levels(f).max(1));
-        let pairs = PAIRS.map(|(a, b)| (self.lattice.levels(a) * self.lattice.levels(b)).max(1));
-        for (slot, v) in out.iter_mut().zip(fields.into_iter().chain(pairs)) {
-            *slot = v;
-        }
-        out
-    }
-
-    /// Refits the log-residual correction on the successes so far (see the module docs).
-    fn refit(&mut self, ok: &[(usize, f64)]) {
-        let sizes = self.feature_sizes();
-        let mut weights: Vec<Vec<f64>> = sizes.iter().map(|&s| vec![0.0; s]).collect();
-        let feats: Vec<_> = ok.iter().map(|&(i, _)| self.features(i)).collect();
-        let resid: Vec<f64> = ok.iter().map(|&(i, t)| t - self.prior[i]).collect();
-        let bias = resid.iter().sum::<f64>() / resid.len().max(1) as f64;
-        let mut fit = vec![bias; ok.len()];
-        for _ in 0..4 {
-            for (f, w) in weights.iter_mut().enumerate() {
-                let mut sum = vec![0.0; w.len()];
-                let mut cnt = vec![0.0; w.len()];
-                for (s, ft) in feats.iter().enumerate() {
-                    let v = ft[f];
-                    fit[s] -= w[v];
-                    sum[v] += resid[s] - fit[s];
-                    cnt[v] += 1.0;
-                }
-                for v in 0..w.len() {
-                    w[v] = sum[v] / (cnt[v] + SHRINK);
-                }
-                for (s, ft) in feats.iter().enumerate() {
-                    fit[s] += w[ft[f]];
-                }
-            }
-        }
-        self.fit = Fit {
-            on: ok.len(),
-            bias,
-            weights,
-        };
-    }
-
-    /// ln-time score of every candidate: prior + fitted correction + failure penalties (lattice
-    /// neighbours of failures; field values that fail more often than most) − exploration
-    /// bonus (largest for a candidate with a field value rarely proposed yet).
-    fn scores(&mut self, measured: &[Measured], ok: &[(usize, f64)]) -> Vec<f64> {
-        let n = self.prior.len();
-        if ok.len() >= self.fit.on + (self.fit.on / 8).max(1) || (ok.is_empty() && self.fit.on > 0)
-        {
-            self.refit(ok);
-        }
-        for m in measured.iter().filter(|m| m.index < n) {
-            if std::mem::replace(&mut self.counted[m.index], true) {
-                continue;
-            }
-            let fail = u32::from(m.time_us.is_none());
-            self.totals.0 += fail;
-            self.totals.1 += 1;
-            for f in Field::ALL {
-                let slot = &mut self.outcomes[f][self.lattice.level(m.index, f)];
-                slot.0 += fail;
-                slot.1 += 1;
-            }
-        }
-        let base = f64::from(self.totals.0) / f64::from(self.totals.1.max(1));
-        for m in measured
-            .iter()
-            .filter(|m| m.index < n && m.time_us.is_none())
-        {
-            if !std::mem::replace(&mut self.failure_seen[m.index], true) {
-                for j in self.lattice.neighbours(m.index) {
-                    self.penalty[j] = (self.penalty[j] + FAIL_PENALTY).min(FAIL_CAP);
-                }
-            }
-        }
-        let this = &*self;
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let corr: f64 = if this.fit.weights.is_empty() {
-                    0.0
-                } else {
-                    let ft = this.features(i);
-                    this.fit.bias
-                        + ft.iter()
-                            .enumerate()
-                            .map(|(f, &v)| this.fit.weights[f][v])
-                            .sum::<f64>()
-                };
-                let rarest = Field::ALL
-                    .into_iter()
-                    .map(|f| this.tried[f][this.lattice.level(i, f)])
-                    .min()
-                    .unwrap_or(0);
-                let bonus = EXPLORE / (1.0 + f64::from(rarest)).sqrt();
-                // Failure rate of the candidate's worst field value, shrunk towards the
-                // overall rate by two pseudo-measurements.
-                let worst = Field::ALL
-                    .into_iter()
-                    .map(|f| {
-                        let (bad, all) = this.outcomes[f][this.lattice.level(i, f)];
-                        (f64::from(bad) + 2.0 * base) / (f64::from(all) + 2.0)
-                    })
-                    .fold(0.0f64, f64::max);
-                let risky = FAIL_FIELD * (worst - base).max(0.0);
-                this.prior[i] + corr + this.penalty[i] + risky - bonus
-            })
-            .collect()
-    }
-
-    /// The `k` unproposed candidates with the lowest scores, best first (ties by index).
-    fn best_unproposed(&self, scores: &[f64], k: usize) -> Vec<usize> {
-        let mut order: Vec<(i64, u32)> = (0..scores.len())
-            .into_par_iter()
-            .filter(|&i| !self.proposed[i])
-            .map(|i| (order_key(scores[i]), i as u32))
-            .collect();
-        if order.len() > k {
-            order.select_nth_unstable(k);
-            order.truncate(k);
-        }
-        order.par_sort_unstable();
-        order.into_iter().map(|(_, i)| i as usize).collect()
-    }
-
-    /// Unproposed candidates in `order`, one per unseen tile shape first.
-    fn diverse(&mut self, order: &[usize], want: usize, batch: &mut Vec<usize>) {
-        for &i in order {
-            if batch.len() >= want {
-                return;
-            }
-            if self.proposed[i] {
-                continue;
-            }
-            let s = shape(&self.lattice.point(i));
-            if self.shapes_seen.insert(s) {
-                self.take(i, batch);
-            }
-        }
-    }
-
-    /// [`Self::diverse`] over every unproposed candidate by `score`, best first, without
-    /// sorting them: walking that ranking takes, for each tile shape not seen yet, its first
-    /// candidate there, i.e. its best unproposed one (by score, then index), in the order of
-    /// those bests. So one pass finds each shape's best, and only the shapes are sorted. (The
-    /// best configs of a space share a few shapes: a blind batch after the first walked most
-    /// of a 4-million-candidate ranking to find new ones.)
-    fn diverse_by(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>) {
-        self.diverse_by_table(score, want, batch, DENSE_SHAPES);
-    }
-
-    /// [`Self::diverse_by`] with shapes kept in a table up to `dense` of them.
-    fn diverse_by_table(&mut self, score: &[f64], want: usize, batch: &mut Vec<usize>, dense: u64) {
-        let sizes = SHAPE.map(|f| self.lattice.levels(f).max(1) as u64);
-        let this = &*self;
-        let shape_id = |i: usize| {
-            SHAPE.iter().zip(sizes).fold(0u64, |id, (&f, size)| {
-                id * size + this.lattice.level(i, f) as u64
-            })
-        };
-        let unproposed = (0..score.len())
-            .into_par_iter()
-            .filter(|&i| !this.proposed[i])
-            .map(|i| (shape_id(i), (order_key(score[i]), i as u32)));
-        let shapes: u64 = sizes.iter().product();
-        // Each shape's best: in a table indexed by shape when the shapes are few enough (they
-        // are a few thousand in the built-in spaces), else in a map.
-        let mut firsts: Vec<(i64, u32)> = if shapes <= dense {
-            const NONE: (i64, u32) = (i64::MAX, u32::MAX);
-            let min_into = |mut best: Vec<(i64, u32)>, (s, key): (u64, (i64, u32))| {
-                let b = &mut best[s as usize];
-                *b = (*b).min(key);
-                best
-            };
-            unproposed
-                .fold(|| vec![NONE; shapes as usize], min_into)
-                .reduce(
-                    || vec![NONE; shapes as usize],
-                    |mut a, b| {
-                        for (x, y) in a.iter_mut().zip(b) {
-                            *x = (*x).min(y);
-                        }
-                        a
-                    },
-                )
-                .into_iter()
-                .filter(|&k| k != NONE)
-                .collect()
-        } else {
-            let min_into = |mut best: HashMap<u64, (i64, u32)>, (s, key): (u64, (i64, u32))| {
-                best.entry(s)
-                    .and_modify(|b| *b = (*b).min(key))
-                    .or_insert(key);
-                best
-            };
-            unproposed
-                .fold(HashMap::new, min_into)
-                .reduce(HashMap::new, |mut a, b| {
-                    for (s, key) in b {
-                        a.entry(s).and_modify(|k| *k = (*k).min(key)).or_insert(key);
-                    }
-                    a
-                })
-                .into_values()
-                .collect()
-        };
-        firsts.sort_unstable();
-        let order: Vec<usize> = firsts.into_iter().map(|(_, i)| i as usize).collect();
-        self.diverse(&order, want, batch);
-    }
-
-    fn take(&mut self, i: usize, batch: &mut Vec<usize>) {
-        if !self.proposed[i] {
-            self.proposed[i] = true;
-            self.shapes_seen.insert(shape(&self.lattice.point(i)));
-            for f in Field::ALL {
-                self.tried[f][self.lattice.level(i, f)] += 1;
-            }
-            batch.push(i);
-        }
-    }
-
     /// Measured successes, fastest first.
     fn winners(measured: &[Measured], n: usize) -> Vec<(usize, f64)> {
         let mut ok: Vec<(usize, f64)> = measured
@@ -750,5 +476,7 @@ impl Strategy for Guided {
 }
 
 mod background;
+mod correction;
+mod pick;
 #[cfg(test)]
 mod tests;

@@ -1,3 +1,4 @@
+use super::correction::FAIL_PENALTY;
 use super::*;
 use crate::arch::Arch;
 use crate::config::PerfConfig;
