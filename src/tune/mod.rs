@@ -288,6 +288,8 @@ impl Arrivals {
 
     /// The plans that can now be announced (every earlier candidate has come back), in order.
     fn announce(&mut self) -> Vec<&LaunchPlan> {
+        // One already measured is gone from `by_seq`: announcing resumes after it.
+        self.next_announce = self.next_announce.max(self.next_measure);
         let from = self.next_announce;
         while self.by_seq.contains_key(&self.next_announce) {
             self.next_announce += 1;
@@ -418,6 +420,8 @@ where
             arrivals.arrive(c);
             took += 1;
         }
+        // Announced before `next` takes it: a candidate is never measured unannounced.
+        announce(&mut arrivals, eval);
         let next = loop {
             if let Some(next) = arrivals.next() {
                 break Some(next);
