@@ -3,7 +3,6 @@
 
 use super::spec::TargetSpec;
 use super::CodegenError;
-use crate::arch::Vendor;
 use inkwell::{
     context::Context,
     memory_buffer::MemoryBuffer,
@@ -31,23 +30,13 @@ pub(crate) fn init() {
     });
 }
 
-/// The back end's optimisation level for `vendor` (the IR pipeline is O3 for both).
+/// A target machine for the spec, at the highest optimisation level.
 ///
-/// NVPTX at `Default` (llc -O2): at `Aggressive` its IR passes run GVN twice where `Default`
-/// runs EarlyCSE, which cost 40% of the back end's CPU (llc 3.8 s against 2.2 s on a 9-phase
-/// f32 bwd-data module, 0.37–0.55 against 0.25 s on one GEMM) and gave byte-identical PTX on
-/// every module compared (the golden sample and `scripts/session10/ptx-same.sh`); ptxas or
-/// the driver's JIT does its own value numbering on the PTX anyway. AMDGPU stays at
-/// `Aggressive`: there the level changes scheduling and registers, which the dry run reports
-/// and rejects configs by.
-fn codegen_level(vendor: Vendor) -> OptimizationLevel {
-    match vendor {
-        Vendor::Nvidia => OptimizationLevel::Default,
-        Vendor::Amd => OptimizationLevel::Aggressive,
-    }
-}
-
-/// A target machine for the spec, at [`codegen_level`].
+/// NVPTX at `Default` would cost ~40% less back-end time (at `Aggressive` its IR passes run GVN
+/// twice where `Default` runs EarlyCSE; issue 16, session 10) but changes the PTX of 5 of the
+/// 39 shipped sm_90 winners (register numbering, a few hoisted multiplies), so it waits for a
+/// device A/B of those (`scripts/session10/db-ptx-same.sh` lists them,
+/// `scripts/session10/tune-cost-ab.sh` times them against the old build).
 pub(crate) fn machine(spec: &dyn TargetSpec) -> Result<TargetMachine, CodegenError> {
     init();
     let triple = TargetTriple::create(&spec.triple());
@@ -61,7 +50,7 @@ pub(crate) fn machine(spec: &dyn TargetSpec) -> Result<TargetMachine, CodegenErr
             &triple,
             &spec.cpu(),
             &spec.features(),
-            codegen_level(spec.target().arch().vendor),
+            OptimizationLevel::Aggressive,
             RelocMode::PIC,
             CodeModel::Default,
         )
