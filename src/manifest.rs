@@ -458,6 +458,7 @@ mod tests {
             kernels,
             workspace_bytes,
             resources: None,
+            steps: Default::default(),
         };
         Manifest::new(&l, &arch, &cfg, ConfigSource::Given, "test", &c, "k.ptx")
     }

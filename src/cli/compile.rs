@@ -31,7 +31,7 @@ pub struct CompileArgs {
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
     /// Print the summary as JSON (`{"manifest", "ptx": instruction counts, "amd_resources",
-    /// "ptxas"}`).
+    /// "steps_s": seconds per compile step, "ptxas"}`).
     #[arg(long)]
     json: bool,
     /// Also assemble the PTX with the toolkit's `ptxas` (found as the tuner finds it, see
@@ -108,6 +108,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
             "manifest_file": args.manifest.as_ref().map(|m| m.display().to_string()),
             "ptx": c.module.ptx().map(PtxCounts::of),
             "amd_resources": c.resources,
+            "steps_s": c.steps,
             "ptxas": assembled.as_ref().map(|a| serde_json::json!({
                 "log": a.log,
                 "spill_bytes": a.spill_bytes(),
@@ -117,6 +118,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
     } else {
         outln!("{cfg}");
         outln!("{}", resource_report(&c));
+        outln!("compile: {}", c.steps);
         if let Some(a) = &assembled {
             outln!("ptxas: {}", a.log.trim().replace('\n', "\n  "));
         }

@@ -329,6 +329,12 @@ mod same_bytes {
             assert_eq!(fresh.module, hit.module, "{line}");
             assert_eq!(fresh.resources, hit.resources, "{line}");
             assert_eq!(fresh.kernels, hit.kernels, "{line}");
+            // The steps say what ran: a miss optimised and ran the back end, a hit neither.
+            let ran =
+                |c: &crate::codegen::Compiled| (c.steps.optimise_s > 0.0, c.steps.backend_s > 0.0);
+            assert_eq!(ran(&miss), (true, true), "{line}");
+            assert_eq!(ran(&hit), (false, false), "{line}");
+            assert!(hit.steps.ir_s > 0.0 && hit.steps.cache_s > 0.0, "{line}");
         }
         assert_eq!(cache.counts(), (2, 2));
     }

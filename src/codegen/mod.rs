@@ -56,6 +56,7 @@ mod schedule_phase;
 mod simple;
 mod smem;
 mod spec;
+mod steps;
 mod streamk;
 mod target;
 mod tma;
@@ -71,6 +72,7 @@ pub use error::CodegenError;
 pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};
 pub use spec::Capability;
+pub use steps::CompileSteps;
 pub use target::Target;
 #[doc(hidden)]
 pub use ws::{with_cluster_fault, with_ring_reset_per_unit, ClusterFault};
@@ -117,6 +119,8 @@ pub struct Compiled {
     pub workspace_bytes: u64,
     /// Register and memory use per kernel, from the code object's metadata (AMD only).
     pub resources: Option<AmdResources>,
+    /// Where the compile's time went.
+    pub steps: CompileSteps,
 }
 
 /// The launches of a candidate without compiling anything: grids, blocks, shared memory and
@@ -206,28 +210,49 @@ fn compile_job(
 ) -> Result<Compiled, CodegenError> {
     let arch_specific = matches!(job, Job::Conv { cfg, .. } if cfg.mma.is_wgmma());
     let spec = spec_for(target, arch_specific);
-    let launches = compile::plan(job, spec.as_ref())?;
+    let mut steps = CompileSteps::default();
+    let launches = steps.time(|s| &mut s.ir_s, || compile::plan(job, spec.as_ref()))?;
     guarded(|| {
         let tm = machine::machine(spec.as_ref())?;
         let ctx = Context::create();
-        let module = machine::new_module(&ctx, spec.as_ref(), &tm, "convtune")?;
-        compile::emit(&ctx, &module, spec.as_ref(), &launches);
-        let key = cache.map(|c| c.key(&module.print_to_string().to_string(), spec.as_ref()));
-        let stored = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
+        let module = steps.time(
+            |s| &mut s.ir_s,
+            || -> Result<_, CodegenError> {
+                let module = machine::new_module(&ctx, spec.as_ref(), &tm, "convtune")?;
+                compile::emit(&ctx, &module, spec.as_ref(), &launches);
+                Ok(module)
+            },
+        )?;
+        let (key, stored) = steps.time(
+            |s| &mut s.cache_s,
+            || {
+                let key =
+                    cache.map(|c| c.key(&module.print_to_string().to_string(), spec.as_ref()));
+                let stored = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
+                (key, stored)
+            },
+        );
         let kernels: Vec<Kernel> = launches.kernels.iter().map(|(k, _)| k.clone()).collect();
         let module = match stored {
             Some(m) => m,
             None => {
-                machine::optimize(&module, &tm)?;
-                let m = match target.arch().vendor {
-                    Vendor::Nvidia => Module::Ptx(nvptx::cluster_directives(
-                        machine::emit_ptx(&module, &tm)?,
-                        &kernels,
-                    )?),
-                    Vendor::Amd => Module::CodeObject(machine::emit_code_object(&module, &tm)?),
-                };
+                steps.time(|s| &mut s.optimise_s, || machine::optimize(&module, &tm))?;
+                let m = steps.time(
+                    |s| &mut s.backend_s,
+                    || -> Result<_, CodegenError> {
+                        Ok(match target.arch().vendor {
+                            Vendor::Nvidia => Module::Ptx(nvptx::cluster_directives(
+                                machine::emit_ptx(&module, &tm)?,
+                                &kernels,
+                            )?),
+                            Vendor::Amd => {
+                                Module::CodeObject(machine::emit_code_object(&module, &tm)?)
+                            }
+                        })
+                    },
+                )?;
                 if let (Some(c), Some(k)) = (cache, &key) {
-                    c.put(k, &m);
+                    steps.time(|s| &mut s.cache_s, || c.put(k, &m));
                 }
                 m
             }
@@ -242,6 +267,7 @@ fn compile_job(
             kernels,
             workspace_bytes: launches.workspace_bytes,
             resources,
+            steps,
         })
     })
 }

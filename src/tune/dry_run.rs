@@ -83,6 +83,7 @@ pub(super) fn dry_run(
             resources: resource_summary(&compiled),
             seconds: stages.total_s,
             stages,
+            steps: only.steps,
             out_of_time: only.out_of_time,
         };
         observe(&Event::Compiled(&problem));

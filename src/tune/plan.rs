@@ -4,7 +4,7 @@
 use super::progress::Progress;
 use super::{StageTimes, TuneOptions};
 use crate::arch::Arch;
-use crate::codegen::{self, CodegenCache, CodegenError, Compiled, Target};
+use crate::codegen::{self, CodegenCache, CodegenError, CompileSteps, Compiled, Target};
 use crate::config::PerfConfig;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
@@ -125,6 +125,8 @@ pub struct CompiledOnly {
     pub compiled: Vec<(PerfConfig, Result<Compiled, String>)>,
     /// Rank and codegen times (codegen in CPU seconds over the threads).
     pub stages: StageTimes,
+    /// The codegen of the candidates compiled without error, step by step.
+    pub steps: CompileSteps,
     /// The deadline stopped compiling before the budget did.
     pub out_of_time: bool,
 }
@@ -253,14 +255,19 @@ pub fn compile_only(
     // In the order the strategy picked them.
     out.sort_by_key(|o| o.0);
     let mut compiled = Vec::with_capacity(out.len());
+    let mut steps = CompileSteps::default();
     for (_, cfg, r, cpu) in out {
         StageTimes::add(&mut stages.codegen_s, cpu);
+        if let Ok(c) = &r {
+            steps = steps.plus(c.steps);
+        }
         compiled.push((cfg, r));
     }
     stages.total_s = start.elapsed().as_secs_f64();
     CompiledOnly {
         compiled,
         stages,
+        steps,
         out_of_time,
     }
 }

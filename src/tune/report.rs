@@ -5,6 +5,7 @@
 
 use super::report_file::ReportRow;
 use super::{StageTimes, TuneReport};
+use crate::codegen::CompileSteps;
 use crate::runtime::Fingerprint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -284,6 +285,8 @@ pub struct CompiledProblem {
     pub seconds: f64,
     /// Where it went (enumerate, rank, codegen; codegen in CPU seconds).
     pub stages: StageTimes,
+    /// The codegen of the candidates compiled without error, step by step.
+    pub steps: CompileSteps,
     /// The time limit stopped compiling before the budget did.
     pub out_of_time: bool,
 }
@@ -304,7 +307,7 @@ impl fmt::Display for CompiledProblem {
         write!(
             f,
             "\nsummary: {}: {} compiled in {:.1} s{}; enumerate {:.2} s, rank {:.2} s, \
-             codegen {:.2} s CPU ({:.3} s a candidate)",
+             codegen {:.2} s CPU ({:.3} s a candidate: {})",
             self.problem,
             self.compiled + self.failed,
             self.seconds,
@@ -316,7 +319,8 @@ impl fmt::Display for CompiledProblem {
             self.stages.enumerate_s,
             self.stages.rank_s,
             self.stages.codegen_s,
-            self.stages.codegen_s / (self.compiled + self.failed).max(1) as f64
+            self.stages.codegen_s / (self.compiled + self.failed).max(1) as f64,
+            self.steps
         )
     }
 }
