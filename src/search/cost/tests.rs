@@ -370,7 +370,10 @@ fn a_cluster_halves_its_shared_operands_re_reads() {
     let l = lowered("convbfp16 -n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
     let c = cfg(128, 128, 64, 64, 128, 1);
     let [one, m, n] = [One, PairM, PairN].map(|cl| estimate(&l, &ws(c, cl), &a));
-    assert_eq!((m.compute_us, n.compute_us), (one.compute_us, one.compute_us));
+    assert_eq!(
+        (m.compute_us, n.compute_us),
+        (one.compute_us, one.compute_us)
+    );
     assert!(m.memory_us < one.memory_us, "{m:?} vs {one:?}");
     assert!(n.memory_us < one.memory_us, "{n:?} vs {one:?}");
     // A (0.5 MB) is re-read 49 times, B (12.8 MB) twice: the same bytes, the same saving.
@@ -391,6 +394,13 @@ fn a_cluster_grid_holds_whole_clusters() {
     let odd = CostArch::from_arch(&Arch::SM_90.with_compute_units(3), DType::BF16);
     let l = lowered("convbfp16 -n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
     let one = estimate(&l, &c, &odd);
-    let two = estimate(&l, &PerfConfig { cluster: crate::config::ClusterShape::PairM, ..c }, &odd);
+    let two = estimate(
+        &l,
+        &PerfConfig {
+            cluster: crate::config::ClusterShape::PairM,
+            ..c
+        },
+        &odd,
+    );
     assert!(two.compute_us > one.compute_us, "{two:?} vs {one:?}");
 }
