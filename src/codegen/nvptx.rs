@@ -532,10 +532,15 @@ impl Barriers for Nvptx {
         rank: IntValue<'ctx>,
     ) {
         let b = Self::shared32(ir, bar);
+        // The default `.release.cta`, as CUTLASS's `ClusterBarrier::arrive(cta_id)`: what the
+        // arrival publishes is the end of this warp's `wgmma` reads, which `wait_group`
+        // already retired. `.release.cluster` makes ptxas put a fence sequence (`MEMBAR.ALL.CTA;
+        // MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR`) before every arrival: on the H200 (session 9)
+        // that cost the cluster kernels ~0.5–0.75 µs a K tile, 1.6–2.6× their `cl=1` twins.
         Self::asm_in(
             ir,
             "{\n.reg .b32 R1;\nmapa.shared::cluster.u32 R1, $0, $1;\n\
-             mbarrier.arrive.release.cluster.shared::cluster.b64 _, [R1];\n}",
+             mbarrier.arrive.shared::cluster.b64 _, [R1];\n}",
             &["r", "r"],
             &[b, rank],
         );

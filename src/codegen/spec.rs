@@ -311,7 +311,8 @@ pub(crate) trait Barriers: Sync {
     /// thread of the cluster; orders the blocks' shared memory and `mbarrier` inits.
     fn cluster_sync(&self, ir: &Ir);
     /// One arrival on the `mbarrier` at `bar`'s offset in the shared memory of the cluster's
-    /// block `rank` (`mapa.shared::cluster` + `mbarrier.arrive.release.cluster`).
+    /// block `rank` (`mapa.shared::cluster` + `mbarrier.arrive.shared::cluster`, release at
+    /// CTA scope: no cluster-scope fence before it).
     fn mbarrier_arrive_cluster<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,

@@ -33,8 +33,9 @@
 //! multicasts to both ([`super::tma::Issue::multicast`]): each full barrier still expects the
 //! whole stage's bytes (half of the shared operand's land from the peer), and a stage may be
 //! refilled only once the consumers of *both* blocks released it, so every consumer warp
-//! arrives on the empty barrier of each block of the cluster (`mapa` + a remote arrive) and
-//! the empty barriers count the consumer warps of the whole cluster. A cluster barrier
+//! arrives on the empty barrier of each block of the cluster (`mapa` + a remote arrive, lane
+//! `r` on rank `r`'s, at CTA scope: see [`super::spec::Barriers::mbarrier_arrive_cluster`])
+//! and the empty barriers count the consumer warps of the whole cluster. A cluster barrier
 //! replaces the block barrier after the init (a peer's arrivals and copies need this block's
 //! `mbarrier`s initialised), and a last one ends the kernel (no block exits while its peer may
 //! still multicast into it or arrive on its barriers).
@@ -420,6 +421,8 @@ pub(crate) fn emit<'ctx>(
     });
     kb.if_then(consumer, |kb| {
         kb.setmaxnreg(true, ws.consumer_regs);
+        // In a cluster: the thread's lane, which names the block its release arrives on.
+        let lane = rank.map(|_| kb.uremc(tid, plan.warp));
         let in_flight = matches!(
             plan.math,
             Math::Wgmma {
@@ -438,16 +441,15 @@ pub(crate) fn emit<'ctx>(
                        hi: IntValue<'ctx>,
                        base: Option<IntValue<'ctx>>,
                        issued: &dyn Fn(&Kb<'_, 'ctx>)| {
-            let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| {
-                kb.if_then(lane0, |kb| match rank {
-                    // Every block's empty barrier: its producer multicasts into this one.
-                    Some(_) if cluster_fault() != Some(ClusterFault::LocalEmpty) => {
-                        for r in 0..cluster {
-                            kb.mbarrier_arrive_cluster(empty(kb, stage), kb.c(i64::from(r)));
-                        }
-                    }
-                    _ => kb.mbarrier_arrive(empty(kb, stage)),
-                });
+            let release = |kb: &Kb<'_, 'ctx>, stage: IntValue<'ctx>| match lane {
+                // Every block's empty barrier (its producer multicasts into this one): lane `r`
+                // of the warp arrives on rank `r`'s, so the remote arrivals leave in parallel.
+                Some(lane) if cluster_fault() != Some(ClusterFault::LocalEmpty) => {
+                    kb.if_then(kb.ultc(lane, cluster), |kb| {
+                        kb.mbarrier_arrive_cluster(empty(kb, stage), lane)
+                    });
+                }
+                _ => kb.if_then(lane0, |kb| kb.mbarrier_arrive(empty(kb, stage))),
             };
             kb.for_range(lo, hi, |kb, kt| {
                 let (stage, parity) = slot_rel(kb, pos(kb, kt, lo, base));

@@ -34,10 +34,13 @@
 //!   once and overlaps each unit's epilogue with the next unit's loads
 //!   ([`persistent_gain`]); wave quantisation is the same as one block per unit (the units
 //!   are dealt round-robin).
-//! - **Cluster** (`cl=2m|2n`): charged as its `cl=1` twin. The multicast halves the shared
-//!   operand's L2 re-reads, but on the H200 (session 9) every cluster kernel measured 1.6–2.6×
-//!   slower than its twin, for a reason not yet known; crediting the halving would rank the
-//!   slower kernels first. It is the term to add once a cluster kernel wins.
+//! - **Cluster** (`cl=2m|2n`): a tile pair fetches the operand it shares once, the peer's copy
+//!   landing by multicast, so that operand's re-reads (L2, and the DRAM misses among them) are
+//!   halved; a persistent grid holds whole clusters ([`PersistentGrid::in_clusters`], as the
+//!   planner launches it). Session 9 measured every cluster kernel 1.6–2.6× slower than its
+//!   twin on the H200: a fixed ~0.5–0.75 µs a K tile, the cluster-scope fence ptxas put before
+//!   each remote `mbarrier` arrival (gone since session 10, see `codegen::ws`); the knob stays
+//!   out of the default Hopper space until a device run shows the fixed kernels winning.
 //! - **Depthwise** (`mma=dw`): no GEMM terms; the direct kernel is charged its own bytes and
 //!   issue slots ([`depthwise`]).
 //! - **Layout transform** (`xf`): the GEMM terms are those of the channels-last twin lowering,
@@ -46,7 +49,7 @@
 
 use crate::arch::{fit, Arch, MathKind};
 use crate::config::fixup::serial_reads;
-use crate::config::{LdsLayout, MmaPath, PerfConfig, Reduction, StreamK};
+use crate::config::{LdsLayout, MmaPath, PerfConfig, PersistentGrid, Reduction, StreamK};
 use crate::legality::{Checker, Resources};
 use crate::lowering::tma::tma_operands;
 use crate::lowering::Lowering;
@@ -407,13 +410,21 @@ fn estimate_with(
         };
         // The persistent walks: a stream-K block walks its segments and data-parallel tiles
         // (its grid is its own); a persistent grid's blocks one block-per-unit's units.
-        let (units, unit_steps, slots) = match stream {
+        let (units, unit_steps, slots, fill) = match stream {
             Some(s) => {
                 let per = u64::from(s.dp_waves + s.max_segments().saturating_sub(1).max(1));
-                (blocks * per, ceil_div(steps_per_block, per), blocks)
+                (blocks * per, ceil_div(steps_per_block, per), blocks, 1.0)
             }
-            None => (blocks, k_steps, sms * u64::from(bps.max(1))),
+            // The grid the planner launches holds whole clusters: on an odd count of block
+            // slots one stays idle (`fill`, 1 without a cluster).
+            None => {
+                let grid = PersistentGrid::new(blocks as u32, sms as u32, bps.max(1));
+                let whole = grid.in_clusters(c.cluster.size());
+                let fill = f64::from(whole.blocks) / f64::from(grid.blocks);
+                (blocks, k_steps, u64::from(whole.blocks), fill)
+            }
         };
+        let wave_eff = wave_eff * fill;
         let resident = blocks.min(sms * u64::from(bps));
         let per_sm_warps = (ceil_div(resident, sms) as f64) * f64::from(c.consumer_warps());
         // Pipeline depth: the tile multiplied and those the copies run ahead. `mma=wg1` keeps a
@@ -476,8 +487,13 @@ fn estimate_with(
         let b_gathered = (gl * k * n) as f64 * e;
         let a_unique = a_gathered.min(tensor_bytes(g.a.tensor));
         let b_unique = b_gathered.min(tensor_bytes(g.b.tensor));
-        let a_reads = a_gathered * tiles_n as f64;
-        let b_reads = b_gathered * tiles_m as f64;
+        // A cluster's blocks share one operand's tile: it crosses L2 once per pair.
+        let pairing = |operand| match c.cluster.shared_operand() {
+            Some(o) if o == operand => f64::from(c.cluster.size()),
+            _ => 1.0,
+        };
+        let a_reads = (a_gathered * tiles_n as f64 / pairing(0)).max(a_unique);
+        let b_reads = (b_gathered * tiles_m as f64 / pairing(1)).max(b_unique);
         // One SM's port to L2: 64 bytes per clock.
         let sm_l2_bytes_per_us = 64.0 * machine.clock_ghz * 1e3;
         let (c_bytes, launches, tail) =
