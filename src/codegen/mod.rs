@@ -36,6 +36,7 @@ mod cache;
 mod compile;
 mod depthwise;
 pub mod emu;
+mod epilogue_tma;
 mod error;
 mod fixup;
 mod gemm;
@@ -67,6 +68,8 @@ pub use amd_meta::{
 };
 pub use cache::{CodegenCache, CACHE_ENV};
 pub use error::CodegenError;
+#[doc(hidden)]
+pub use epilogue_tma::{with_store_fault, StoreFault};
 #[doc(hidden)]
 pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};

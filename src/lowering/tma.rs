@@ -25,7 +25,7 @@ pub const MAX_BOX: u32 = 256;
 /// Bytes of the swizzle span: the inner box dimension must be exactly this many bytes.
 pub const SWIZZLE_BYTES: u32 = 128;
 /// Alignment of the global address and of every stride (bytes).
-const GLOBAL_ALIGN: u64 = 16;
+pub(super) const GLOBAL_ALIGN: u64 = 16;
 
 /// How one operand's tile is loaded with TMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl TmaTile {
 
 /// The element stride of GEMM index `idx` along `d` in `op`'s tensor when the address is that
 /// stride times the index (0 for a dimension of length 1), or why not.
-fn linear_stride(p: &ConvProblem, gemm: &Gemm, op: &Operand, d: Dim) -> Result<i64, String> {
+pub(super) fn linear_stride(p: &ConvProblem, gemm: &Gemm, op: &Operand, d: Dim) -> Result<i64, String> {
     let strides = p.strides(op.tensor);
     let axes = &gemm.dims[d as usize].axes;
     let weight = |pos: usize| -> i64 {

@@ -1,0 +1,204 @@
+//! The TMA store of `ep=tma`: which written tensors a tiled tensor map describes as a box grid
+//! of whole C tiles, and the map and shared-memory staging layout that store them. Legality's
+//! `ep` rule and the planner both ask here, so they agree on every GEMM.
+//!
+//! C is stored as boxes of `{SWIZZLE_BYTES / element, lines}`: dimension 0 runs along C's
+//! contiguous GEMM dimension (its `line` elements per tile cut into boxes of one 128-byte
+//! swizzle span each), dimension 1 along the other (`lines` per tile), dimension 2 the group
+//! when there are several. In shared memory box `j` is `lines` lines of 128 bytes with the
+//! 128-byte swizzle (16-byte chunk `c` of line `r` at `c ^ r % 8`), at `j × lines × 128`
+//! bytes from the 1024-byte aligned staging base, so the consumers' stores (lanes of a warp on
+//! eight consecutive rows) hit eight distinct bank groups. A TMA store writes only the part of
+//! a box inside `dims`: ragged tiles at the GEMM edge need no masking.
+
+use super::tma::{linear_stride, GLOBAL_ALIGN, MAX_BOX, SWIZZLE_BYTES};
+use super::{Dim, Gemm};
+use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
+use crate::problem::ConvProblem;
+
+/// How one GEMM's C tile is staged and stored with TMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreTile {
+    /// The store map over the written tensor.
+    pub map: TensorMapSpec,
+    /// Whether C is contiguous along N (tile lines run along N), else along M.
+    pub along_n: bool,
+    /// Elements of a tile line (along the contiguous dimension).
+    pub line: u32,
+    /// Lines of a tile.
+    pub lines: u32,
+    /// Elements of one box along the line (one 128-byte swizzle span).
+    pub box_line: u32,
+    /// Whether map dimension 2 is the group.
+    pub grouped: bool,
+}
+
+impl StoreTile {
+    /// Boxes (TMA stores) per tile.
+    pub fn boxes(&self) -> u32 {
+        self.line / self.box_line
+    }
+
+    /// Bytes of the staged tile in shared memory.
+    pub fn stage_bytes(&self) -> u64 {
+        u64::from(self.line) * u64::from(self.lines) * u64::from(self.map.dtype.bytes())
+    }
+}
+
+/// Bytes of the `ep=tma` staging tile of a `block_m × block_n` tile of `elem_bytes` elements
+/// (the whole tile, unpadded): what legality's `pk` rule budgets.
+pub fn stage_bytes(block_m: u32, block_n: u32, elem_bytes: u32) -> u64 {
+    u64::from(block_m) * u64::from(block_n) * u64::from(elem_bytes)
+}
+
+/// The TMA store of `gemm`'s C in `block_m × block_n` tiles, or why a tiled tensor map cannot
+/// describe it.
+pub fn store_tile(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    block_m: u32,
+    block_n: u32,
+) -> Result<StoreTile, String> {
+    let op = &gemm.c;
+    let name = op.tensor.name();
+    let dt = p.dtype();
+    let eb = dt.bytes() as u64;
+    let extent = p.logical_dims(op.tensor);
+    if let Some(t) = (0..5).find(|&t| op.coords[t].may_leave(extent[t], &gemm.dims)) {
+        return Err(format!(
+            "{name} coordinate {t} can leave the tensor (C's GEMM view covers padding): a \
+             tiled store map cannot skip it"
+        ));
+    }
+    let sm = linear_stride(p, gemm, op, Dim::M)?;
+    let sn = linear_stride(p, gemm, op, Dim::N)?;
+    let sg = linear_stride(p, gemm, op, Dim::G)?;
+    let along_n = match (sm, sn) {
+        (_, 1) => true,
+        (1, _) => false,
+        _ => {
+            return Err(format!(
+                "neither M nor N is contiguous in {name} (element strides {sm}, {sn})"
+            ))
+        }
+    };
+    let (outer, inner_len, outer_len, line, lines) = if along_n {
+        (sm, gemm.n_len(), gemm.m_len(), block_n, block_m)
+    } else {
+        (sn, gemm.m_len(), gemm.n_len(), block_m, block_n)
+    };
+    let grouped = gemm.g_len() > 1;
+    let mut byte_strides = vec![outer as u64 * eb];
+    if grouped {
+        byte_strides.push(sg as u64 * eb);
+    }
+    if let Some(s) = byte_strides.iter().find(|s| !s.is_multiple_of(GLOBAL_ALIGN)) {
+        return Err(format!(
+            "a stride of {name} is {s} bytes, not a multiple of {GLOBAL_ALIGN}"
+        ));
+    }
+    let strides = p.strides(op.tensor);
+    let offset: i64 = (0..5).map(|t| op.coords[t].offset * strides[t] as i64).sum();
+    let offset = offset as u64 * eb;
+    if !offset.is_multiple_of(GLOBAL_ALIGN) {
+        return Err(format!(
+            "C starts {offset} bytes into {name}, not a multiple of {GLOBAL_ALIGN}"
+        ));
+    }
+    let box_line = SWIZZLE_BYTES / eb as u32;
+    if !line.is_multiple_of(box_line) {
+        return Err(format!(
+            "a tile line of {line} elements is not whole {box_line}-element (128-byte) boxes"
+        ));
+    }
+    if lines > MAX_BOX || !lines.is_multiple_of(8) {
+        return Err(format!(
+            "{lines} tile lines: a swizzled box holds a multiple of 8 and at most {MAX_BOX}"
+        ));
+    }
+    let mut dims = [1u64; TENSOR_MAP_RANK];
+    dims[0] = u64::from(inner_len);
+    dims[1] = u64::from(outer_len);
+    if grouped {
+        dims[2] = u64::from(gemm.g_len());
+    }
+    let mut map_strides = [0u64; TENSOR_MAP_RANK - 1];
+    map_strides[..byte_strides.len()].copy_from_slice(&byte_strides);
+    let mut boxes = [1u32; TENSOR_MAP_RANK];
+    boxes[0] = box_line;
+    boxes[1] = lines;
+    Ok(StoreTile {
+        map: TensorMapSpec {
+            dtype: dt,
+            rank: if grouped { 3 } else { 2 },
+            dims,
+            strides: map_strides,
+            offset,
+            boxes,
+            swizzle128: true,
+            im2col: None,
+        },
+        along_n,
+        line,
+        lines,
+        box_line,
+        grouped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lowering::lower;
+
+    fn store(line: &str, bm: u32, bn: u32) -> Vec<Result<StoreTile, String>> {
+        let p: ConvProblem = line.parse().unwrap();
+        let l = lower(&p);
+        l.gemms.iter().map(|g| store_tile(&p, g, bm, bn)).collect()
+    }
+
+    #[test]
+    fn nhwc_outputs_are_tiled_store_maps() {
+        // fwd NHWC: C = [pixels][k], contiguous along M (= K).
+        let t = store(
+            "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+            128,
+            64,
+        );
+        let s = t[0].as_ref().unwrap();
+        assert!(!s.along_n);
+        assert_eq!(s.map.dims[..2], [128, 2 * 8 * 8]);
+        assert_eq!(s.map.strides[0], 128 * 2);
+        assert_eq!(s.map.boxes[..2], [64, 64]);
+        assert_eq!((s.boxes(), s.stage_bytes()), (2, 128 * 64 * 2));
+        // bwd-data stride 1x2, filter 1x2: each phase writes every other pixel, a dense view
+        // of stride 2C starting C elements in for the second.
+        let t = store(
+            "convbfp16 -n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+            64,
+            64,
+        );
+        assert_eq!(t.len(), 2);
+        let offs: Vec<u64> = t.iter().map(|s| s.as_ref().unwrap().map.offset).collect();
+        assert_eq!(offs, [0, 64 * 2]);
+        assert_eq!(t[1].as_ref().unwrap().map.strides[0], 2 * 64 * 2);
+    }
+
+    #[test]
+    fn refusals_name_the_reason() {
+        // NCHW output: the pixels are contiguous, fine; but a tile line of 96 is not 64s.
+        let t = store(
+            "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 1 -x 1 -F 1 --layout NHWC",
+            96,
+            64,
+        );
+        assert!(t[0].as_ref().unwrap_err().contains("boxes"), "{:?}", t[0]);
+        // 12 channels: 24-byte pixel stride.
+        let t = store(
+            "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 12 -y 1 -x 1 -F 1 --layout NHWC",
+            64,
+            64,
+        );
+        assert!(t[0].as_ref().unwrap_err().contains("16"), "{:?}", t[0]);
+    }
+}
