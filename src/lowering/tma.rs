@@ -65,23 +65,26 @@ impl TmaTile {
     }
 }
 
+/// Elements of `op`'s tensor from one index of axis `pos` of `d` to the next.
+pub(super) fn axis_weight(p: &ConvProblem, op: &Operand, d: Dim, pos: usize) -> i64 {
+    let strides = p.strides(op.tensor);
+    (0..5)
+        .map(|t| {
+            op.coords[t]
+                .terms
+                .iter()
+                .filter(|(r, _)| r.dim == d && r.pos == pos)
+                .map(|(_, c)| c * strides[t] as i64)
+                .sum::<i64>()
+        })
+        .sum()
+}
+
 /// The element stride of GEMM index `idx` along `d` in `op`'s tensor when the address is that
 /// stride times the index (0 for a dimension of length 1), or why not.
 pub(super) fn linear_stride(p: &ConvProblem, gemm: &Gemm, op: &Operand, d: Dim) -> Result<i64, String> {
-    let strides = p.strides(op.tensor);
     let axes = &gemm.dims[d as usize].axes;
-    let weight = |pos: usize| -> i64 {
-        (0..5)
-            .map(|t| {
-                op.coords[t]
-                    .terms
-                    .iter()
-                    .filter(|(r, _)| r.dim == d && r.pos == pos)
-                    .map(|(_, c)| c * strides[t] as i64)
-                    .sum::<i64>()
-            })
-            .sum()
-    };
+    let weight = |pos: usize| axis_weight(p, op, d, pos);
     let mut stride: Option<i64> = None;
     let mut span = 1i64;
     for pos in (0..axes.len()).rev() {
