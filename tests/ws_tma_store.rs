@@ -189,3 +189,25 @@ fn a_missing_read_wait_or_proxy_fence_is_caught() {
     let m = broken(StoreFault::NoProxyFence, &c, &p);
     assert!(m.iter().any(|m| m.contains("fence.proxy.async")), "{m:#?}");
 }
+
+/// The production shapes the GPU runs: 256 × 96 and 256 × 128 tiles of two 128-row consumer
+/// warpgroups, three or four stages (fwd 1×1 with ragged pixels, and seed 003's row wrap).
+#[test]
+fn production_tiles() {
+    let big = with(&cfg(EP), |c| {
+        c.block_m = 256;
+        c.block_n = 96;
+        c.warp_m = 128;
+        c.warp_n = 96;
+        c.stages = 4;
+    });
+    let p = problem("convbfp16 -n 2 -c 128 -H 7 -W 7 -k 512 -y 1 -x 1 -F 1 --layout NHWC");
+    assert_eq!(run(&p, &big, 2), 1);
+    let wide = with(&big, |c| {
+        c.block_n = 128;
+        c.warp_n = 128;
+        c.stages = 3;
+    });
+    let p = problem("convbfp16 -n 2 -c 256 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
+    assert_eq!(run(&p, &wide, 2), 1);
+}
