@@ -211,3 +211,52 @@ fn production_tiles() {
     let p = problem("convbfp16 -n 2 -c 256 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
     assert_eq!(run(&p, &wide, 2), 1);
 }
+
+/// Legality and the planner agree on `ep` over the Hopper space: each legal `ld=ws|wspp`,
+/// `pk=1` config with `ep=tma` either plans (with no more shared memory than the arch has)
+/// or both refuse it; seed 003 (wrapped rows) and a padded 3×3 forward.
+#[test]
+fn legality_and_the_planner_agree_on_ep_over_the_hopper_space() {
+    use convtune::config::Grid;
+    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search-spaces/nvidia-hopper.toml"
+    )))
+    .unwrap();
+    let h200 = Target::of(Arch::SM_90);
+    let (mut planned, mut refused) = (0, 0);
+    for line in [
+        "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+        "convbfp16 -n 16 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+    ] {
+        let p = problem(line);
+        let l = lower(&p);
+        let e = convtune::space::enumerate_legal(&p, &Arch::SM_90, &space);
+        let ws = e.legal.iter().filter(|c| {
+            c.ld.warp_specialised()
+                && c.persistent == Grid::Persistent
+                && c.epilogue == Epilogue::Reg
+        });
+        for c in ws {
+            let c = with(c, |c| c.epilogue = Epilogue::Tma);
+            let legal = legality::check(&l, &c, &Arch::SM_90);
+            match convtune::codegen::launches(&l, &c, h200) {
+                Ok((kernels, _)) => {
+                    assert!(legal.is_ok(), "{p} {c}: planned, but {legal:?}");
+                    for k in kernels {
+                        assert!(k.shared_bytes <= Arch::SM_90.smem_per_block, "{p} {c}");
+                    }
+                    planned += 1;
+                }
+                Err(err) => {
+                    assert!(legal.is_err(), "{p} {c}: legal, but {err}");
+                    refused += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        planned > 50 && refused > 50,
+        "{planned} planned, {refused} refused"
+    );
+}

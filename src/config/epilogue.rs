@@ -6,7 +6,7 @@
 //! here (shared by legality and the planner); what the problem must allow (C a tiled tensor
 //! map) is [`crate::lowering::tma::store_tile`]'s.
 
-use super::{Grid, LoadPath, PerfConfig, Reduction};
+use super::{ClusterShape, Grid, LoadPath, PerfConfig, Reduction};
 use serde::{Deserialize, Serialize};
 
 /// The epilogue's store path.
@@ -72,6 +72,13 @@ impl PerfConfig {
                  fix-up's partials"
                     .into(),
             );
+        }
+        if self.cluster != ClusterShape::One {
+            // Not yet run on the emulator with a peer block multicasting into the ring.
+            return Some(format!(
+                "ep=tma is not built with thread-block clusters yet (cl={})",
+                self.cluster.name()
+            ));
         }
         debug_assert!(self.ld != LoadPath::Cp);
         None

@@ -150,6 +150,7 @@ mod tests {
             persistent: crate::config::Grid::PerTile,
             xf: crate::config::Transform::None,
             cluster: crate::config::ClusterShape::One,
+            epilogue: crate::config::Epilogue::Reg,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
