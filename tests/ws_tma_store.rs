@@ -95,8 +95,7 @@ fn ragged_tiles_are_clipped_by_the_store() {
 /// fwd 3×3 padded: B through the im2col map, three stages, two consumer warpgroups.
 #[test]
 fn fwd_3x3_im2col_and_two_consumer_warpgroups() {
-    let p =
-        problem("convbfp16 -n 2 -c 64 -H 6 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
+    let p = problem("convbfp16 -n 2 -c 64 -H 6 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC");
     let c = with(&cfg(EP), |c| {
         c.block_m = 128;
         c.stages = 3;
@@ -113,7 +112,8 @@ fn strided_bwd_data_wraps_rows_past_the_image() {
     assert_eq!(run(&p, &cfg(EP), 2), 1);
     // Seed 003's own row length (257 columns, 256 in the image) with 128-line tiles: two
     // stores per box.
-    let p = problem("convbfp16 -n 2 -c 64 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
+    let p =
+        problem("convbfp16 -n 2 -c 64 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
     let c = with(&cfg(EP), |c| c.block_n = 128);
     assert_eq!(run(&p, &c, 3), 1);
 }
@@ -170,7 +170,12 @@ fn refusals_name_their_reason() {
 fn broken(fault: StoreFault, c: &PerfConfig, p: &ConvProblem) -> Vec<String> {
     let mut t = data(p, 3);
     let r = with_store_fault(fault, || {
-        emu::emulate_conv(&lower(p), c, Target::of(Arch::SM_90.with_compute_units(1)), &mut t)
+        emu::emulate_conv(
+            &lower(p),
+            c,
+            Target::of(Arch::SM_90.with_compute_units(1)),
+            &mut t,
+        )
     })
     .unwrap();
     assert!(r.violations > 0, "{fault:?}: not caught");
@@ -208,7 +213,8 @@ fn production_tiles() {
         c.warp_n = 128;
         c.stages = 3;
     });
-    let p = problem("convbfp16 -n 2 -c 256 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
+    let p =
+        problem("convbfp16 -n 2 -c 256 -H 1 -W 512 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
     assert_eq!(run(&p, &wide, 2), 1);
 }
 

@@ -100,7 +100,12 @@ pub(crate) fn epilogue_tma<'ctx>(
         );
         // The 128-byte swizzle: 16-byte chunk c of line r at c ^ r % 8.
         let off = kb.xor(plain, kb.mulc(kb.uremc(line, 8), 16));
-        kb.store(Mem::Shared, kb.gep(kb.ctx.i8_type().into(), base, off), kb.narrow(v, dt), dt.bytes());
+        kb.store(
+            Mem::Shared,
+            kb.gep(kb.ctx.i8_type().into(), base, off),
+            kb.narrow(v, dt),
+            dt.bytes(),
+        );
     }
     if fault() != StoreFault::NoProxyFence {
         kb.fence_proxy_async();

@@ -96,14 +96,15 @@ pub(crate) fn write_unit<'ctx>(
     let tile = &unit.tile;
     let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
     // `None`: the accumulators themselves, read where the epilogue always read them.
-    let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| {
-        match (&plan.tma_store, plan.c_stage) {
-            (Some(st), _) => {
-                super::epilogue_tma::epilogue_tma(kb, plan, math, vals, st, tid, g, m0, n0)
-            }
-            (None, Some(st)) => epilogue_staged(kb, plan, math, vals, &st, tid, g, m0, n0),
-            (None, None) => epilogue(kb, plan, math, vals, g, m0, n0),
+    let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match (
+        &plan.tma_store,
+        plan.c_stage,
+    ) {
+        (Some(st), _) => {
+            super::epilogue_tma::epilogue_tma(kb, plan, math, vals, st, tid, g, m0, n0)
         }
+        (None, Some(st)) => epilogue_staged(kb, plan, math, vals, &st, tid, g, m0, n0),
+        (None, None) => epilogue(kb, plan, math, vals, g, m0, n0),
     };
     let fixup = |kb: &Kb<'_, 'ctx>, share: &Share<'ctx>| {
         let fx = plan

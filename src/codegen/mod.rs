@@ -67,9 +67,9 @@ pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,
 };
 pub use cache::{CodegenCache, CACHE_ENV};
-pub use error::CodegenError;
 #[doc(hidden)]
 pub use epilogue_tma::{with_store_fault, StoreFault};
+pub use error::CodegenError;
 #[doc(hidden)]
 pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};

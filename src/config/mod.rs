@@ -7,15 +7,15 @@
 //! declaration through [`Field`].
 
 mod cluster;
-mod epilogue;
 mod depthwise;
+mod epilogue;
 mod fields;
 pub mod fixup;
 mod text;
 
 pub use cluster::ClusterShape;
-pub use epilogue::{stage_align, Epilogue, TMA_STAGE_ALIGN};
 pub use depthwise::DwTile;
+pub use epilogue::{stage_align, Epilogue, TMA_STAGE_ALIGN};
 pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
 
 pub use text::ConfigParseError;

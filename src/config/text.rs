@@ -241,9 +241,15 @@ mod tests {
             "{es}"
         );
         assert_eq!(es.parse::<PerfConfig>().unwrap(), e);
-        assert_eq!(qs.parse::<PerfConfig>().unwrap().epilogue, crate::config::Epilogue::Reg);
+        assert_eq!(
+            qs.parse::<PerfConfig>().unwrap().epilogue,
+            crate::config::Epilogue::Reg
+        );
         assert!(!qs.contains("ep="), "{qs}");
-        assert!(es.replace("ep=tma", "ep=smem").parse::<PerfConfig>().is_err());
+        assert!(es
+            .replace("ep=tma", "ep=smem")
+            .parse::<PerfConfig>()
+            .is_err());
         assert!(xs
             .replace(",pk=0,xf=nhwc_out", ",xf=nhwc_out,pk=0")
             .parse::<PerfConfig>()

@@ -82,7 +82,12 @@ pub(super) fn axis_weight(p: &ConvProblem, op: &Operand, d: Dim, pos: usize) -> 
 
 /// The element stride of GEMM index `idx` along `d` in `op`'s tensor when the address is that
 /// stride times the index (0 for a dimension of length 1), or why not.
-pub(super) fn linear_stride(p: &ConvProblem, gemm: &Gemm, op: &Operand, d: Dim) -> Result<i64, String> {
+pub(super) fn linear_stride(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    op: &Operand,
+    d: Dim,
+) -> Result<i64, String> {
     let axes = &gemm.dims[d as usize].axes;
     let weight = |pos: usize| axis_weight(p, op, d, pos);
     let mut stride: Option<i64> = None;

@@ -189,9 +189,7 @@ pub fn store_tile(
     } else if unit(Dim::N) {
         true
     } else {
-        return Err(format!(
-            "neither M nor N is a contiguous run of {name}"
-        ));
+        return Err(format!("neither M nor N is a contiguous run of {name}"));
     };
     let (inner_dim, outer_dim, line, lines) = if along_n {
         (Dim::N, Dim::M, block_n, block_m)
@@ -206,13 +204,18 @@ pub fn store_tile(
         None
     };
     let byte_strides: Vec<u64> = outer.iter().chain(&sg).map(|&s| s as u64 * eb).collect();
-    if let Some(s) = byte_strides.iter().find(|s| !s.is_multiple_of(GLOBAL_ALIGN)) {
+    if let Some(s) = byte_strides
+        .iter()
+        .find(|s| !s.is_multiple_of(GLOBAL_ALIGN))
+    {
         return Err(format!(
             "a stride of {name} is {s} bytes, not a multiple of {GLOBAL_ALIGN}"
         ));
     }
     let strides = p.strides(op.tensor);
-    let offset: i64 = (0..5).map(|t| op.coords[t].offset * strides[t] as i64).sum();
+    let offset: i64 = (0..5)
+        .map(|t| op.coords[t].offset * strides[t] as i64)
+        .sum();
     let offset = offset as u64 * eb;
     if !offset.is_multiple_of(GLOBAL_ALIGN) {
         return Err(format!(

@@ -86,7 +86,10 @@ pub(super) fn shared_store(t: &Thread, off: usize, bytes: usize) {
     if let Some((lo, hi)) = st.unfenced.get(t.tid as usize) {
         // Only this thread writes its own entry.
         lo.store(lo.load(Ordering::Relaxed).min(off), Ordering::Relaxed);
-        hi.store(hi.load(Ordering::Relaxed).max(off + bytes), Ordering::Release);
+        hi.store(
+            hi.load(Ordering::Relaxed).max(off + bytes),
+            Ordering::Release,
+        );
     }
 }
 

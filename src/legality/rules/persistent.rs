@@ -48,7 +48,9 @@ impl Checker {
         let limit = u64::from(self.arch.smem_per_block);
         // `wspp`: one region per consumer warpgroup.
         let regions = u64::from(cfg.tiles_per_block());
-        if verdict + regions * persistent_region_bytes(pipeline, line, stage_align(Epilogue::Reg)) > limit {
+        if verdict + regions * persistent_region_bytes(pipeline, line, stage_align(Epilogue::Reg))
+            > limit
+        {
             return why(format!(
                 "the epilogue's own shared-memory region{} (at byte {c_at}, after the \
                  {pipeline}-byte pipeline{}) exceeds the {limit} bytes a block may use",

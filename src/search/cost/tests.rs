@@ -389,6 +389,16 @@ fn a_tma_store_epilogue_overlaps_the_next_unit() {
     let l = lowered("convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 1 -x 1 -F 1 --layout NHWC");
     let c = cfg(128, 128, 64, 64, 128, 1);
     let [reg, tma] = [Reg, Tma].map(|ep| estimate(&l, &ws(c, ep), &a));
-    assert!(tma.time_us < reg.time_us, "{} vs {}", tma.time_us, reg.time_us);
-    assert!(tma.time_us > 0.7 * reg.time_us, "{} vs {}", tma.time_us, reg.time_us);
+    assert!(
+        tma.time_us < reg.time_us,
+        "{} vs {}",
+        tma.time_us,
+        reg.time_us
+    );
+    assert!(
+        tma.time_us > 0.7 * reg.time_us,
+        "{} vs {}",
+        tma.time_us,
+        reg.time_us
+    );
 }
