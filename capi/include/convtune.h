@@ -144,6 +144,13 @@ typedef enum convtune_cluster {
     CONVTUNE_CLUSTER_PAIR_N = 2  /* cl=2n: two blocks on neighbouring N tiles, A multicast */
 } convtune_cluster;
 
+/* How the persistent warp-specialised consumers store C (ld=ws|wspp, pk=1). ep=tma adds one
+ * tensor-map parameter per GEMM (C's store map, after the A/B maps; the manifest lists it). */
+typedef enum convtune_epilogue {
+    CONVTUNE_EPILOGUE_REG = 0, /* ep=reg: stores from registers */
+    CONVTUNE_EPILOGUE_TMA = 1  /* ep=tma: a swizzled shared-memory tile stored by TMA */
+} convtune_epilogue;
+
 /* Where the config came from. */
 typedef enum convtune_source {
     CONVTUNE_SOURCE_EXACT = 0,    /* a database entry tuned for exactly this problem */
@@ -160,10 +167,10 @@ typedef enum convtune_source {
  * at a character boundary. */
 typedef struct convtune_config {
     /* The tuning parameters, in the order of the config string (bm bn bk wm wn st va vb vc lds
-     * sk rs mma red ld pk xf cl) and named as in search-space files: block tile, warp tile,
+     * sk rs mma red ld pk xf cl ep) and named as in search-space files: block tile, warp tile,
      * pipeline stages, vector widths of A/B/C, LDS layout, split-K factor, block rasterisation
      * group, matrix instruction path, split-K reduction, load path, persistent grid, layout
-     * transform, thread-block cluster. */
+     * transform, thread-block cluster, epilogue store path. */
     uint32_t block_m, block_n, block_k;
     uint32_t warp_m, warp_n;
     uint32_t stages;
@@ -177,6 +184,7 @@ typedef struct convtune_config {
     int32_t persistent; /* convtune_persistent */
     int32_t xf;  /* convtune_xf */
     int32_t cluster; /* convtune_cluster */
+    int32_t epilogue; /* convtune_epilogue */
     /* End of the tuning parameters. */
     int32_t source; /* convtune_source */
     /* For CONVTUNE_SOURCE_NEAREST: the distance to the tuned problem; 0 otherwise. */

@@ -32,6 +32,7 @@ fn set_field(out: &mut ConfigC, f: Field, code: u32) {
         Field::Persistent => out.persistent = named,
         Field::Xf => out.xf = named,
         Field::Cluster => out.cluster = named,
+        Field::Ep => out.epilogue = named,
     }
 }
 
@@ -57,6 +58,7 @@ fn field(c: &ConfigC, f: Field) -> Option<u32> {
         Field::Persistent => named(c.persistent),
         Field::Xf => named(c.xf),
         Field::Cluster => named(c.cluster),
+        Field::Ep => named(c.epilogue),
     }
 }
 

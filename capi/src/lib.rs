@@ -104,6 +104,8 @@ pub struct ConfigC {
     pub xf: i32,
     /// `convtune_cluster`.
     pub cluster: i32,
+    /// `convtune_epilogue`.
+    pub epilogue: i32,
     /// `convtune_source`.
     pub source: i32,
     /// Distance to the tuned problem for a nearest hit.

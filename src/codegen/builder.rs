@@ -440,6 +440,27 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
         unit.load_tile(&self.ir, dst, map, coords, bar, None)
     }
+    /// TMA store of the box at `coords` of tensor map `map` from shared memory at `src`, in
+    /// this thread's open bulk group (see [`BulkTensorCopy::store_tile`]).
+    pub fn tma_store(
+        &self,
+        src: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+    ) {
+        let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
+        unit.store_tile(&self.ir, src, map, coords)
+    }
+    /// `cp.async.bulk.commit_group`.
+    pub fn bulk_commit(&self) {
+        let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
+        unit.commit_bulk(&self.ir)
+    }
+    /// `cp.async.bulk.wait_group[.read] pending` (see [`BulkTensorCopy::wait_bulk`]).
+    pub fn bulk_wait(&self, pending: u32, read: bool) {
+        let unit: &dyn BulkTensorCopy = planned(self.spec.bulk_tensor_copy(), "TMA");
+        unit.wait_bulk(&self.ir, pending, read)
+    }
     /// [`Self::tma_load`] into the blocks of the cluster in `mask` ([`Self::tma_load_im2col`]
     /// when `offsets` is some): the box lands at `dst`'s offset and completes on `bar`'s
     /// offset in each.

@@ -82,8 +82,8 @@ fn emit_ws_body<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, fault: bool) {
 }
 
 /// Writes the finished accumulators of `unit`: through the split-K fix-up where it has one
-/// (a split-K slice, a stream-K unit covering part of its tile), then the staged or the
-/// direct epilogue. `plan` and `tid` are those of the warpgroups that computed them: a
+/// (a split-K slice, a stream-K unit covering part of its tile), then the TMA-store
+/// (`ep=tma`), the staged or the direct epilogue. `plan` and `tid` are those of the warpgroups that computed them: a
 /// ping-pong consumer's ([`super::ws_pingpong`]) has its own epilogue region in `plan.smem`
 /// and its threads counted from 0.
 pub(crate) fn write_unit<'ctx>(
@@ -96,9 +96,15 @@ pub(crate) fn write_unit<'ctx>(
     let tile = &unit.tile;
     let (g, m0, n0) = (tile.g, tile.m0, tile.n0);
     // `None`: the accumulators themselves, read where the epilogue always read them.
-    let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match plan.c_stage {
-        Some(st) => epilogue_staged(kb, plan, math, vals, &st, tid, g, m0, n0),
-        None => epilogue(kb, plan, math, vals, g, m0, n0),
+    let write_c = |kb: &Kb<'_, 'ctx>, vals: Option<Vec<FloatValue<'ctx>>>| match (
+        &plan.tma_store,
+        plan.c_stage,
+    ) {
+        (Some(st), _) => {
+            super::epilogue_tma::epilogue_tma(kb, plan, math, vals, st, tid, g, m0, n0)
+        }
+        (None, Some(st)) => epilogue_staged(kb, plan, math, vals, &st, tid, g, m0, n0),
+        (None, None) => epilogue(kb, plan, math, vals, g, m0, n0),
     };
     let fixup = |kb: &Kb<'_, 'ctx>, share: &Share<'ctx>| {
         let fx = plan

@@ -36,6 +36,7 @@ mod cache;
 mod compile;
 mod depthwise;
 pub mod emu;
+mod epilogue_tma;
 mod error;
 mod fixup;
 mod gemm;
@@ -67,6 +68,8 @@ pub use amd_meta::{
     read as read_code_object, unified_vgprs, AmdKernelArg, AmdKernelResources, AmdResources,
 };
 pub use cache::{CodegenCache, CACHE_ENV};
+#[doc(hidden)]
+pub use epilogue_tma::{with_store_fault, StoreFault};
 pub use error::CodegenError;
 #[doc(hidden)]
 pub use phased::{with_phased_fault, PhasedFault};

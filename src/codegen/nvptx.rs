@@ -574,6 +574,36 @@ impl BulkTensorCopy for Nvptx {
             .add_global_metadata("nvvm.annotations", &node)
             .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
     }
+    fn store_tile<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        src: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+    ) {
+        let n = coords.len();
+        let list: Vec<String> = (0..n).map(|i| format!("${}", i + 1)).collect();
+        let text = format!(
+            "cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [$0, {{{}}}], [${}];",
+            list.join(", "),
+            n + 1
+        );
+        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
+        let mut args = vec![m];
+        args.extend_from_slice(coords);
+        args.push(Self::shared32(ir, src));
+        let mut cons = vec!["l"];
+        cons.extend(std::iter::repeat_n("r", n));
+        cons.push("r");
+        Self::asm_in(ir, &text, &cons, &args);
+    }
+    fn commit_bulk(&self, ir: &Ir) {
+        Self::asm_stmt(ir, "cp.async.bulk.commit_group;");
+    }
+    fn wait_bulk(&self, ir: &Ir, pending: u32, read: bool) {
+        let r = if read { ".read" } else { "" };
+        Self::asm_stmt(ir, &format!("cp.async.bulk.wait_group{r} {pending};"));
+    }
     fn load_tile<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,

@@ -242,7 +242,7 @@ impl<'l> PhasedPlan<'l> {
                 first_block: next as u32,
             };
             plan.first_map = maps;
-            maps += plan.tma.iter().flatten().count();
+            maps += plan.maps();
             next += PhaseScheduler.units(plan);
         }
         let walk = PersistentGrid::new(
@@ -478,7 +478,7 @@ mod tests {
             assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });
             assert_eq!(g.first_map, maps);
             assert_eq!(g.smem.region, plan.phases[0].smem.region);
-            maps += g.tma.iter().flatten().count();
+            maps += g.maps();
             next += g.tiles_m * g.tiles_n;
         }
         assert!(maps > 0);

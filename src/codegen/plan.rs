@@ -12,6 +12,7 @@ use crate::arch::ws::WsBlock;
 use crate::config::fixup::Fixup;
 use crate::config::{Field, Grid, LdsLayout, PerfConfig, PersistentGrid, Reduction};
 use crate::lowering::tma::{tma_operands, TmaTile};
+use crate::lowering::tma_store::{store_tile, StoreTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
 
@@ -146,6 +147,9 @@ pub(crate) struct GemmPlan<'l> {
     pub c_stage: Option<CStage>,
     /// The TMA loads of A and B (`ld=tma`); `None`: that operand uses `cp.async`.
     pub tma: [Option<TmaTile>; 2],
+    /// The TMA store of C (`ep=tma`): staged in `smem.c_at`'s swizzled boxes, stored by one
+    /// elected consumer thread ([`super::epilogue_tma`]).
+    pub tma_store: Option<StoreTile>,
     /// The in-kernel split-K reduction (`red=fixup`); its workspace offset is set when the
     /// launch's plans are known ([`super::compile`]).
     pub fixup: Option<Fixup>,
@@ -164,7 +168,7 @@ impl GemmPlan<'_> {
     }
 
     /// The kernel's parameters: the convolution's, then one tensor map per TMA operand (A's
-    /// first).
+    /// first), then C's store map (`ep=tma`).
     pub fn args(&self) -> Vec<KernelArg> {
         let mut args = CONV_ARGS.to_vec();
         for (t, op) in self.tma.iter().zip([&self.gemm.a, &self.gemm.b]) {
@@ -175,7 +179,23 @@ impl GemmPlan<'_> {
                 });
             }
         }
+        if let Some(st) = &self.tma_store {
+            args.push(KernelArg {
+                role: ArgRole::of(self.gemm.c.tensor),
+                kind: ArgKind::TensorMap(st.map),
+            });
+        }
         args
+    }
+
+    /// Tensor-map parameters of this plan ([`Self::args`] past the convolution's).
+    pub fn maps(&self) -> usize {
+        self.tma.iter().flatten().count() + usize::from(self.tma_store.is_some())
+    }
+
+    /// The kernel's tensor-map parameter of C's store map (counted over the kernel's maps).
+    pub fn store_map(&self) -> usize {
+        self.first_map + self.tma.iter().flatten().count()
     }
 }
 
@@ -354,8 +374,23 @@ impl<'l> GemmPlan<'l> {
         // pk=1: the producer refills stages while the consumers run the epilogue, so the
         // epilogue's shared memory (the fix-up's verdict words, the staged C tile) is a region
         // of its own after the barriers ([`persistent_epilogue`]).
-        let epilogue = persistent.then(|| persistent_epilogue(pipeline_end));
-        let c_stage = if c.vec_c > 1 && atomic.is_none() {
+        let align = crate::config::stage_align(c.epilogue);
+        let epilogue = persistent.then(|| persistent_epilogue(pipeline_end, align));
+        let tma_store = match c.epilogue {
+            crate::config::Epilogue::Reg => None,
+            crate::config::Epilogue::Tma => {
+                if let Some(why) = c.epilogue_refusal() {
+                    return Err(fail(why));
+                }
+                if spec.bulk_tensor_copy().is_none() {
+                    return Err(fail(format!("ep=tma: {} has no TMA", spec.target())));
+                }
+                let st = store_tile(p, gemm, c.block_m, c.block_n)
+                    .map_err(|r| fail(format!("ep=tma: {r}")))?;
+                Some(st)
+            }
+        };
+        let c_stage = if c.vec_c > 1 && atomic.is_none() && tma_store.is_none() {
             let budget = match epilogue {
                 None => smem_bytes,
                 Some(at) => crate::config::persistent_c_budget(
@@ -433,8 +468,11 @@ impl<'l> GemmPlan<'l> {
         let barriers = tma_used.then_some(barriers_at as u32);
         // Bytes from one consumer's epilogue region to the next (`wspp`).
         let region = epilogue.map_or(0, |_| {
-            let staged = c_stage.map_or(0, |st| st.lines_per_pass * st.stride * bytes);
-            crate::config::persistent_region_bytes(pipeline_end, staged as u64) as u32
+            let staged = match tma_store {
+                Some(st) => st.stage_bytes(),
+                None => c_stage.map_or(0, |st| u64::from(st.lines_per_pass * st.stride * bytes)),
+            };
+            crate::config::persistent_region_bytes(pipeline_end, staged, align) as u32
         });
         let bytes = match epilogue {
             Some(e) => e.verdict_at + regions * region,
@@ -549,6 +587,7 @@ impl<'l> GemmPlan<'l> {
             c_stage,
             fixup,
             tma,
+            tma_store,
             ws,
             first_map: 0,
         })
@@ -565,10 +604,10 @@ struct EpilogueRegion {
 }
 
 /// The epilogue region of a persistent kernel whose pipeline (stages and mbarriers) ends at
-/// byte `pipeline_end`: the one layout of it, which legality's `pk` rule repeats in bytes
+/// byte `pipeline_end`, its C tile aligned to `align`: the one layout of it, which legality's `pk` rule repeats in bytes
 /// ([`crate::config::persistent_epilogue_at`]).
-fn persistent_epilogue(pipeline_end: u64) -> EpilogueRegion {
-    let (verdict_at, c_at) = crate::config::persistent_epilogue_at(pipeline_end);
+fn persistent_epilogue(pipeline_end: u64, align: u64) -> EpilogueRegion {
+    let (verdict_at, c_at) = crate::config::persistent_epilogue_at(pipeline_end, align);
     EpilogueRegion {
         verdict_at: verdict_at as u32,
         c_at: c_at as u32,

@@ -368,6 +368,23 @@ pub(crate) trait BulkTensorCopy: Sync {
         bar: PointerValue<'ctx>,
         multicast: Option<u16>,
     );
+    /// Stores the box at `coords` of the tiled tensor map `map` from shared memory at `src`
+    /// (`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`), clipped to the map's dims,
+    /// in this thread's open bulk group. `src` may be reused only after
+    /// [`Self::wait_bulk`] with `read` covered the group.
+    fn store_tile<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        src: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+    );
+    /// `cp.async.bulk.commit_group`: closes this thread's open bulk group.
+    fn commit_bulk(&self, ir: &Ir);
+    /// `cp.async.bulk.wait_group[.read] pending`: waits until at most `pending` of this
+    /// thread's bulk groups are in flight; with `read` only until their shared-memory
+    /// sources were read (the buffer may be rewritten), else until their writes are done.
+    fn wait_bulk(&self, ir: &Ir, pending: u32, read: bool);
 }
 
 /// Declares (once per module) the dynamic shared-memory array `[0 x i8]` in `space`.

@@ -502,6 +502,7 @@ pub(crate) fn emit<'ctx>(
                     consume(kb, &math, lane0, unit.lo, unit.hi, Some(step.base), &none);
                     write(kb, plan, &math, unit, tid);
                 });
+                super::epilogue_tma::drain(kb, plan, tid);
             }
         }
         kb.set_barrier_scope(None);

@@ -147,6 +147,7 @@ pub(super) fn emit<'ctx>(
                     write(kb, &mine, &math, u, ltid);
                 });
             });
+            super::epilogue_tma::drain(kb, plan, ltid);
             kb.set_barrier_scope(None);
         });
     }

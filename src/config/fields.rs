@@ -4,7 +4,7 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{ClusterShape, Grid, LdsLayout, LoadPath, MmaPath, Reduction, Transform};
+use super::{ClusterShape, Epilogue, Grid, LdsLayout, LoadPath, MmaPath, Reduction, Transform};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -68,6 +68,7 @@ named_field_value!(LoadPath);
 named_field_value!(Grid);
 named_field_value!(Transform);
 named_field_value!(ClusterShape);
+named_field_value!(Epilogue);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -266,7 +267,7 @@ perf_config_fields! {
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
     /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`, `v4:` `pk` and
-    /// `xf`, `v5:` `cl`. A config prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
+    /// `xf`, `v5:` `cl`, `v6:` `ep`. A config prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
     /// databases and new ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub struct PerfConfig {
@@ -330,6 +331,10 @@ perf_config_fields! {
         /// N, the shared operand multicast; `ld=ws` with `pk=1` only).
         #[field(key = "cl", variant = Cluster, level = 7, since = 5, default = ClusterShape::One)]
         pub cluster: ClusterShape,
+        /// How the persistent warp-specialised consumers store C (`reg`: from registers;
+        /// `tma`: a swizzled shared-memory tile stored by TMA while they go on multiplying).
+        #[field(key = "ep", variant = Ep, level = 7, since = 6, default = Epilogue::Reg)]
+        pub epilogue: Epilogue,
     }
 }
 
@@ -349,7 +354,7 @@ impl Field {
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
     /// declaration order within a level (bm, bn, wm, wn, mma, xf, bk, st, lds, ld, sk, red, rs,
-    /// va, vb, vc, pk, cl).
+    /// va, vb, vc, pk, cl, ep).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -394,7 +399,7 @@ mod tests {
             keys,
             [
                 "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
-                "red", "ld", "pk", "xf", "cl"
+                "red", "ld", "pk", "xf", "cl", "ep"
             ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
@@ -402,7 +407,7 @@ mod tests {
             order,
             [
                 "bm", "bn", "wm", "wn", "mma", "xf", "bk", "st", "lds", "ld", "sk", "red", "rs",
-                "va", "vb", "vc", "pk", "cl"
+                "va", "vb", "vc", "pk", "cl", "ep"
             ]
         );
         assert_eq!(Field::LEVELS, 8);

@@ -8,12 +8,14 @@
 
 mod cluster;
 mod depthwise;
+mod epilogue;
 mod fields;
 pub mod fixup;
 mod text;
 
 pub use cluster::ClusterShape;
 pub use depthwise::DwTile;
+pub use epilogue::{stage_align, Epilogue, TMA_STAGE_ALIGN};
 pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
 
 pub use text::ConfigParseError;
@@ -478,25 +480,26 @@ impl PersistentGrid {
 
 /// Where a persistent kernel's epilogue region starts in shared memory, given the byte where
 /// its pipeline (stages and mbarriers) ends: `(verdict words, staged C tile)`. The fix-up's
-/// two verdict words (8 bytes, 8-aligned) first, then the C tile 16-byte aligned. Shared by
-/// the planner and legality's `pk` rule.
-pub fn persistent_epilogue_at(pipeline_end: u64) -> (u64, u64) {
+/// two verdict words (8 bytes, 8-aligned) first, then the C tile aligned to `align` (16 for
+/// the vector stores of `ep=reg`, [`TMA_STAGE_ALIGN`] for the swizzled boxes of `ep=tma`:
+/// [`stage_align`]). Shared by the planner and legality's `pk` rule.
+pub fn persistent_epilogue_at(pipeline_end: u64, align: u64) -> (u64, u64) {
     let verdict = pipeline_end.next_multiple_of(8);
-    (verdict, (verdict + 8).next_multiple_of(16))
+    (verdict, (verdict + 8).next_multiple_of(align))
 }
 
-/// Bytes of one persistent epilogue region (verdict words, then `staged` bytes of C) of a
-/// pipeline ending at `pipeline_end`, rounded to 16 so that a second region (`ld=wspp`, one
-/// per consumer warpgroup) repeats the first's alignment.
-pub fn persistent_region_bytes(pipeline_end: u64, staged: u64) -> u64 {
-    let (verdict, c_at) = persistent_epilogue_at(pipeline_end);
-    (c_at - verdict + staged).next_multiple_of(16)
+/// Bytes of one persistent epilogue region (verdict words, then `staged` bytes of C aligned
+/// to `align`) of a pipeline ending at `pipeline_end`, rounded to `align` so that a second
+/// region (`ld=wspp`, one per consumer warpgroup) repeats the first's alignment.
+pub fn persistent_region_bytes(pipeline_end: u64, staged: u64, align: u64) -> u64 {
+    let (verdict, c_at) = persistent_epilogue_at(pipeline_end, align);
+    (c_at - verdict + staged).next_multiple_of(align)
 }
 
 /// The bytes each of `regions` persistent epilogue regions may take below `limit` (the
 /// block's shared memory) after a pipeline ending at `pipeline_end`.
 pub fn persistent_c_budget(pipeline_end: u64, limit: u64, regions: u32) -> u64 {
-    let (verdict, _) = persistent_epilogue_at(pipeline_end);
+    let (verdict, _) = persistent_epilogue_at(pipeline_end, 16);
     let left = limit.saturating_sub(verdict);
     match regions {
         0 | 1 => left,

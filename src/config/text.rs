@@ -10,7 +10,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v5:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v6:'")]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -150,6 +150,7 @@ mod tests {
             persistent: crate::config::Grid::PerTile,
             xf: crate::config::Transform::None,
             cluster: crate::config::ClusterShape::One,
+            epilogue: crate::config::Epilogue::Reg,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -188,7 +189,7 @@ mod tests {
             w
         );
         assert!(matches!(
-            "v6:bm=1".parse::<PerfConfig>(),
+            "v7:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         // v4 appends xf; a config without a transform keeps printing as before.
@@ -229,6 +230,26 @@ mod tests {
             p
         );
         assert!(qs.replace("cl=2m", "cl=3").parse::<PerfConfig>().is_err());
+        // v6 appends ep; every older string is ep=reg.
+        let e = PerfConfig {
+            epilogue: crate::config::Epilogue::Tma,
+            ..p
+        };
+        let es = e.to_string();
+        assert!(
+            es.starts_with("v6:") && es.ends_with(",pk=1,xf=none,cl=1,ep=tma"),
+            "{es}"
+        );
+        assert_eq!(es.parse::<PerfConfig>().unwrap(), e);
+        assert_eq!(
+            qs.parse::<PerfConfig>().unwrap().epilogue,
+            crate::config::Epilogue::Reg
+        );
+        assert!(!qs.contains("ep="), "{qs}");
+        assert!(es
+            .replace("ep=tma", "ep=smem")
+            .parse::<PerfConfig>()
+            .is_err());
         assert!(xs
             .replace(",pk=0,xf=nhwc_out", ",xf=nhwc_out,pk=0")
             .parse::<PerfConfig>()

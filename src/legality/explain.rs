@@ -206,6 +206,12 @@ impl Checker {
                     )
                 }
             },
+            Rule::Epilogue => match cfg.epilogue {
+                crate::config::Epilogue::Reg => "ep=reg: C stored from registers".into(),
+                crate::config::Epilogue::Tma => {
+                    "ep=tma: C staged in a swizzled shared-memory tile, stored by TMA".into()
+                }
+            },
             Rule::Cluster => match cfg.cluster.along() {
                 None => "cl=1: no cluster".into(),
                 Some(d) => format!(

@@ -41,6 +41,8 @@ pub enum RejectReasonKind {
     Transform,
     /// A thread-block cluster (`cl`) that is not built for the config or does not pair.
     Cluster,
+    /// A TMA-store epilogue (`ep=tma`) that is not built for the config or the output.
+    Epilogue,
 }
 
 impl fmt::Display for RejectReasonKind {
@@ -63,6 +65,7 @@ impl fmt::Display for RejectReasonKind {
             RejectReasonKind::Persistent => "persistent",
             RejectReasonKind::Transform => "layout transform",
             RejectReasonKind::Cluster => "cluster",
+            RejectReasonKind::Epilogue => "epilogue",
         })
     }
 }
@@ -203,6 +206,15 @@ pub enum Rejection {
     Cluster {
         /// Why, in words.
         why: String,
+    },
+    /// The TMA-store epilogue (`ep=tma`): on the persistent ws walk, whole tiles, C a tiled
+    /// tensor map, the staging tile within shared memory.
+    #[error("ep (epilogue store path): {why}{}", gemm.map(|g| format!(" (sub-GEMM {g})")).unwrap_or_default())]
+    Epilogue {
+        /// Why, in words.
+        why: String,
+        /// The sub-GEMM, when one is at fault.
+        gemm: Option<u32>,
     },
     /// The depthwise path (`mma=dw`) cannot run this problem or this tile.
     #[error("the depthwise path (mma=dw) cannot run this: {why}")]
@@ -372,6 +384,7 @@ impl Rejection {
             Rejection::Tma { .. } => K::Tma,
             Rejection::Persistent { .. } => K::Persistent,
             Rejection::Cluster { .. } => K::Cluster,
+            Rejection::Epilogue { .. } => K::Epilogue,
             Rejection::Transform { .. } => K::Transform,
             Rejection::VectorBytes { operand, .. }
             | Rejection::VectorNotContiguous { operand, .. }

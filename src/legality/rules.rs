@@ -13,6 +13,7 @@ use crate::problem::{ConvProblem, Direction};
 
 mod cluster;
 mod depthwise;
+mod epilogue;
 mod persistent;
 mod reduction;
 mod resources;
@@ -69,11 +70,14 @@ pub enum Rule {
     /// The thread-block cluster (`cl`): on `ld=ws` with `pk=1`, tiles that pair, a
     /// multicast operand on a tensor map.
     Cluster,
+    /// The epilogue's store path (`ep`): `ep=tma` on the persistent ws walk, C a tiled
+    /// tensor map, the staging tile fits.
+    Epilogue,
 }
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 20] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -93,6 +97,7 @@ impl Rule {
         Rule::VectorC,
         Rule::Persistent,
         Rule::Cluster,
+        Rule::Epilogue,
     ];
 
     /// The parameter of the innermost enumeration loop that the rule reads: enumeration
@@ -113,6 +118,7 @@ impl Rule {
             Rule::VectorC => Field::VecC,
             Rule::Persistent => Field::Persistent,
             Rule::Cluster => Field::Cluster,
+            Rule::Epilogue => Field::Ep,
             // Reads every field, but only ever fails on hand-built configs.
             Rule::NonZero => Field::BlockM,
         }
@@ -145,6 +151,7 @@ impl Rule {
             Rule::Persistent => "persistent grid",
             Rule::Transform => "layout transform",
             Rule::Cluster => "thread-block cluster",
+            Rule::Epilogue => "epilogue store path",
         }
     }
 }
@@ -586,6 +593,7 @@ impl Checker {
             Rule::VectorC => self.vector(cfg, 2),
             Rule::Persistent => self.persistent(cfg),
             Rule::Cluster => self.cluster(cfg),
+            Rule::Epilogue => self.epilogue(cfg),
         }
     }
 

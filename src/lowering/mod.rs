@@ -29,6 +29,7 @@ pub mod im2col;
 mod launch;
 pub mod relayout;
 pub mod tma;
+pub mod tma_store;
 
 pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;

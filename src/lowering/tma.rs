@@ -25,7 +25,7 @@ pub const MAX_BOX: u32 = 256;
 /// Bytes of the swizzle span: the inner box dimension must be exactly this many bytes.
 pub const SWIZZLE_BYTES: u32 = 128;
 /// Alignment of the global address and of every stride (bytes).
-const GLOBAL_ALIGN: u64 = 16;
+pub(super) const GLOBAL_ALIGN: u64 = 16;
 
 /// How one operand's tile is loaded with TMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,23 +65,31 @@ impl TmaTile {
     }
 }
 
+/// Elements of `op`'s tensor from one index of axis `pos` of `d` to the next.
+pub(super) fn axis_weight(p: &ConvProblem, op: &Operand, d: Dim, pos: usize) -> i64 {
+    let strides = p.strides(op.tensor);
+    (0..5)
+        .map(|t| {
+            op.coords[t]
+                .terms
+                .iter()
+                .filter(|(r, _)| r.dim == d && r.pos == pos)
+                .map(|(_, c)| c * strides[t] as i64)
+                .sum::<i64>()
+        })
+        .sum()
+}
+
 /// The element stride of GEMM index `idx` along `d` in `op`'s tensor when the address is that
 /// stride times the index (0 for a dimension of length 1), or why not.
-fn linear_stride(p: &ConvProblem, gemm: &Gemm, op: &Operand, d: Dim) -> Result<i64, String> {
-    let strides = p.strides(op.tensor);
+pub(super) fn linear_stride(
+    p: &ConvProblem,
+    gemm: &Gemm,
+    op: &Operand,
+    d: Dim,
+) -> Result<i64, String> {
     let axes = &gemm.dims[d as usize].axes;
-    let weight = |pos: usize| -> i64 {
-        (0..5)
-            .map(|t| {
-                op.coords[t]
-                    .terms
-                    .iter()
-                    .filter(|(r, _)| r.dim == d && r.pos == pos)
-                    .map(|(_, c)| c * strides[t] as i64)
-                    .sum::<i64>()
-            })
-            .sum()
-    };
+    let weight = |pos: usize| axis_weight(p, op, d, pos);
     let mut stride: Option<i64> = None;
     let mut span = 1i64;
     for pos in (0..axes.len()).rev() {

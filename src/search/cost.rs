@@ -352,8 +352,14 @@ fn estimate_with(
         copy_slots(cp_async, c.block_m, c.block_k, c.vec_a, elem),
         copy_slots(cp_async, c.block_n, c.block_k, c.vec_b, elem),
     ];
-    let epilogue_slots =
-        f64::from(c.block_m) * f64::from(c.block_n) / f64::from(c.vec_c.max(1)) * ASYNC_COPY_SLOTS;
+    // `ep=tma`: one thread issues a store per box, nothing next to the vector stores.
+    let epilogue_slots = match c.epilogue {
+        crate::config::Epilogue::Reg => {
+            f64::from(c.block_m) * f64::from(c.block_n) / f64::from(c.vec_c.max(1))
+                * ASYNC_COPY_SLOTS
+        }
+        crate::config::Epilogue::Tma => 0.0,
+    };
     let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);
 
     let mut total = Estimate {
@@ -568,6 +574,9 @@ const UNIT_OVERHEAD_STEPS: f64 = 2.0;
 /// main loop (where it is no longer than `k` steps), so only the walk's first fill and last
 /// epilogue remain: `(k + O/u) / (k + O)`; where the epilogue outlasts the main loop, the
 /// consumers alternate at the epilogue's pace, `(max(k, O/2) + O/u) / (k + O)`.
+///
+/// With `ep=tma` the epilogue's share of `O` (half of it) shrinks to [`TMA_EPILOGUE_LEFT`]
+/// of itself: the global writes overlap the next unit's main loop.
 fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 {
     if c.persistent != crate::config::Grid::Persistent {
         return 1.0;
@@ -578,11 +587,21 @@ fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 
     let grid = units.min(slots).max(1);
     let per_block = ceil_div(units.max(1), grid) as f64;
     let (k, o) = (k_steps as f64, UNIT_OVERHEAD_STEPS);
+    let epilogue = match c.epilogue {
+        crate::config::Epilogue::Reg => o / 2.0,
+        crate::config::Epilogue::Tma => o / 2.0 * TMA_EPILOGUE_LEFT,
+    };
     if c.ld.ping_pong() {
-        return (k.max(o / 2.0) + o / per_block) / (k + o);
+        return (k.max(epilogue) + o / per_block) / (k + o);
     }
-    (k + o / 2.0 + o / (2.0 * per_block)) / (k + o)
+    (k + epilogue + o / (2.0 * per_block)) / (k + o)
 }
+
+/// The share of a unit's epilogue the consumers still spend with `ep=tma`: converting and
+/// staging the tile in shared memory and two named barriers (the stores from registers to
+/// global memory of `ep=reg` become one thread's TMA stores, written while the next unit
+/// multiplies). An estimate, not yet fitted to measurements.
+const TMA_EPILOGUE_LEFT: f64 = 0.4;
 
 /// C's traffic (bytes), the launches, and the serial tail (µs) of writing an output of `mn`
 /// elements of `e` bytes, by `c`'s split-K reduction. `red=atomic`: every slice adds f32 into a

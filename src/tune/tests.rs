@@ -29,6 +29,7 @@ fn configs(n: u32) -> Vec<PerfConfig> {
             persistent: crate::config::Grid::PerTile,
             xf: crate::config::Transform::None,
             cluster: crate::config::ClusterShape::One,
+            epilogue: crate::config::Epilogue::Reg,
         })
         .collect()
 }

@@ -29,6 +29,7 @@ mod runtime;
 pub(crate) mod spec;
 mod sync;
 mod tma;
+mod tma_store;
 mod wgmma;
 
 use super::compile::{self, guarded, Job, Launches};
@@ -225,6 +226,7 @@ fn run(
             .into_iter()
             .chain(wgmma::symbols())
             .chain(tma::symbols())
+            .chain(tma_store::symbols())
             .chain(pipeline::symbols())
             .chain(cluster::symbols())
         {

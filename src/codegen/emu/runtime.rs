@@ -92,6 +92,8 @@ pub(crate) struct Block<'r> {
     pub violations: &'r Mutex<Violations>,
     /// The block's `mbarrier`s and the TMA copies in flight on them.
     pub sync: super::sync::BlockSync,
+    /// The TMA stores in flight and the shared writes not yet fenced for them.
+    pub stores: super::tma_store::StoreState,
 }
 
 // SAFETY: the raw pointers are the block's shared memory and the run's buffers, which outlive
@@ -126,6 +128,7 @@ impl<'r> Block<'r> {
                 .collect(),
             violations,
             sync: super::sync::BlockSync::new(smem_base),
+            stores: super::tma_store::StoreState::new(threads),
         }
     }
 
@@ -182,6 +185,8 @@ pub(crate) struct Thread<'b, 'r> {
     open: RefCell<Vec<Copy>>,
     /// `wgmma` protocol state (see `wgmma.rs`).
     pub(super) wg: RefCell<WgState>,
+    /// Bulk (TMA store) groups (see `tma_store.rs`).
+    pub(super) bulk: RefCell<super::tma_store::BulkGroups>,
     reallocs: RefCell<u32>,
 }
 
@@ -196,6 +201,7 @@ impl<'b, 'r> Thread<'b, 'r> {
             groups: RefCell::new(Vec::new()),
             open: RefCell::new(Vec::new()),
             wg: RefCell::new(Default::default()),
+            bulk: RefCell::new(Default::default()),
             reallocs: RefCell::new(0),
         }
     }
@@ -226,6 +232,7 @@ impl<'b, 'r> Thread<'b, 'r> {
         if let Some((c, _)) = self.cluster {
             c.exit(self);
         }
+        super::tma_store::finish(self);
         self.block.sync.exit();
         if !self.groups.borrow().is_empty() || !self.open.borrow().is_empty() {
             self.record("cp.async copies still pending at kernel exit");
@@ -322,6 +329,9 @@ pub(crate) extern "C" fn emu_guard(
     };
     let aligned = align <= 1 || p.is_multiple_of(align as usize);
     if inside && aligned {
+        if shared && store {
+            super::tma_store::shared_store(t, p - t.block.smem as usize, bytes as usize);
+        }
         return ptr;
     }
     let what = if store { "store" } else { "load" };

@@ -481,6 +481,30 @@ impl Barriers for HostEmu {
 impl BulkTensorCopy for HostEmu {
     /// The host passes a pointer to its own 128-byte map (see `emu/tma.rs`); no attributes.
     fn declare_map_param<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _index: u32) {}
+    fn store_tile<'ctx>(
+        &self,
+        ir: &Ir<'_, 'ctx>,
+        src: PointerValue<'ctx>,
+        map: PointerValue<'ctx>,
+        coords: &[IntValue<'ctx>],
+    ) {
+        let mut args: Vec<BasicValueEnum> =
+            vec![src.into(), map.into(), ir.c(coords.len() as i64).into()];
+        for i in 0..crate::abi::TENSOR_MAP_RANK {
+            args.push(coords.get(i).copied().unwrap_or_else(|| ir.c(0)).into());
+        }
+        Self::rt(ir, "emu_tma_store", None, &args);
+    }
+    fn commit_bulk(&self, ir: &Ir) {
+        Self::rt(ir, "emu_bulk_commit", None, &[]);
+    }
+    fn wait_bulk(&self, ir: &Ir, pending: u32, read: bool) {
+        let args = [
+            ir.c(i64::from(pending)).into(),
+            ir.c(i64::from(read)).into(),
+        ];
+        Self::rt(ir, "emu_bulk_wait", None, &args);
+    }
     fn load_tile<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,

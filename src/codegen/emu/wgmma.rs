@@ -169,8 +169,12 @@ pub(crate) extern "C" fn emu_wgmma_wait(ctx: *const u8, n: u32) {
     t.warp_sync();
 }
 
-/// `fence.proxy.async.shared::cta`: nothing to do on the host (see the module doc).
-pub(crate) extern "C" fn emu_fence_proxy(_ctx: *const u8) {}
+/// `fence.proxy.async.shared::cta`: the host's memory is one proxy, so it only marks this
+/// thread's shared writes as fenced for the TMA-store check (`tma_store.rs`).
+pub(crate) extern "C" fn emu_fence_proxy(ctx: *const u8) {
+    // SAFETY: as above.
+    super::tma_store::proxy_fence(unsafe { thread(ctx) });
+}
 
 #[cfg(test)]
 mod tests {

@@ -68,6 +68,7 @@ impl Checker {
             Rule::Raster => self.dw_ignored(cfg, &[Field::Raster]),
             Rule::Persistent => self.dw_ignored(cfg, &[Field::Persistent]),
             Rule::Cluster => self.dw_ignored(cfg, &[Field::Cluster]),
+            Rule::Epilogue => self.dw_ignored(cfg, &[Field::Ep]),
             Rule::VectorA => {
                 dw(shape.vec_misfit(tile.vec, arch.max_vector_bytes))?;
                 // Whole vectors per block (`misfit` says so first); `vb`, `vc` come later.
@@ -132,6 +133,7 @@ impl Checker {
             Rule::Raster => ignored(&[Field::Raster]),
             Rule::Persistent => ignored(&[Field::Persistent]),
             Rule::Cluster => ignored(&[Field::Cluster]),
+            Rule::Epilogue => ignored(&[Field::Ep]),
             Rule::VectorA => format!(
                 "va = {} channels a thread (widest legal {}), reading {} of the {}",
                 tile.vec,

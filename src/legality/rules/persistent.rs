@@ -9,7 +9,10 @@
 //! must fit below the arch's per-block limit.
 
 use super::Checker;
-use crate::config::{persistent_epilogue_at, persistent_region_bytes, Grid, PerfConfig, Reduction};
+use crate::config::{
+    persistent_epilogue_at, persistent_region_bytes, stage_align, Epilogue, Grid, PerfConfig,
+    Reduction,
+};
 use crate::legality::rejection::Rejection;
 use crate::lowering::Dim;
 
@@ -23,7 +26,7 @@ impl Checker {
             return Ok(());
         }
         let (pipeline, _) = self.lds_bytes(cfg);
-        let (verdict, c_at) = persistent_epilogue_at(pipeline);
+        let (verdict, c_at) = persistent_epilogue_at(pipeline, stage_align(Epilogue::Reg));
         let atomic = cfg.split_k > 1 && cfg.red == Reduction::Atomic;
         let staged = cfg.vec_c > 1 && !atomic;
         // One staged line of C: along C's contiguous dimension, padded by one 16-byte chunk.
@@ -45,7 +48,9 @@ impl Checker {
         let limit = u64::from(self.arch.smem_per_block);
         // `wspp`: one region per consumer warpgroup.
         let regions = u64::from(cfg.tiles_per_block());
-        if verdict + regions * persistent_region_bytes(pipeline, line) > limit {
+        if verdict + regions * persistent_region_bytes(pipeline, line, stage_align(Epilogue::Reg))
+            > limit
+        {
             return why(format!(
                 "the epilogue's own shared-memory region{} (at byte {c_at}, after the \
                  {pipeline}-byte pipeline{}) exceeds the {limit} bytes a block may use",
