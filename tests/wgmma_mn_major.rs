@@ -9,8 +9,8 @@ use convtune::abi::MapSwizzle;
 use convtune::arch::{fit, Arch};
 use convtune::config::PerfConfig;
 use convtune::legality;
-use convtune::lowering::tma::tma_operands;
 use convtune::lowering::lower;
+use convtune::lowering::tma::tma_operands;
 use convtune::problem::{ConvProblem, DType};
 mod common;
 
@@ -122,7 +122,11 @@ fn swizzle_follows_the_tile_size_and_refusals_name_the_atom() {
         ((40, 40), None),
     ];
     for ((rows, extent), want) in cases {
-        assert_eq!(fit::wgmma_mn_swizzle(bf, rows, extent), want, "{rows} {extent}");
+        assert_eq!(
+            fit::wgmma_mn_swizzle(bf, rows, extent),
+            want,
+            "{rows} {extent}"
+        );
     }
     let p = problem("convbfp16 -n 2 -c 96 -H 5 -W 7 -k 64 -y 1 -x 1 -F 4 --layout NHWC");
     let e = legality::check(
@@ -152,7 +156,10 @@ fn tma_boxes_and_maps_carry_the_atom_swizzle() {
         let (a, b) = (a.unwrap(), b.unwrap());
         assert!(!a.kmajor && !b.kmajor);
         assert_eq!(a.map.swizzle, MapSwizzle::Swizzle128B);
-        assert_eq!((b.map.swizzle, b.map.boxes[..2].to_vec()), (sw, vec![atom, 64]));
+        assert_eq!(
+            (b.map.swizzle, b.map.boxes[..2].to_vec()),
+            (sw, vec![atom, 64])
+        );
         assert_eq!(b.copies, bn / atom);
         assert_eq!(b.stage_bytes(), bn * 64 * 2);
         let e = b.map.encode_args();

@@ -256,7 +256,10 @@ mod tests {
         // legal one is whole atoms.
         let wg: Vec<_> = e.legal.iter().filter(|c| c.mma.is_wgmma()).collect();
         for bn in [16, 32] {
-            assert!(wg.iter().any(|c| c.block_n == bn && c.warp_n == bn), "bn {bn}");
+            assert!(
+                wg.iter().any(|c| c.block_n == bn && c.warp_n == bn),
+                "bn {bn}"
+            );
         }
         assert!(wg.iter().all(|c| c.warp_n % 16 == 0 && c.block_n % 16 == 0));
     }
