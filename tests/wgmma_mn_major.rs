@@ -70,7 +70,7 @@ fn bwd_weight_nhwc_small_mn_major_tiles_bit_exact() {
             .iter()
             .enumerate()
             .filter(|(j, _)| (i + j) % 2 == 0)
-            .map(|(_, c)| c.clone())
+            .map(|(_, c)| *c)
             .collect();
         run_all(&p, &picked);
     }

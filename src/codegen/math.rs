@@ -177,7 +177,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
                 32 => 3,
                 s => unreachable!("the planner lays out 32-, 64- or 128-byte lines, not {s}"),
             };
-            ((lbo >> 4) << 16) | ((8 * span(t) >> 4) << 32) | (layout << 62)
+            ((lbo >> 4) << 16) | (((8 * span(t)) >> 4) << 32) | (layout << 62)
         };
         let desc = |t: &SmemTile, addr: IntValue<'ctx>| -> IntValue<'ctx> {
             let a = kb.and(kb.zext(addr, i64t), kb.c64(0x3FFFF));

@@ -215,9 +215,10 @@ mod tests {
         // 64-byte swizzle: 32-row blocks of 64-byte lines; lines 2-3 XOR chunks with 1, lines
         // 6-7 with 3, line 8 starts the next group (SBO 512) unpermuted.
         let mn64 = |r, k| mn_offset(64, 0, 4096, 512, r, k);
+        let chunk = |c: usize, phase: usize| 16 * (c ^ phase);
         assert_eq!(mn64(0, 1), 64);
-        assert_eq!(mn64(8, 2), 2 * 64 + 16 * (1 ^ 1));
-        assert_eq!(mn64(8, 6), 6 * 64 + 16 * (1 ^ 3));
+        assert_eq!(mn64(8, 2), 2 * 64 + chunk(1, 1));
+        assert_eq!(mn64(8, 6), 6 * 64 + chunk(1, 3));
         assert_eq!(mn64(0, 8), 512);
         assert_eq!(mn64(33, 0), 4096 + 2);
         // 32-byte swizzle: 16-row blocks of 32-byte lines; lines 4-7 swap the two chunks.
