@@ -354,6 +354,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tensor_map_swizzle_reads_its_number_and_the_old_flag() {
+        let mut v = serde_json::to_value(EXAMPLE_TILED).unwrap();
+        assert_eq!(v["swizzle"], 3);
+        v["swizzle"] = 1.into();
+        let s: TensorMapSpec = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(
+            (s.swizzle, s.swizzle.span_bytes()),
+            (MapSwizzle::Swizzle32B, 32)
+        );
+        // Manifests written before the 32- and 64-byte modes.
+        let obj = v.as_object_mut().unwrap();
+        obj.remove("swizzle");
+        for (flag, want) in [(true, MapSwizzle::Swizzle128B), (false, MapSwizzle::None)] {
+            obj.insert("swizzle128".into(), flag.into());
+            let s: TensorMapSpec = serde_json::from_value(obj.clone().into()).unwrap();
+            assert_eq!(s.swizzle, want);
+        }
+    }
+
+    #[test]
     fn roles_and_tensors_agree() {
         for t in Tensor::ALL {
             assert_eq!(ArgRole::of(t).tensor(), Some(t));
