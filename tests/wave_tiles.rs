@@ -145,8 +145,8 @@ fn stream_k_wave_tiles_bit_exact() {
 }
 
 /// Backward data (1×1, N along input pixels) and backward weight (N along C·Y·X; its B tile is
-/// MN-major, which wgmma reads in blocks of 64 rows: 192 fits, 96 is refused with a reason),
-/// with split-K through the fix-up.
+/// MN-major, which wgmma reads in blocks of a swizzle atom's rows: 192 fits in 64-row blocks,
+/// 96 in 32-row ones, 40 is refused with a reason), with split-K through the fix-up.
 #[test]
 fn bwd_wave_tiles_bit_exact() {
     let dgrad = "-n 2 -c 200 -H 10 -W 11 -k 160 -y 1 -x 1 -F 2 --layout NHWC";
@@ -163,10 +163,12 @@ fn bwd_wave_tiles_bit_exact() {
         c.stages = 3;
     });
     run(&wgrad, &split, 3);
-    let e = legality::check(&lower(&wgrad), &cfg(WS_256X96), &Arch::SM_90)
+    run(&wgrad, &cfg(WS_256X96), 3);
+    let narrow = with(WS_256X96, |c| (c.block_n, c.warp_n) = (40, 40));
+    let e = legality::check(&lower(&wgrad), &narrow, &Arch::SM_90)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("multiples of 64"), "{e}");
+    assert!(e.contains("multiples of 16"), "{e}");
 }
 
 /// Deep pipelines on small tiles (the bwd-weight 1×1's 64 × 128 with 8 stages, cuDNN's), and

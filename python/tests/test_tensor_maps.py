@@ -67,7 +67,7 @@ def test_encode_calls_follow_their_map_descriptions(no_user_db):
             assert e["rank"] == spec["rank"]
             assert e["global_dim"] == spec["dims"] and e["global_strides"] == spec["strides"]
             assert e["address_offset"] == spec["offset"]
-            assert e["swizzle"] == (SWIZZLE_128B if spec["swizzle128"] else 0)
+            assert e["swizzle"] == spec["swizzle"]
             assert e["data_type"] == {"BF16": 9, "F16": 6, "F32": 7}[spec["dtype"]]
             im = spec.get("im2col")
             if im is None:

@@ -11,7 +11,7 @@
 //! use convtune::problem::DType;
 //! let spec = TensorMapSpec {
 //!     dtype: DType::BF16, rank: 2, dims: [64, 32, 1, 1, 1], strides: [128, 0, 0, 0],
-//!     offset: 0, boxes: [64, 16, 1, 1, 1], swizzle128: true, im2col: None,
+//!     offset: 0, boxes: [64, 16, 1, 1, 1], swizzle: MapSwizzle::Swizzle128B, im2col: None,
 //! };
 //! let e = spec.encode_args();
 //! assert_eq!(e.function, EncodeFunction::Tiled);
@@ -79,8 +79,33 @@ cuda_enum! {
     MapSwizzle mirrors "CUtensorMapSwizzle" {
         /// `CU_TENSOR_MAP_SWIZZLE_NONE`: row by row.
         None = 0,
+        /// `CU_TENSOR_MAP_SWIZZLE_32B`: 16-byte chunk c of 32-byte line r at c ^ (r/4)%2.
+        Swizzle32B = 1,
+        /// `CU_TENSOR_MAP_SWIZZLE_64B`: 16-byte chunk c of 64-byte line r at c ^ (r/2)%4.
+        Swizzle64B = 2,
         /// `CU_TENSOR_MAP_SWIZZLE_128B`: 16-byte chunk c of 128-byte line r at c ^ r%8.
         Swizzle128B = 3,
+    }
+}
+
+impl MapSwizzle {
+    /// The swizzle modes, widest first.
+    pub const SWIZZLED: [MapSwizzle; 3] = [
+        MapSwizzle::Swizzle128B,
+        MapSwizzle::Swizzle64B,
+        MapSwizzle::Swizzle32B,
+    ];
+
+    /// Bytes of one swizzled line (the span whose 16-byte chunks the XOR permutes), 0 when
+    /// unswizzled. Every mode XORs address bits 4.. with bits 7.. (as many bits as the span
+    /// has chunks' bits), so its pattern repeats every 8 lines: 8 × span bytes.
+    pub fn span_bytes(self) -> u32 {
+        match self {
+            MapSwizzle::None => 0,
+            MapSwizzle::Swizzle32B => 32,
+            MapSwizzle::Swizzle64B => 64,
+            MapSwizzle::Swizzle128B => 128,
+        }
     }
 }
 
@@ -185,11 +210,7 @@ impl TensorMapSpec {
             pixels_per_column: 0,
             element_strides: self.element_strides(),
             interleave: MapInterleave::None,
-            swizzle: if self.swizzle128 {
-                MapSwizzle::Swizzle128B
-            } else {
-                MapSwizzle::None
-            },
+            swizzle: self.swizzle,
             // Tiles are re-read by neighbouring blocks: promote in the largest sectors.
             l2_promotion: MapL2Promotion::Sector256B,
             oob_fill: MapOobFill::None,
@@ -220,7 +241,7 @@ mod tests {
             strides: [128, 1152, 10368, 0],
             offset: 32,
             boxes: [64, 128, 1, 1, 1],
-            swizzle128: true,
+            swizzle: MapSwizzle::Swizzle128B,
             im2col: Some(Im2colMap {
                 lower: [-1, -1, 0],
                 upper: [-1, -1, 0],
@@ -240,10 +261,10 @@ mod tests {
         assert_eq!(json["l2_promotion"], 3);
         assert_eq!(serde_json::from_value::<TensorMapEncode>(json).unwrap(), e);
         let mut bad = serde_json::to_value(e).unwrap();
-        bad["swizzle"] = 2.into();
+        bad["swizzle"] = 4.into();
         let err = serde_json::from_value::<TensorMapEncode>(bad).unwrap_err();
         assert!(
-            err.to_string().contains("CUtensorMapSwizzle value 2"),
+            err.to_string().contains("CUtensorMapSwizzle value 4"),
             "{err}"
         );
     }

@@ -200,14 +200,31 @@ pub struct TensorMapSpec {
     pub offset: u64,
     /// Elements one copy moves along each dimension (`boxDim`).
     pub boxes: [u32; TENSOR_MAP_RANK],
-    /// Whether the box lands in shared memory with the 128-byte swizzle (16-byte chunk c of
-    /// 128-byte line r at c ^ r%8), else row by row.
-    pub swizzle128: bool,
+    /// How the box lands in shared memory: row by row or with a swizzle (see [`MapSwizzle`]).
+    /// JSON holds the `CUtensorMapSwizzle` number; manifests written before the 32- and
+    /// 64-byte modes said `"swizzle128": true|false`, which still reads.
+    #[serde(alias = "swizzle128", deserialize_with = "swizzle_or_flag")]
+    pub swizzle: MapSwizzle,
     /// The im2col mode (`cuTensorMapEncodeIm2col`), if this map is one: then `boxes[0]` is
     /// `channelsPerPixel` and `boxes[1]` `pixelsPerColumn` (the box lands as `boxes[1]` lines of
     /// `boxes[0]` channels, like a tiled `{boxes[0], boxes[1]}` box), the other boxes are 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub im2col: Option<Im2colMap>,
+}
+
+/// A [`TensorMapSpec::swizzle`]: its number, or the old `swizzle128` flag.
+fn swizzle_or_flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<MapSwizzle, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Flag(bool),
+        Mode(MapSwizzle),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Flag(true) => MapSwizzle::Swizzle128B,
+        Either::Flag(false) => MapSwizzle::None,
+        Either::Mode(m) => m,
+    })
 }
 
 /// The im2col part of a tensor map: a channels-innermost activation (`dims` = channels, then
@@ -328,13 +345,33 @@ pub(crate) const EXAMPLE_TILED: TensorMapSpec = TensorMapSpec {
     strides: [128, 0, 0, 0],
     offset: 0,
     boxes: [64, 16, 1, 1, 1],
-    swizzle128: true,
+    swizzle: MapSwizzle::Swizzle128B,
     im2col: None,
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tensor_map_swizzle_reads_its_number_and_the_old_flag() {
+        let mut v = serde_json::to_value(EXAMPLE_TILED).unwrap();
+        assert_eq!(v["swizzle"], 3);
+        v["swizzle"] = 1.into();
+        let s: TensorMapSpec = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(
+            (s.swizzle, s.swizzle.span_bytes()),
+            (MapSwizzle::Swizzle32B, 32)
+        );
+        // Manifests written before the 32- and 64-byte modes.
+        let obj = v.as_object_mut().unwrap();
+        obj.remove("swizzle");
+        for (flag, want) in [(true, MapSwizzle::Swizzle128B), (false, MapSwizzle::None)] {
+            obj.insert("swizzle128".into(), flag.into());
+            let s: TensorMapSpec = serde_json::from_value(obj.clone().into()).unwrap();
+            assert_eq!(s.swizzle, want);
+        }
+    }
 
     #[test]
     fn roles_and_tensors_agree() {

@@ -7,6 +7,7 @@
 //! `wgmma` path's descriptors describe 128-byte-swizzled lines of K.
 
 use super::{Arch, MathInstr, MathKind, WarpgroupMma};
+use crate::abi::MapSwizzle;
 use crate::problem::DType;
 
 /// Bytes of K in one shared-memory line of the `wgmma` path: its descriptors use the 128-byte
@@ -134,6 +135,30 @@ pub fn wgmma_tile(
         n: warp_n,
         k: unit.k_bytes / dtype.bytes(),
     })
+}
+
+/// The shared-memory swizzle of a `wgmma` operand tile stored MN-major (`[k][row]`, the
+/// transposed mode for an operand contiguous along its rows), or `None` when no mode fits.
+///
+/// An MN-major swizzle atom (PTX ISA "Shared Memory Matrix Layout", CUTLASS's canonical
+/// `Layout_MN_SW{32,64,128}_Atom`) is `span` bytes of rows by 8 k: 16, 32 or 64 rows of a
+/// 16-bit type. The tile is blocks of one atom's rows, each `bk` lines of `span` bytes (one per
+/// k); the descriptor's leading byte offset steps from block to block, its stride byte offset
+/// from one 8-line group of k to the next. A warpgroup tile must start on a block and cover
+/// whole blocks, so the atom's rows divide both the block tile's `rows` and the warpgroup
+/// tile's `extent`; the widest such mode is taken (fewest blocks, fewest bank conflicts).
+/// The planner, legality, the TMA box and tensor map, the `cp.async` stores and the
+/// descriptors all read it from here.
+pub fn wgmma_mn_swizzle(dtype: DType, rows: u32, extent: u32) -> Option<MapSwizzle> {
+    MapSwizzle::SWIZZLED.into_iter().find(|s| {
+        let atom = s.span_bytes() / dtype.bytes();
+        rows.is_multiple_of(atom) && extent.is_multiple_of(atom) && extent > 0
+    })
+}
+
+/// Rows of one MN-major swizzle atom of `dtype` (see [`wgmma_mn_swizzle`]).
+pub fn mn_atom_rows(dtype: DType, swizzle: MapSwizzle) -> u32 {
+    swizzle.span_bytes() / dtype.bytes()
 }
 
 /// Whether the pipeline depth allows a group in flight (`mma = wg1`).

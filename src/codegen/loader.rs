@@ -21,13 +21,14 @@ pub(crate) fn smem_elem<'ctx>(
 ) -> IntValue<'ctx> {
     let (line, pos) = if t.kmajor { (row, k) } else { (k, row) };
     let (base, pos) = match t.row_blocks {
-        // wgmma's MN-major blocks: 64 rows a line, `bk` lines a block.
+        // wgmma's MN-major blocks: one swizzle atom's rows a line (the stride), `bk` lines a
+        // block.
         Some(block) => (
             kb.add(
-                kb.mulc(kb.udivc(row, 64), block as i64),
+                kb.mulc(kb.udivc(row, t.stride), block as i64),
                 kb.mulc(k, t.stride as i64),
             ),
-            kb.uremc(row, 64),
+            kb.uremc(row, t.stride),
         ),
         None => (kb.mulc(line, t.stride as i64), pos),
     };

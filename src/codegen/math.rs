@@ -117,20 +117,21 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         }
     }
 
-    /// One K tile with `wgmma`: `bk/16` instructions of m64nNk16 from shared memory. Each
-    /// stage's tile is 128-byte lines, 16-byte chunk c of line r stored at chunk c ^ r%8,
-    /// 1024-byte aligned: the PTX ISA's 128-byte swizzle mode. Descriptor (PTX ISA "Matrix
-    /// Descriptor Format"): bits 0-13 start address / 16, 16-29 leading-dimension byte offset
-    /// / 16, 32-45 stride byte offset / 16, 49-51 base offset (0: 1024-aligned), 62-63 swizzle
-    /// mode (1 = 128-byte). The hardware applies the XOR to the address bits, so descriptors
-    /// hold unswizzled addresses.
-    /// - K-major (`[row][k]`, lines of 64 k): 8-line groups of rows 1024 bytes apart (stride
-    ///   offset); the leading offset is unused (16 bytes, as CUTLASS sets it); the k-th k16
-    ///   step starts 32·k bytes into the line.
-    /// - MN-major (`[k][row]`, transposed mode): blocks of 64 rows, each `bk` lines of 128
-    ///   bytes (one per k); 8-line groups of k 1024 bytes apart (stride offset), 64-row blocks
-    ///   `bk`·128 bytes apart (leading offset, as CUTLASS's canonical MN-major layouts have
-    ///   it). The k-th k16 step starts 16 lines (2048 bytes) further.
+    /// One K tile with `wgmma`: `bk/16` instructions of m64nNk16 from shared memory, stage
+    /// bases 1024-byte aligned. Descriptor (PTX ISA "Matrix Descriptor Format"): bits 0-13
+    /// start address / 16, 16-29 leading-dimension byte offset / 16, 32-45 stride byte offset
+    /// / 16, 49-51 base offset (0: the swizzle pattern starts aligned), 62-63 layout type (1 =
+    /// 128-byte swizzle, 2 = 64-byte, 3 = 32-byte). The hardware applies the XOR to the
+    /// address bits, so descriptors hold unswizzled addresses.
+    /// - K-major (`[row][k]`, lines of 64 k, 128-byte swizzle: 16-byte chunk c of line r at
+    ///   c ^ r%8): 8-line groups of rows 1024 bytes apart (stride offset); the leading offset
+    ///   is unused (16 bytes, as CUTLASS sets it); the k-th k16 step starts 32·k bytes into
+    ///   the line.
+    /// - MN-major (`[k][row]`, transposed mode): blocks of one swizzle atom's rows (S/2 rows
+    ///   of S bytes, S = 128, 64 or 32 as `fit::wgmma_mn_swizzle` chose), each `bk` lines of S
+    ///   bytes (one per k); 8-line groups of k 8·S bytes apart (stride offset), blocks `bk`·S
+    ///   bytes apart (leading offset, as CUTLASS's canonical MN-major layouts have it). The
+    ///   k-th k16 step starts 16 lines (16·S bytes) further.
     ///
     /// With `in_flight` the step returns with its own group still running (`wait_group 1`
     /// retires the previous tile's), so the tensor cores work through the next tile's barrier
@@ -146,12 +147,12 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
         let c = &self.plan.cfg;
         let eb = self.plan.dt.bytes() as i64;
         let (ta, tb) = (&self.plan.smem.a, &self.plan.smem.b);
-        // Start of the warpgroup's rows: a line each (K-major), or whole 64-row blocks
-        // (MN-major: the warpgroup origin is a multiple of 64).
+        // Start of the warpgroup's rows: a line each (K-major), or whole atom blocks
+        // (MN-major: the warpgroup origin is a multiple of the atom's rows, the stride).
         let origin = |t: &SmemTile, base: PointerValue<'ctx>, row0: IntValue<'ctx>| {
             let off = match t.row_blocks {
                 None => kb.mulc(row0, 128),
-                Some(block) => kb.mulc(kb.udivc(row0, 64), block as i64 * eb),
+                Some(block) => kb.mulc(kb.udivc(row0, t.stride), block as i64 * eb),
             };
             kb.add(kb.smem_addr(base), off)
         };
@@ -163,12 +164,20 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             .collect();
         let b_addr = origin(tb, b, self.n0);
         let i64t = kb.ctx.i64_type();
+        // Bytes of one swizzled line: 128 (K-major), the atom's span (MN-major).
+        let span = |t: &SmemTile| t.stride as u64 * eb as u64;
         let fixed = |t: &SmemTile| {
             let lbo: u64 = match t.row_blocks {
                 None => 16,
                 Some(block) => block as u64 * eb as u64,
             };
-            ((lbo >> 4) << 16) | ((1024u64 >> 4) << 32) | (1u64 << 62)
+            let layout: u64 = match span(t) {
+                128 => 1,
+                64 => 2,
+                32 => 3,
+                s => unreachable!("the planner lays out 32-, 64- or 128-byte lines, not {s}"),
+            };
+            ((lbo >> 4) << 16) | (((8 * span(t)) >> 4) << 32) | (layout << 62)
         };
         let desc = |t: &SmemTile, addr: IntValue<'ctx>| -> IntValue<'ctx> {
             let a = kb.and(kb.zext(addr, i64t), kb.c64(0x3FFFF));
@@ -178,7 +187,7 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
             if t.kmajor {
                 kk as i64 * 16 * eb
             } else {
-                kk as i64 * 16 * 128
+                kk as i64 * 16 * span(t) as i64
             }
         };
         let mut acc = self.load_floats(kb);

@@ -299,51 +299,51 @@ impl<'l> GemmPlan<'l> {
             };
         let mut a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
         let mut b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
-        // wgmma's MN-major tile (see below): 64-row blocks of 128-byte lines, whatever the
-        // number of blocks (a 192-row tile is three), so its lines are one block wide.
-        let mn_blocks = |l: &TileLoad, extent: u32| {
-            wgmma
-                && !l.along_k
-                && c.lds == LdsLayout::Swizzled
-                && l.rows.is_multiple_of(64)
-                && extent.is_multiple_of(64)
+        // wgmma's MN-major tile (see below): blocks of one swizzle atom's rows (16, 32 or 64
+        // of a 16-bit type, `fit::wgmma_mn_swizzle`), whatever the number of blocks (a 192-row
+        // tile is three 64-row blocks), so its lines are one block wide.
+        let mn_atom = |l: &TileLoad, extent: u32| {
+            (wgmma && !l.along_k && c.lds == LdsLayout::Swizzled)
+                .then(|| fit::wgmma_mn_swizzle(dt, l.rows, extent))
+                .flatten()
+                .map(|s| fit::mn_atom_rows(dt, s))
         };
         let tile = |l: &TileLoad, name: &str, extent: u32| {
-            let (line, lines) = if l.along_k {
-                (c.block_k, l.rows)
-            } else if mn_blocks(l, extent) {
-                (64, c.block_k * (l.rows / 64))
-            } else {
-                (l.rows, c.block_k)
+            let atom = mn_atom(l, extent);
+            let (line, lines) = match atom {
+                _ if l.along_k => (c.block_k, l.rows),
+                Some(atom) => (atom, c.block_k * (l.rows / atom)),
+                None => (l.rows, c.block_k),
             };
-            SmemTile::new(l.along_k, line, lines, l.rows, c.lds, bytes)
-                .map_err(|r| fail(format!("{name}: {r}")))
+            let mut t = SmemTile::new(l.along_k, line, lines, l.rows, c.lds, bytes)
+                .map_err(|r| fail(format!("{name}: {r}")))?;
+            // MN-major: blocks of `atom` rows, each `bk` swizzled lines of one atom's span.
+            t.row_blocks = atom.filter(|_| !l.along_k).map(|atom| atom * c.block_k);
+            Ok::<_, CodegenError>(t)
         };
         let mut sa = tile(&a, "A", c.warp_m)?;
         let mut sb = tile(&b, "B", c.warp_n)?;
         if wgmma {
-            // The descriptors describe tiles of 128-byte lines with the 128-byte swizzle
-            // (16-byte chunk c of line r at c ^ r%8) at 1024-byte-aligned stage bases. K-major:
-            // the `[row][k]` tile of `bk` = 128 bytes. MN-major (the transposed mode, for an
-            // operand contiguous along its rows): the `[k][row]` tile laid out as blocks of 64
-            // rows (one 128-byte line per k), which the warpgroup tile covers whole.
+            // The descriptors describe swizzled tiles at 1024-byte-aligned stage bases. K-major:
+            // the `[row][k]` tile of 128-byte lines of `bk` with the 128-byte swizzle (16-byte
+            // chunk c of line r at c ^ r%8). MN-major (the transposed mode, for an operand
+            // contiguous along its rows): the `[k][row]` tile laid out as blocks of one swizzle
+            // atom's rows (`fit::wgmma_mn_swizzle`), which the warpgroup tile covers whole.
             for (t, name, extent, rows) in [
-                (&mut sa, "A", c.warp_m, c.block_m),
-                (&mut sb, "B", c.warp_n, c.block_n),
+                (&sa, "A", c.warp_m, c.block_m),
+                (&sb, "B", c.warp_n, c.block_n),
             ] {
-                if !t.kmajor && c.lds == LdsLayout::Swizzled && rows % 64 == 0 && extent % 64 == 0 {
-                    // MN-major: blocks of 64 rows, each `bk` swizzled lines of 128 bytes.
-                    t.stride = 64;
-                    t.swizzle = Some(8);
-                    t.row_blocks = Some(64 * c.block_k);
-                }
-                let lines_ok = t.swizzle == Some(8) && t.stride * bytes == 128;
+                let lines_ok = if t.kmajor {
+                    t.swizzle == Some(8) && t.stride * bytes == 128
+                } else {
+                    t.row_blocks.is_some()
+                };
                 if !lines_ok {
                     return Err(fail(format!(
                         "mma=wg: {name}'s shared-memory tile is not 128-byte swizzled lines of K \
-                         or, when its vectors run along its rows, of 64-row blocks that the \
-                         warpgroup tile covers whole (vectors along {}, {rows} rows, warpgroup \
-                         tile {extent}, lds must be swz)",
+                         or, when its vectors run along its rows, of swizzle-atom blocks (16, 32 \
+                         or 64 rows) that the warpgroup tile covers whole (vectors along {}, \
+                         {rows} rows, warpgroup tile {extent}, lds must be swz)",
                         if t.kmajor { "K" } else { "the rows" }
                     )));
                 }

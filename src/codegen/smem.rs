@@ -28,9 +28,10 @@ pub(crate) struct SmemTile {
     pub stage: u32,
     /// First element of this operand's region (its stages follow each other).
     pub region: u32,
-    /// `wgmma`'s MN-major layout of a `[k][row]` tile: the rows split into blocks of 64 (one
-    /// 128-byte line per k each), a block being `bk` lines and the next block this many
-    /// elements further; `None`: plain lines of all rows.
+    /// `wgmma`'s MN-major layout of a `[k][row]` tile: the rows split into blocks of one
+    /// swizzle atom's rows (`stride` of them: one line per k each, 16, 32 or 64 rows of a
+    /// 16-bit type), a block being `bk` lines and the next block this many elements further;
+    /// `None`: plain lines of all rows.
     pub row_blocks: Option<u32>,
 }
 

@@ -146,7 +146,7 @@ fn issue_box<'ctx>(
     let base = l.stage_base(kb, stage);
     let k0 = kb.mulc(kt, plan.cfg.block_k as i64);
     let (row0, g) = l.origin;
-    // Copy j's first row and element: MN-major copies are 64-row blocks of the stage
+    // Copy j's first row and element: MN-major copies are swizzle-atom blocks of the stage
     // (`row_blocks` elements each); K-major ones (a halved tile) whole-K runs of rows.
     let (line, step) = if t.kmajor {
         (t.map.boxes[1], t.map.boxes[1] * t.map.boxes[0])

@@ -221,7 +221,7 @@ pub struct Checker {
     pub(super) pruning: Option<Pruning>,
     /// Whether some sub-GEMM's A (index 0) or B (1) tile is MN-major: the code generator
     /// stores a tile `[k][row]` when its operand is contiguous along the rows, and `wgmma`
-    /// reads such a tile (transposed mode) in blocks of 64 rows.
+    /// reads such a tile (transposed mode) in blocks of a swizzle atom's rows.
     pub(super) mn_major: [bool; 2],
     /// The sub-GEMMs, for the TMA rule (whether a tensor map describes a tile depends on the
     /// tile's size).

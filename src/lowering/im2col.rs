@@ -18,9 +18,10 @@
 //!
 //! Which GEMM dimension holds the pixels decides the shared-memory layout: rows (forward,
 //! data gradient) land K-major, one copy of `{bk channels, rows pixels}`; K (weight gradient)
-//! lands MN-major, one copy of `{64 channels, bk pixels}` per 64-row block.
+//! lands MN-major, one copy of `{atom channels, bk pixels}` per block of a swizzle atom's rows
+//! (16, 32 or 64 channels of a 16-bit type, [`super::tma::box_shape`]).
 
-use super::tma::{TmaTile, MAX_BOX, SWIZZLE_BYTES};
+use super::tma::{box_shape, TmaTile, MAX_BOX};
 use super::{Dim, Gemm, Operand};
 use crate::abi::{im2col_corner_range, Im2colMap, TensorMapSpec, TENSOR_MAP_RANK};
 use crate::problem::{ConvProblem, Tensor};
@@ -71,15 +72,15 @@ const G: usize = 1;
 const C: usize = 2;
 const SPATIAL: [usize; 2] = [4, 3]; // w, h: map dimensions 1, 2
 
-/// The im2col TMA load of activation operand `op` into the `wgmma` path's 128-byte-swizzled
-/// stages (rows along `row_dim`, `rows` per tile, `block_k` per K step), or why im2col mode
-/// cannot load it.
+/// The im2col TMA load of activation operand `op` into the `wgmma` path's swizzled stages
+/// (rows along `row_dim`, `rows` per tile and `wg_rows` per warpgroup tile, `block_k` per K
+/// step), or why im2col mode cannot load it.
 pub fn im2col_tile(
     p: &ConvProblem,
     gemm: &Gemm,
     op: &Operand,
     row_dim: Dim,
-    rows: u32,
+    (rows, wg_rows): (u32, u32),
     block_k: u32,
 ) -> Result<TmaTile, String> {
     let name = op.tensor.name();
@@ -203,27 +204,17 @@ pub fn im2col_tile(
             "a stride of {name} is {s} bytes, not a multiple of 16 (channels not 16-byte aligned)"
         ));
     }
-    let line = SWIZZLE_BYTES / eb as u32;
+    let (boxes, copies, swizzle) = box_shape(dt, kmajor, rows, wg_rows, block_k)?;
+    // One copy reads one tap: channels are whole boxes along them (bk K-major, an atom's rows
+    // MN-major).
+    let line = boxes[0];
     let channels = tap_axes[channel_pos].len;
     if !channels.is_multiple_of(line) {
         return Err(format!(
-            "{channels} channels are not a multiple of {line} (one 128-byte line): a tile would \
+            "{channels} channels are not a multiple of {line} (one box line): a tile would \
              straddle filter taps"
         ));
     }
-    let (boxes, copies) = if kmajor {
-        if block_k != line {
-            return Err(format!(
-                "bk × element size must be the {SWIZZLE_BYTES}-byte swizzle span (bk = {block_k})"
-            ));
-        }
-        ([line, rows], 1)
-    } else {
-        if !rows.is_multiple_of(line) {
-            return Err(format!("{rows} tile rows are not whole {line}-row blocks"));
-        }
-        ([line, block_k], rows / line)
-    };
     if boxes[1] > MAX_BOX {
         return Err(format!(
             "{} pixels per copy exceed im2col's {MAX_BOX}",
@@ -242,7 +233,7 @@ pub fn im2col_tile(
             strides: map_strides,
             offset: 0,
             boxes: b,
-            swizzle128: true,
+            swizzle,
             im2col: Some(im),
         },
         kmajor,
@@ -268,7 +259,7 @@ mod tests {
         let p: ConvProblem = line.parse().unwrap();
         let l = lower(&p);
         let gm = &l.gemms[g];
-        im2col_tile(&p, gm, &gm.b, Dim::N, rows, bk)
+        im2col_tile(&p, gm, &gm.b, Dim::N, (rows, rows), bk)
     }
 
     fn corners(t: &TmaTile) -> ([i32; 2], [i32; 2], [u32; 2]) {
@@ -378,7 +369,7 @@ mod tests {
         let pr: ConvProblem = p.parse().unwrap();
         let l = lower(&pr);
         let g = &l.gemms[0];
-        let e = im2col_tile(&pr, g, &g.a, Dim::M, 64, 64).unwrap_err();
+        let e = im2col_tile(&pr, g, &g.a, Dim::M, (64, 64), 64).unwrap_err();
         assert!(e.contains("activations"), "{e}");
         // Both reasons when neither mode fits.
         let p: ConvProblem = "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
@@ -386,7 +377,7 @@ mod tests {
             .unwrap();
         let l = lower(&p);
         let g = &l.gemms[0];
-        let e = tma_or_im2col_tile(&p, g, &g.b, Dim::N, 64, 64).unwrap_err();
+        let e = tma_or_im2col_tile(&p, g, &g.b, Dim::N, (64, 64), 64).unwrap_err();
         assert!(e.contains("tiled: ") && e.contains("; im2col: "), "{e}");
     }
 

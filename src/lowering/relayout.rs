@@ -6,11 +6,12 @@
 //! A channels-first (NCHW) activation is contiguous along w. In the implicit GEMM that is the
 //! innermost axis of the pixel dimension for the output and of the filter taps for the input,
 //! and a vector along it straddles the padding or starts misaligned at every tap `x ≠ pad`
-//! (the width analysis caps it at 1); its tiles are MN-major, which `wgmma` reads only in
-//! 64-row blocks with the 128-byte swizzle. Transposed tiles of any size (`ldmatrix.trans`,
-//! the 32- and 64-byte swizzles) would fix the second and not the first: the loads would stay
-//! scalar. Copying the tensor to channels-last first fixes both for every shape, direction and
-//! type at once — the GEMM is then exactly the NHWC problem, with 16-byte vectors along
+//! (the width analysis caps it at 1); its tiles are MN-major. Transposed tiles of any size
+//! (`ldmatrix.trans`, and for `wgmma` the 16- and 32-row atoms of the 32- and 64-byte
+//! swizzles, `fit::wgmma_mn_swizzle`) fix the tile shapes but not the loads, which stay
+//! scalar: they serve unpadded NCHW (a 1×1 forward's pixels) and the MN-major operands of
+//! NHWC backward passes. Copying the tensor to channels-last first fixes both for every
+//! shape, direction and type at once — the GEMM is then exactly the NHWC problem, with 16-byte vectors along
 //! channels, TMA im2col and `wgmma` — for one extra read and write of the tensor, which is what
 //! cuDNN does for NCHW on tensor cores. The cost model charges that traffic, so the search
 //! picks the transform only where the faster GEMM pays for it.

@@ -9,20 +9,23 @@
 //! past `dims` then gives exactly the zeros of a partial tile at the GEMM
 //! edge. Legality and the code generator both ask here, so they agree on every operand.
 //!
-//! Shared-memory side: the `wgmma` path's 128-byte-swizzled stages (see
-//! [`crate::codegen`]'s plan): a K-major tile is `rows` lines of 128 bytes of K (box
-//! `{bk, rows}`, one copy), an MN-major tile is blocks of 64 rows × `bk` lines (box `{64, bk}`,
-//! one copy per block).
+//! Shared-memory side: the `wgmma` path's swizzled stages (see [`crate::codegen`]'s plan and
+//! [`box_shape`]): a K-major tile is `rows` lines of 128 bytes of K with the 128-byte swizzle
+//! (box `{bk, rows}`, one copy), an MN-major tile is blocks of one swizzle atom's rows × `bk`
+//! lines (box `{atom, bk}`, one copy per block), the swizzle chosen by
+//! [`fit::wgmma_mn_swizzle`] from the tile's rows and the warpgroup tile's.
 
 use super::im2col::{im2col_tile, Im2colTile};
 use super::{Dim, Gemm, Operand};
-use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
+use crate::abi::{MapSwizzle, TensorMapSpec, TENSOR_MAP_RANK};
+use crate::arch::fit;
 use crate::config::PerfConfig;
 use crate::problem::ConvProblem;
 
 /// Most elements of a box along one dimension (`cuTensorMapEncodeTiled`).
 pub const MAX_BOX: u32 = 256;
-/// Bytes of the swizzle span: the inner box dimension must be exactly this many bytes.
+/// Bytes of the K-major swizzle span: a K-major box's inner dimension is exactly this many
+/// bytes (`bk`).
 pub const SWIZZLE_BYTES: u32 = 128;
 /// Alignment of the global address and of every stride (bytes).
 pub(super) const GLOBAL_ALIGN: u64 = 16;
@@ -32,9 +35,10 @@ pub(super) const GLOBAL_ALIGN: u64 = 16;
 pub struct TmaTile {
     /// The tensor map (its memory is the operand's tensor argument).
     pub map: TensorMapSpec,
-    /// K contiguous (box `{bk, rows}`), else the rows (box `{64, bk}` per 64-row block).
+    /// K contiguous (box `{bk, rows}`), else the rows (box `{atom, bk}` per swizzle-atom
+    /// block of rows).
     pub kmajor: bool,
-    /// Copies per stage (64-row blocks when MN-major).
+    /// Copies per stage (atom blocks when MN-major).
     pub copies: u32,
     /// Whether dimension 2 of the map is the group index (tiled), or the channel coordinate
     /// starts at the group's channel block (im2col).
@@ -80,6 +84,37 @@ pub(super) fn axis_weight(p: &ConvProblem, op: &Operand, d: Dim, pos: usize) -> 
         .sum()
 }
 
+/// One copy's box (`{inner, outer}` elements), the copies per stage and the swizzle they land
+/// with, for a tile of `rows` rows (the warpgroup tile `extent` of them) and `block_k`: K-major,
+/// one `{bk, rows}` box of 128-byte lines; MN-major, one `{atom, bk}` box per block of one
+/// swizzle atom's rows. Tiled and im2col maps both take their boxes from here.
+pub(super) fn box_shape(
+    dt: crate::problem::DType,
+    kmajor: bool,
+    rows: u32,
+    extent: u32,
+    block_k: u32,
+) -> Result<([u32; 2], u32, MapSwizzle), String> {
+    if kmajor {
+        if block_k * dt.bytes() != SWIZZLE_BYTES {
+            return Err(format!(
+                "bk × element size must be the {SWIZZLE_BYTES}-byte swizzle span (bk = {block_k})"
+            ));
+        }
+        return Ok(([block_k, rows], 1, MapSwizzle::Swizzle128B));
+    }
+    let sw = fit::wgmma_mn_swizzle(dt, rows, extent).ok_or_else(|| {
+        format!(
+            "{rows} tile rows (warpgroup tile {extent}) are not whole blocks of a swizzle atom's \
+             rows ({} to {} rows)",
+            32 / dt.bytes(),
+            128 / dt.bytes()
+        )
+    })?;
+    let atom = fit::mn_atom_rows(dt, sw);
+    Ok(([atom, block_k], rows / atom, sw))
+}
+
 /// The element stride of GEMM index `idx` along `d` in `op`'s tensor when the address is that
 /// stride times the index (0 for a dimension of length 1), or why not.
 pub(super) fn linear_stride(
@@ -120,14 +155,15 @@ pub(super) fn linear_stride(
     Ok(stride.unwrap_or(0))
 }
 
-/// The TMA load of operand `op` (rows along `row_dim`, `rows` per tile, `block_k` per K step)
-/// into the `wgmma` path's 128-byte-swizzled stages, or why a tiled tensor map cannot do it.
+/// The TMA load of operand `op` (rows along `row_dim`, `rows` per tile, `wg_rows` per
+/// warpgroup tile, `block_k` per K step) into the `wgmma` path's swizzled stages, or why a
+/// tiled tensor map cannot do it.
 pub fn tma_tile(
     p: &ConvProblem,
     gemm: &Gemm,
     op: &Operand,
     row_dim: Dim,
-    rows: u32,
+    (rows, wg_rows): (u32, u32),
     block_k: u32,
 ) -> Result<TmaTile, String> {
     let dt = p.dtype();
@@ -187,20 +223,7 @@ pub fn tma_tile(
             op.tensor.name()
         ));
     }
-    let (boxes, copies) = if kmajor {
-        if block_k as u64 * eb != SWIZZLE_BYTES as u64 {
-            return Err(format!(
-                "bk × element size must be the {SWIZZLE_BYTES}-byte swizzle span (bk = {block_k})"
-            ));
-        }
-        ([block_k, rows], 1)
-    } else {
-        let line = SWIZZLE_BYTES / eb as u32;
-        if !rows.is_multiple_of(line) {
-            return Err(format!("{rows} tile rows are not whole {line}-row blocks"));
-        }
-        ([line, block_k], rows / line)
-    };
+    let (boxes, copies, swizzle) = box_shape(dt, kmajor, rows, wg_rows, block_k)?;
     if let Some(b) = boxes.iter().find(|&&b| b > MAX_BOX) {
         return Err(format!("a box of {b} elements exceeds TMA's {MAX_BOX}"));
     }
@@ -222,7 +245,7 @@ pub fn tma_tile(
             strides: map_strides,
             offset,
             boxes: b,
-            swizzle128: true,
+            swizzle,
             im2col: None,
         },
         kmajor,
@@ -239,7 +262,7 @@ pub fn tma_or_im2col_tile(
     gemm: &Gemm,
     op: &Operand,
     row_dim: Dim,
-    rows: u32,
+    rows: (u32, u32),
     block_k: u32,
 ) -> Result<TmaTile, String> {
     tma_tile(p, gemm, op, row_dim, rows, block_k).or_else(|tiled| {
@@ -261,8 +284,8 @@ pub fn tma_operands(
     let mut out = [None, None];
     let mut why = Vec::new();
     let ops = [
-        (&gemm.a, Dim::M, cfg.block_m, "A"),
-        (&gemm.b, Dim::N, cfg.block_n, "B"),
+        (&gemm.a, Dim::M, (cfg.block_m, cfg.warp_m), "A"),
+        (&gemm.b, Dim::N, (cfg.block_n, cfg.warp_n), "B"),
     ];
     for (i, (op, row_dim, rows, name)) in ops.into_iter().enumerate() {
         let kmajor = op
@@ -305,8 +328,8 @@ mod tests {
         let l = lower(&p);
         let g = &l.gemms[0];
         vec![
-            tma_tile(&p, g, &g.a, Dim::M, 128, 64),
-            tma_tile(&p, g, &g.b, Dim::N, 128, 64),
+            tma_tile(&p, g, &g.a, Dim::M, (128, 128), 64),
+            tma_tile(&p, g, &g.b, Dim::N, (128, 128), 64),
         ]
     }
 

@@ -253,7 +253,7 @@ pub fn store_tile(
             strides: map_strides,
             offset,
             boxes,
-            swizzle128: true,
+            swizzle: crate::abi::MapSwizzle::Swizzle128B,
             im2col: None,
         },
         along_n,

@@ -117,6 +117,8 @@ fn interleave(i: MapInterleave) -> sys::CUtensorMapInterleave {
 fn swizzle(s: MapSwizzle) -> sys::CUtensorMapSwizzle {
     match s {
         MapSwizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        MapSwizzle::Swizzle32B => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        MapSwizzle::Swizzle64B => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
         MapSwizzle::Swizzle128B => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
     }
 }
@@ -148,7 +150,12 @@ mod tests {
         ] {
             assert_eq!(t as u32, data_type(t) as u32, "{t:?}");
         }
-        for s in [MapSwizzle::None, MapSwizzle::Swizzle128B] {
+        for s in [
+            MapSwizzle::None,
+            MapSwizzle::Swizzle32B,
+            MapSwizzle::Swizzle64B,
+            MapSwizzle::Swizzle128B,
+        ] {
             assert_eq!(s as u32, swizzle(s) as u32, "{s:?}");
         }
         let i = MapInterleave::None;

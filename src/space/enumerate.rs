@@ -219,8 +219,8 @@ mod tests {
             e.raw,
             5 * 5 * 3 * 4 * 5 * 4 * 4 * 4 * 4 * 2 * 6 * 3 * 3 * 3 * 2
         );
-        // bwd-data NHWC: A (the filter) runs along M, so wgmma reads it M-major in 64-row
-        // blocks: block_m a multiple of 64.
+        // bwd-data NHWC: A (the filter) runs along M, so wgmma reads it M-major in blocks of
+        // a swizzle atom's rows, which a warpgroup tile of 64 or 128 rows makes 64-row blocks.
         let wg: Vec<_> = e.legal.iter().filter(|c| c.mma.is_wgmma()).collect();
         assert!(!wg.is_empty() && wg.iter().all(|c| c.block_m % 64 == 0 && c.block_k == 64));
         assert!(wg.iter().any(|c| c.block_m > 64));
@@ -251,6 +251,17 @@ mod tests {
             Reduction::Fixup => c.split_k > 1,
             Reduction::Stream => c.split_k == 1,
         }));
+        // bwd-weight NHWC: B (the pixels' channels and taps) is N-major; wgmma takes it in 16-
+        // and 32-row swizzle atoms too, so tiles of 16 and 32 columns are legal, and every
+        // legal one is whole atoms.
+        let wg: Vec<_> = e.legal.iter().filter(|c| c.mma.is_wgmma()).collect();
+        for bn in [16, 32] {
+            assert!(
+                wg.iter().any(|c| c.block_n == bn && c.warp_n == bn),
+                "bn {bn}"
+            );
+        }
+        assert!(wg.iter().all(|c| c.warp_n % 16 == 0 && c.block_n % 16 == 0));
     }
 
     #[test]

@@ -211,7 +211,7 @@ mod tests {
             strides: [16, 64, 192, 0],
             offset: 0,
             boxes: [8, 5, 1, 1, 1],
-            swizzle128: false,
+            swizzle: crate::abi::MapSwizzle::None,
             im2col: Some(Im2colMap {
                 lower: [lower[0], lower[1], 0],
                 upper: [upper[0], upper[1], 0],

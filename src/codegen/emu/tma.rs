@@ -10,11 +10,12 @@
 //! pipeline fails here before it hangs a GPU.
 //!
 //! The host tensor map (what the emulator passes for a `TensorMap` argument) is 24 u64:
-//! base address, rank, element bytes, swizzle-128 flag, 5 dims, 4 byte strides, 5 boxes (two
+//! base address, rank, element bytes, the `CUtensorMapSwizzle` number, 5 dims, 4 byte strides, 5 boxes (two
 //! per word), then the im2col mode, corners and element strides (`emu/im2col.rs` reads them).
 //! Boxes land as in the PTX ISA's tile mode: elements in box order, dimension 0 fastest, and
-//! with the 128-byte swizzle 16-byte chunk c of 128-byte line r (of the shared address,
-//! 1024-byte aligned) at chunk c ^ r%8.
+//! with a swizzle of span S (32, 64 or 128 bytes: modes 1, 2, 3) address bits 4.. XOR bits
+//! 7.. (log2(S/16) bits each), so 16-byte chunk c of S-byte line r (of the shared address,
+//! 8·S-byte aligned) lies at chunk c ^ (r / (128/S)) % (S/16): c ^ r%8 for 128 bytes.
 
 use super::runtime::{thread, Thread};
 use super::sync::{bar_offset, with_bar, BlockSync, Landing, Mbar, Wait};
@@ -32,7 +33,7 @@ pub(crate) fn host_map(spec: &TensorMapSpec, base: usize) -> [u64; MAP_WORDS] {
     m[0] = base as u64 + spec.offset;
     m[1] = spec.rank as u64;
     m[2] = spec.dtype.bytes() as u64;
-    m[3] = u64::from(spec.swizzle128);
+    m[3] = u64::from(u32::from(spec.swizzle));
     m[4..9].copy_from_slice(&spec.dims);
     m[9..13].copy_from_slice(&spec.strides);
     for i in 0..TENSOR_MAP_RANK {
@@ -66,7 +67,8 @@ pub(super) struct HostMap {
     pub base: u64,
     pub rank: usize,
     pub eb: usize,
-    pub swizzle: bool,
+    /// Swizzle span in bytes (0: none), decoded from the `CUtensorMapSwizzle` number.
+    pub swizzle: usize,
     pub dims: [u64; TENSOR_MAP_RANK],
     pub strides: [u64; TENSOR_MAP_RANK - 1],
     pub boxes: [usize; TENSOR_MAP_RANK],
@@ -78,7 +80,12 @@ impl HostMap {
             base: m[0],
             rank: m[1] as usize,
             eb: m[2] as usize,
-            swizzle: m[3] != 0,
+            swizzle: match m[3] {
+                1 => 32,
+                2 => 64,
+                3 => 128,
+                _ => 0,
+            },
             dims: std::array::from_fn(|i| m[4 + i]),
             strides: std::array::from_fn(|i| m[9 + i]),
             boxes: std::array::from_fn(|i| {
@@ -222,10 +229,12 @@ pub(super) fn land(
         ));
         return None;
     }
-    if h.swizzle && (inner_bytes > 128 || !dst.is_multiple_of(1024)) {
+    let span = h.swizzle;
+    if span > 0 && (inner_bytes > span || !dst.is_multiple_of(8 * span)) {
         t.record(&format!(
-            "TMA 128-byte swizzle needs an inner box of at most 128 bytes ({inner_bytes}) and a \
-             1024-byte aligned destination (offset {dst:#x})"
+            "TMA {span}-byte swizzle needs an inner box of at most {span} bytes ({inner_bytes}) \
+             and a {}-byte aligned destination (offset {dst:#x})",
+            8 * span
         ));
         return None;
     }
@@ -255,10 +264,10 @@ pub(super) fn land(
             .enumerate()
             .map(|(i, c)| {
                 let off = dst + 16 * i;
-                let off = if h.swizzle {
-                    off ^ ((off >> 3) & 0x70)
-                } else {
-                    off
+                // Bits 4.. XOR bits 7..: as many as the span has 16-byte chunks' bits.
+                let off = match span {
+                    0 => off,
+                    _ => off ^ ((off >> 3) & ((span / 16 - 1) << 4)),
                 };
                 let mut w = [0u8; 16];
                 w.copy_from_slice(c);
@@ -391,7 +400,7 @@ mod tests {
             strides: [128, 0, 0, 0],
             offset: 0,
             boxes: [64, 4, 1, 1, 1],
-            swizzle128: true,
+            swizzle: crate::abi::MapSwizzle::Swizzle128B,
             im2col: None,
         };
         (data, spec)

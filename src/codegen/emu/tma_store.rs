@@ -129,13 +129,14 @@ pub(crate) extern "C" fn emu_tma_store(
     let elems: usize = h.boxes[..rank].iter().product();
     let bytes = elems * h.eb;
     let inner = h.boxes[0] * h.eb;
-    if (h.swizzle && (inner > 128 || !off.is_multiple_of(1024)))
+    let span = h.swizzle;
+    if (span > 0 && (inner > span || !off.is_multiple_of(8 * span)))
         || !off.is_multiple_of(128)
         || !t.block.in_smem(src as usize, bytes)
     {
         t.record(&format!(
             "TMA store source {off:#x} + {bytes} bytes: outside shared memory or misaligned \
-             (128 bytes; 1024 and an inner box of at most 128 bytes when swizzled)"
+             (128 bytes; 8 swizzle spans and an inner box of at most one span when swizzled)"
         ));
         return;
     }
@@ -231,8 +232,9 @@ fn perform(t: &Thread, s: &Store) {
             continue;
         }
         let mut off = s.src + e * eb;
-        if h.swizzle {
-            off ^= (off >> 3) & 0x70;
+        if h.swizzle > 0 {
+            // As a load lands (`emu/tma.rs`): bits 4.. XOR bits 7.., one per 16-byte chunk bit.
+            off ^= (off >> 3) & ((h.swizzle / 16 - 1) << 4);
         }
         if !t.block.in_buffer(dst as usize, eb) {
             t.record(&format!(

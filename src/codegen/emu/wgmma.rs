@@ -4,16 +4,18 @@
 //!
 //! Descriptor (PTX ISA "Matrix Descriptor Format" for wgmma): bits 0-13 start address >> 4,
 //! 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension byte offset >> 4, 49-51
-//! base offset, 62-63 swizzle mode (0 none, 1 128-byte, 2 64-byte, 3 32-byte). Only what the
-//! kernels use is emulated: the 128-byte swizzle mode with base offset 0, where a matrix is
-//! groups of 8 lines of 128 bytes and the swizzle XORs address bits 4-6 with bits 7-9 (16-byte
-//! chunk c of line r%8 lies at chunk c ^ r%8 when the atom is 1024-byte aligned).
+//! base offset, 62-63 layout type (0 interleave, 1 128-byte swizzle, 2 64-byte, 3 32-byte).
+//! The swizzled modes with base offset 0 are emulated (interleave is not: no kernel uses it).
+//! A mode of span S bytes lays a matrix out in lines of S bytes, 8 lines a group (the swizzle
+//! atom, 8·S-byte aligned), and XORs address bits 4.. with bits 7.. (log2(S/16) bits each):
+//! 16-byte chunk c of line r lies at chunk c ^ (r / (128/S)) % (S/16), c ^ r%8 for S = 128.
 //! - K-major (imm-trans 0): line r is row r of A (column r of B), at `start + (r/8)·SBO +
-//!   (r%8)·128`, element k 2·k bytes further; the leading-dimension offset is unused (the 16
-//!   k of one instruction lie within one 128-byte line).
-//! - MN-major (imm-trans 1): line k holds 64 consecutive rows (columns of B), at `start +
-//!   (k/8)·SBO + (k%8)·128`, row r at 2·(r%64) bytes further plus (r/64)·LBO (the next
-//!   64-row block).
+//!   (r%8)·S`, element k 2·k bytes further; the leading-dimension offset is unused (the 16 k
+//!   of one instruction lie within one line).
+//! - MN-major (imm-trans 1, PTX ISA "Shared Memory Matrix Layout", CUTLASS's canonical
+//!   MN-major layouts): line k holds S/2 consecutive rows (columns of B), at `start +
+//!   (k/8)·SBO + (k%8)·S`, row r at 2·(r % (S/2)) bytes further plus (r / (S/2))·LBO (the next
+//!   block of rows).
 //!
 //! The accumulator layout of m64nNk16 with f32 D: warp w of the warpgroup owns rows
 //! 16w..16w+15; lane l holds d[i] at row 16w + l/4 + 8·((i%4)/2), column 8·(i/4) + 2·(l%4) +
@@ -42,19 +44,33 @@ fn decode(d: u64) -> (usize, usize, usize, u64, u64) {
     (f(0) << 4, f(16) << 4, f(32) << 4, (d >> 49) & 7, d >> 62)
 }
 
-/// Shared-memory byte offset of element (line r, k) of a K-major 128-byte-swizzled operand.
-fn sw128_offset(start: usize, sbo: usize, r: usize, k: usize) -> usize {
-    swizzle(start + (r / 8) * sbo + (r % 8) * 128 + 2 * k)
+/// The span in bytes of a swizzled layout type, `None` for interleave (not emulated).
+fn span_of(mode: u64) -> Option<usize> {
+    match mode {
+        1 => Some(128),
+        2 => Some(64),
+        3 => Some(32),
+        _ => None,
+    }
 }
 
-/// Shared-memory byte offset of element (row r, k) of an MN-major 128-byte-swizzled operand.
-fn sw128_mn_offset(start: usize, lbo: usize, sbo: usize, r: usize, k: usize) -> usize {
-    swizzle(start + (k / 8) * sbo + (k % 8) * 128 + (r / 64) * lbo + 2 * (r % 64))
+/// Shared-memory byte offset of element (line r, k) of a K-major operand of span `span`.
+fn kmajor_offset(span: usize, start: usize, sbo: usize, r: usize, k: usize) -> usize {
+    swizzle(span, start + (r / 8) * sbo + (r % 8) * span + 2 * k)
 }
 
-/// The 128-byte swizzle: address bits 4-6 XOR bits 7-9.
-fn swizzle(off: usize) -> usize {
-    off ^ ((off >> 3) & 0x70)
+/// Shared-memory byte offset of element (row r, k) of an MN-major operand of span `span`.
+fn mn_offset(span: usize, start: usize, lbo: usize, sbo: usize, r: usize, k: usize) -> usize {
+    let atom = span / 2;
+    swizzle(
+        span,
+        start + (k / 8) * sbo + (k % 8) * span + (r / atom) * lbo + 2 * (r % atom),
+    )
+}
+
+/// The swizzle of span `span`: address bits 4.. XOR bits 7.., log2(span/16) of each.
+fn swizzle(span: usize, off: usize) -> usize {
+    off ^ ((off >> 3) & ((span / 16 - 1) << 4))
 }
 
 /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16}` (scale-d = 1): `acc`
@@ -94,20 +110,23 @@ pub(crate) extern "C" fn emu_wgmma(
         ("B", db, n, trans & 2 != 0),
     ] {
         let (start, lbo, sbo, base_off, mode) = decode(d);
-        let at = |r: usize, k: usize| {
-            if mn {
-                sw128_mn_offset(start, lbo, sbo, r, k)
-            } else {
-                sw128_offset(start, sbo, r, k)
+        let span = match span_of(mode) {
+            Some(span) if base_off == 0 => span,
+            _ => {
+                t.record(&format!(
+                    "wgmma {name} descriptor {d:#x}: layout type {mode}, base offset {base_off} \
+                     (only the swizzled modes with base offset 0 are emulated)"
+                ));
+                return;
             }
         };
-        if mode != 1 || base_off != 0 {
-            t.record(&format!(
-                "wgmma {name} descriptor {d:#x}: swizzle mode {mode}, base offset {base_off} \
-                 (only 128-byte swizzle with base offset 0 is emulated)"
-            ));
-            return;
-        }
+        let at = |r: usize, k: usize| {
+            if mn {
+                mn_offset(span, start, lbo, sbo, r, k)
+            } else {
+                kmajor_offset(span, start, sbo, r, k)
+            }
+        };
         // Every element the instruction reads must lie in shared memory.
         let mut m = vec![[0f32; 16]; lines];
         for (r, row) in m.iter_mut().enumerate() {
@@ -185,16 +204,33 @@ mod tests {
         let d = (0x2400u64 >> 4) | (1 << 16) | ((1024u64 >> 4) << 32) | (1 << 62);
         assert_eq!(decode(d), (0x2400, 16, 1024, 0, 1));
         // Line 0 is unpermuted; line 3's chunk 0 lies at chunk 3, chunk 5 at chunk 6.
-        assert_eq!(sw128_offset(0, 1024, 0, 9), 18);
-        assert_eq!(sw128_offset(0, 1024, 3, 0), 3 * 128 + 3 * 16);
-        assert_eq!(sw128_offset(0, 1024, 3, 40), 3 * 128 + 6 * 16);
+        let k128 = |r, k| kmajor_offset(128, 0, 1024, r, k);
+        assert_eq!(k128(0, 9), 18);
+        assert_eq!(k128(3, 0), 3 * 128 + 3 * 16);
+        assert_eq!(k128(3, 40), 3 * 128 + 6 * 16);
         // Line 9: second 8-line group (SBO) at its line 1; a start 32 bytes into the line
         // (the second k16 step) swizzles as the unshifted address would.
-        assert_eq!(sw128_offset(0, 1024, 9, 0), 1024 + 128 + 16);
-        assert_eq!(sw128_offset(32, 1024, 1, 0), 128 + (2 ^ 1) * 16);
+        assert_eq!(k128(9, 0), 1024 + 128 + 16);
+        assert_eq!(kmajor_offset(128, 32, 1024, 1, 0), 128 + (2 ^ 1) * 16);
         // MN-major: line k (k-groups SBO apart), rows along the line, 64-row blocks LBO apart.
-        assert_eq!(sw128_mn_offset(0, 8192, 1024, 8, 0), 16);
-        assert_eq!(sw128_mn_offset(0, 8192, 1024, 0, 9), 1024 + 128 + 16);
-        assert_eq!(sw128_mn_offset(0, 8192, 1024, 70, 0), 8192 + 12);
+        assert_eq!(mn_offset(128, 0, 8192, 1024, 8, 0), 16);
+        assert_eq!(mn_offset(128, 0, 8192, 1024, 0, 9), 1024 + 128 + 16);
+        assert_eq!(mn_offset(128, 0, 8192, 1024, 70, 0), 8192 + 12);
+        // 64-byte swizzle: 32-row blocks of 64-byte lines; lines 2-3 XOR chunks with 1, lines
+        // 6-7 with 3, line 8 starts the next group (SBO 512) unpermuted.
+        let mn64 = |r, k| mn_offset(64, 0, 4096, 512, r, k);
+        let chunk = |c: usize, phase: usize| 16 * (c ^ phase);
+        assert_eq!(mn64(0, 1), 64);
+        assert_eq!(mn64(8, 2), 2 * 64 + chunk(1, 1));
+        assert_eq!(mn64(8, 6), 6 * 64 + chunk(1, 3));
+        assert_eq!(mn64(0, 8), 512);
+        assert_eq!(mn64(33, 0), 4096 + 2);
+        // 32-byte swizzle: 16-row blocks of 32-byte lines; lines 4-7 swap the two chunks.
+        let mn32 = |r, k| mn_offset(32, 0, 2048, 256, r, k);
+        assert_eq!(mn32(0, 4), 4 * 32 + 16);
+        assert_eq!(mn32(8, 5), 5 * 32);
+        assert_eq!(mn32(8, 3), 3 * 32 + 16);
+        assert_eq!(mn32(17, 9), 2048 + 256 + 32 + 2);
+        assert_eq!(span_of(0), None);
     }
 }

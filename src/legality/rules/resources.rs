@@ -19,9 +19,10 @@ impl Checker {
 
     /// Why the `wgmma` path cannot run `cfg` (fields up to `bk`), if it cannot: the shared
     /// rule ([`fit::wgmma_tile`]), then the operand layouts. The kernel's shared-memory tiles
-    /// must be exactly the 128-byte-swizzle layouts the descriptors describe: K-major tiles of
+    /// must be exactly the swizzled layouts the descriptors describe: K-major tiles of
     /// 128-byte lines of K, or, for an operand contiguous along its rows (stored `[k][row]`),
-    /// MN-major tiles in blocks of 64 rows.
+    /// MN-major tiles in blocks of a swizzle atom's rows ([`fit::wgmma_mn_swizzle`]: 16, 32
+    /// or 64 rows of a 16-bit type).
     pub(in crate::legality) fn wgmma_misfit(&self, cfg: &PerfConfig) -> Option<String> {
         let dt = self.problem.dtype();
         if let Err(why) = fit::wgmma_tile(&self.arch, dt, cfg.warp_m, cfg.warp_n, cfg.block_k) {
@@ -31,11 +32,15 @@ impl Checker {
             (0, "A", cfg.block_m, cfg.warp_m),
             (1, "B", cfg.block_n, cfg.warp_n),
         ] {
-            if self.mn_major[i] && (block % 64 != 0 || warp % 64 != 0) {
+            if self.mn_major[i] && fit::wgmma_mn_swizzle(dt, block, warp).is_none() {
+                let least = 32 / dt.bytes();
                 return Some(format!(
                     "{name} is contiguous along its rows (an MN-major tile), which wgmma reads \
-                     in blocks of 64 rows: block and warpgroup tile must be multiples of 64 \
-                     along it, not {block} and {warp}"
+                     in blocks of a swizzle atom's rows ({least}, {} or {} rows): block and \
+                     warpgroup tile must be multiples of {least} along it, not {block} and \
+                     {warp}",
+                    2 * least,
+                    4 * least
                 ));
             }
         }
