@@ -14,7 +14,7 @@ use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, data, emulate_where_legal, mismatches, problem};
+use common::{cfg, data, emulate_where_legal, hopper_space, mismatches, problem};
 
 /// One consumer warpgroup, two stages, staged epilogue, a cluster along N.
 const CL: &str = "v5:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,\
@@ -238,11 +238,7 @@ fn cluster_kernels_declare_their_shape() {
 /// the planner too.
 #[test]
 fn legality_and_the_planner_agree_on_cl_over_the_hopper_space() {
-    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/search-spaces/nvidia-hopper.toml"
-    )))
-    .unwrap();
+    let space = hopper_space();
     let h200 = Target::of(Arch::SM_90);
     let (mut planned, mut refused) = (0, 0);
     for line in [

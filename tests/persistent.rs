@@ -14,7 +14,7 @@ use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, data, emulate_where_legal, mismatches, problem};
+use common::{cfg, data, emulate_where_legal, hopper_space, mismatches, problem};
 
 /// One consumer warpgroup, two stages, staged epilogue.
 const WS: &str =
@@ -239,11 +239,7 @@ fn persistent_ptx_and_grid_for_the_h200() {
     ] {
         assert!(ptx.contains(needle), "no {needle:?}");
     }
-    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/search-spaces/nvidia-hopper.toml"
-    )))
-    .unwrap();
+    let space = hopper_space();
     assert!(space.params.persistent.contains(&Grid::Persistent));
     assert!(space.contains(&c));
 }
@@ -254,11 +250,7 @@ fn persistent_ptx_and_grid_for_the_h200() {
 /// refuses once persistent is refused by the planner too.
 #[test]
 fn legality_and_the_planner_agree_on_pk_over_the_hopper_space() {
-    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/search-spaces/nvidia-hopper.toml"
-    )))
-    .unwrap();
+    let space = hopper_space();
     let h200 = Target::of(Arch::SM_90);
     let (mut planned, mut refused) = (0, 0);
     for line in [

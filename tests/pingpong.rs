@@ -15,7 +15,7 @@ use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, data, emulate_where_legal, mismatches, problem};
+use common::{cfg, data, emulate_where_legal, hopper_space, mismatches, problem};
 
 /// One warpgroup per tile, two stages, staged epilogue.
 const PP: &str =
@@ -211,11 +211,7 @@ fn what_wspp_cannot_do_is_refused_with_a_reason() {
 /// memory limit (two epilogue regions); the space holds them.
 #[test]
 fn legality_and_the_planner_agree_on_wspp_over_the_hopper_space() {
-    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/search-spaces/nvidia-hopper.toml"
-    )))
-    .unwrap();
+    let space = hopper_space();
     assert!(space.params.ld.contains(&LoadPath::WsPingPong));
     let h200 = Target::of(Arch::SM_90);
     let mut planned = 0;

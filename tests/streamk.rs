@@ -11,7 +11,7 @@ use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, emulate_exact, problem};
+use common::{cfg, emulate_exact, hopper_space, problem};
 
 const H200: Target = Target::of(Arch::SM_90);
 
@@ -380,12 +380,8 @@ fn ws_stream_k_ring_reset_per_unit_is_caught() {
 #[test]
 fn the_hopper_space_samples_ws_stream_k() {
     use convtune::selfcheck::{reduction_problems, split_k_space};
-    use convtune::space::{sample_legal, SearchSpace};
-    let space = SearchSpace::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/search-spaces/nvidia-hopper.toml"
-    )))
-    .unwrap();
+    use convtune::space::sample_legal;
+    let space = hopper_space();
     let space = split_k_space(space, Reduction::Stream);
     let mut ws = 0;
     for p in reduction_problems(Reduction::Stream) {

@@ -13,7 +13,7 @@ use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
 mod common;
 
-use common::{cfg, data, emulate_where_legal, problem};
+use common::{cfg, data, emulate_where_legal, hopper_space, problem};
 
 /// One consumer warpgroup of 64 × 64, two stages, TMA store.
 const EP: &str = "v6:bm=64,bn=64,bk=64,wm=64,wn=64,st=2,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,\
@@ -224,11 +224,7 @@ fn production_tiles() {
 #[test]
 fn legality_and_the_planner_agree_on_ep_over_the_hopper_space() {
     use convtune::config::Grid;
-    let space = convtune::space::SearchSpace::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/search-spaces/nvidia-hopper.toml"
-    )))
-    .unwrap();
+    let space = hopper_space();
     let h200 = Target::of(Arch::SM_90);
     let (mut planned, mut refused) = (0, 0);
     for line in [

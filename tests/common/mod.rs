@@ -100,3 +100,13 @@ pub fn emulate_where_legal(
         Err(e) => panic!("{p} {c}: {e}"),
     }
 }
+
+/// `search-spaces/nvidia-hopper.toml`: the re-tuning space (and `selfcheck --space`'s), which
+/// the planner/legality agreement tests walk.
+pub fn hopper_space() -> convtune::space::SearchSpace {
+    convtune::space::SearchSpace::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search-spaces/nvidia-hopper.toml"
+    )))
+    .unwrap()
+}
