@@ -21,6 +21,7 @@ pub mod recording;
 pub mod replay;
 pub mod report;
 mod rng;
+mod seeded;
 pub mod synthetic;
 
 pub use cost::{estimate, CostArch, CostModel, Estimate};
@@ -31,6 +32,7 @@ pub use random::Random;
 pub use recording::{Prepared, RecordedCandidate, Recording, RecordingError};
 pub use replay::{efficiency, efficiency_all, replay, Efficiency, ReplayError};
 pub use report::{efficiency_table, percent_of_best, plot_convergence, plot_efficiencies};
+pub use seeded::Seeded;
 
 use crate::config::PerfConfig;
 

@@ -251,6 +251,53 @@ fn a_fault_is_recorded_the_run_goes_on_and_a_rerun_resumes() {
     );
 }
 
+/// The lookup's config (what a compiler uses untuned) is the first candidate measured: one
+/// the space enumerates late, and one it prunes (added to the candidates).
+#[test]
+fn the_search_measures_the_lookup_config_first() {
+    // The fake GPU's fingerprint: the shipped entries, tuned on an H200, are not its own, so
+    // the lookup answers from the quick list or the heuristic.
+    let fake_gpu = crate::db::Fingerprint {
+        gpu: "Fake GPU".into(),
+        compute_units: 2,
+        driver: "0.1".into(),
+        ..Default::default()
+    };
+    let space = crate::space::SearchSpace::default_for(&Arch::SM_90);
+    let mut places = Vec::new();
+    for line in [
+        PROBLEM,
+        "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeBackend::new(&["sm_90"], 0);
+        run(options(dir.path(), 1), &fake, &[line]).unwrap();
+        let p: ConvProblem = line.parse().unwrap();
+        let layers = crate::db::Layered {
+            system: crate::db::system("sm_90").unwrap(),
+            user: None,
+        };
+        let want = crate::lookup::find_config_in_space(
+            &p,
+            &Arch::SM_90,
+            layers,
+            Some(&fake_gpu),
+            Some(&space),
+        )
+        .unwrap()
+        .config;
+        let legal = crate::space::enumerate_legal(&p, &Arch::SM_90, &space).legal;
+        places.push(legal.iter().position(|c| *c == want));
+        let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+        let first: crate::db::JournalRecord =
+            serde_json::from_str(journal.lines().next().unwrap()).unwrap();
+        assert_eq!(first.config, want.to_string(), "{line}");
+    }
+    // Exhaustive order would have measured neither first.
+    assert!(places[0].is_some_and(|i| i > 0), "{places:?}");
+    assert_eq!(places[1], None, "{places:?}");
+}
+
 #[test]
 fn devices_share_the_queue_with_a_journal_each() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,7 +16,7 @@ use crate::problem::ConvProblem;
 use crate::runtime::{
     DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome, RuntimeError,
 };
-use crate::search::{self, SearchContext};
+use crate::search::{self, SearchContext, Seeded};
 use crate::space::{enumerate_lowered, SearchSpace};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -196,7 +196,9 @@ pub(super) fn tune_device(
         let index = s.started.fetch_add(1, Ordering::SeqCst) + 1;
         let enumerating = Instant::now();
         let l = Arc::new(lower(&p));
-        let e = enumerate_lowered(&l, arch, &s.space);
+        let mut e = enumerate_lowered(&l, arch, &s.space);
+        // The untuned fallback's config is always a candidate, measured first (`start_from`).
+        let first = start_from(s, &p, &l, &mut e.legal);
         let enumerate_s = enumerating.elapsed().as_secs_f64();
         let key = p.key();
         let referencing = Instant::now();
@@ -250,8 +252,9 @@ pub(super) fn tune_device(
             arch,
             candidates: &e.legal,
         };
-        let mut strategy = search::by_name(&opts.strategy, opts.seed)
+        let strategy = search::by_name(&opts.strategy, opts.seed)
             .ok_or_else(|| CampaignError::unknown_strategy(&opts.strategy))?;
+        let mut strategy = Seeded::new(first.into_iter().collect(), strategy);
         let mut eval = DeviceEval {
             device: dev.as_mut(),
             fatal: None,
@@ -282,7 +285,7 @@ pub(super) fn tune_device(
         });
         let mut report = tune(
             &ctx,
-            strategy.as_mut(),
+            &mut strategy,
             compile,
             &mut eval,
             &mut rec,
@@ -365,4 +368,42 @@ fn write_entry(s: &Shared<'_>, row: &ReportRow) -> Result<(), CampaignError> {
     .sealed();
     TunedDb::update_file(&s.db_path, s.arch.name, |db| db.insert(entry))??;
     Ok(())
+}
+
+/// The index among `legal` of the config `convtune lookup` answers for `p` with the database
+/// this campaign writes over the system one, in this search's space, appended to `legal` when
+/// the enumeration pruned it (a tile it deems too big for the problem, say: a neighbour's
+/// winner often is). The search measures it first ([`Seeded`]), so a winner is never slower
+/// than the untuned fallback it replaces, and a search cut short by its time still has it.
+/// `None` when the lookup fails (a database that does not load is reported when the winner is
+/// written, not here) or its config is not legal here.
+fn start_from(
+    s: &Shared<'_>,
+    p: &ConvProblem,
+    l: &crate::lowering::Lowering,
+    legal: &mut Vec<PerfConfig>,
+) -> Option<usize> {
+    let user = if s.db_path.exists() {
+        Some(TunedDb::load(&s.db_path).ok()?)
+    } else {
+        None
+    };
+    let layers = db::Layered {
+        system: db::system(s.arch.name).ok()?,
+        user: user.as_ref(),
+    };
+    let found = crate::lookup::find_config_in_space(
+        p,
+        &s.arch,
+        layers,
+        Some(&s.fingerprint),
+        Some(&s.space),
+    )
+    .ok()?;
+    if let Some(i) = legal.iter().position(|c| *c == found.config) {
+        return Some(i);
+    }
+    crate::legality::check(l, &found.config, &s.arch).ok()?;
+    legal.push(found.config);
+    Some(legal.len() - 1)
 }
