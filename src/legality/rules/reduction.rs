@@ -1,15 +1,48 @@
-//! The `red` rule: how split-K slices are added up. `red=fixup` only means something with
-//! split-K (a second name for the same kernel would double the space); `red=stream` splits K
-//! itself (so `sk` is 1), not on `ld=tma` or `ld=wspp` ([`PerfConfig::stream_refusal`]), and
-//! only where it helps: the data-parallel schedule's last wave under half full (CUTLASS's rule)
-//! and at least [`StreamK::MIN_PER_BLOCK`] K tiles per block in the stream-K region. Either
-//! workspace of partial tiles must be addressable with the kernels' i32 indices.
+//! The split-K rules: `sk` splits K on the backward-weight pass only, leaving every slice of
+//! every sub-GEMM at least one `bk`; `red` says how the slices are added up. `red=fixup` only
+//! means something with split-K (a second name for the same kernel would double the space);
+//! `red=stream` splits K itself (so `sk` is 1), not on `ld=tma` or `ld=wspp`
+//! ([`PerfConfig::stream_refusal`]), and only where it helps: the data-parallel schedule's last
+//! wave under half full (CUTLASS's rule) and at least [`StreamK::MIN_PER_BLOCK`] K tiles per
+//! block in the stream-K region. Either workspace of partial tiles must be addressable with the
+//! kernels' i32 indices.
 
-use super::{Checker, MAX_FIXUP_PARTIALS};
+use super::Checker;
 use crate::config::{PerfConfig, Reduction, StreamK};
 use crate::legality::rejection::Rejection;
+use crate::problem::Direction;
+
+/// Most f32 partials a split-K fix-up may keep: the kernels index the workspace in i32.
+pub(crate) const MAX_FIXUP_PARTIALS: u64 = i32::MAX as u64;
 
 impl Checker {
+    /// Split-K (`sk`): backward weights only, every slice at least one `bk` of each sub-GEMM.
+    pub(super) fn split_k(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        if cfg.split_k <= 1 {
+            return Ok(());
+        }
+        let direction = self.problem.direction();
+        if direction != Direction::BwdWeight {
+            return Err(Rejection::SplitKDirection {
+                split_k: cfg.split_k,
+                direction: direction.name(),
+            });
+        }
+        for (gemm, &k_len) in self.k_lens.iter().enumerate() {
+            let per_split = k_len / cfg.split_k;
+            if per_split < cfg.block_k {
+                return Err(Rejection::SplitKTooShort {
+                    split_k: cfg.split_k,
+                    k_len,
+                    per_split,
+                    block_k: cfg.block_k,
+                    gemm: gemm as u32,
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub(in crate::legality) fn reduction(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
         match cfg.red {
             Reduction::Atomic => return Ok(()),

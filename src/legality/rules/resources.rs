@@ -1,11 +1,95 @@
-//! The per-config estimates the rules compare with the arch's limits: warps, registers, shared
-//! memory, and whether the `wgmma` path's shared-memory layouts fit the config.
+//! What a config uses: the per-config estimates (warps, registers, shared memory), the rules
+//! that compare them with the arch's limits, whether the `wgmma` path's shared-memory layouts
+//! fit the config, and the [`Resources`] a legal config reports, for occupancy and for the code
+//! generator.
 
-use super::{Checker, AMD_OVERHEAD_REGS, OVERHEAD_REGS};
+use super::Checker;
 use crate::arch::{fit, MathInstr, MathKind, Vendor};
-use crate::config::{LdsLayout, MmaPath, PerfConfig};
+use crate::config::{DwTile, LdsLayout, MmaPath, PerfConfig};
+use crate::legality::rejection::Rejection;
+use crate::lowering::depthwise::DwShape;
+
+/// Registers every kernel spends on addresses, loop counters and bounds (estimate).
+const OVERHEAD_REGS: u32 = 40;
+/// The same on AMD (see [`Checker::overhead_regs`]).
+const AMD_OVERHEAD_REGS: u32 = 88;
+
+/// What a legal config uses, for occupancy and for the code generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resources {
+    /// Warps (waves) per block.
+    pub warps: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// The instruction the warp tile is built from.
+    pub instr: MathInstr,
+    /// Shared memory per block, bytes.
+    pub lds_bytes: u32,
+    /// Estimated registers per thread.
+    pub registers: u32,
+    /// Blocks that fit on one SM (CU) by shared memory and registers.
+    pub blocks_per_cu: u32,
+    /// Largest legal vector width of A, B, C over all sub-GEMMs (byte limit included).
+    pub max_vector: [u32; 3],
+}
 
 impl Checker {
+    /// The register estimate within the arch's registers per thread.
+    pub(super) fn registers(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let arch = &self.arch;
+        let Some(instr) = self.instr(cfg) else {
+            return Ok(());
+        };
+        let (acc, frag, staging) = self.register_parts(cfg, &instr);
+        let overhead = self.overhead_regs();
+        let total = acc + frag + staging + overhead as u64;
+        if total > arch.max_regs_per_thread as u64 {
+            return Err(Rejection::Registers {
+                estimate: Self::sat(total),
+                max: arch.max_regs_per_thread,
+                acc: Self::sat(acc),
+                frag: Self::sat(frag),
+                staging: Self::sat(staging),
+                overhead,
+            });
+        }
+        Ok(())
+    }
+
+    /// Shared memory per block: the layout (`lds`) and `wgmma` pipeline the config asks for,
+    /// then the bytes within the arch's limit.
+    pub(super) fn shared_memory(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        if cfg.mma.is_wgmma() && cfg.lds != LdsLayout::Swizzled {
+            return Err(Rejection::Wgmma {
+                why: "lds = pad (the descriptors describe the 128-byte swizzle: lds = swz)".into(),
+            });
+        }
+        let in_flight = cfg.mma == MmaPath::WgmmaInFlight;
+        if let Err(why) = fit::wgmma_pipeline(in_flight, cfg.stages) {
+            return Err(Rejection::Wgmma {
+                why: why.to_string(),
+            });
+        }
+        if cfg.lds == LdsLayout::Swizzled {
+            // The XOR swizzle permutes 16-byte chunks within a row.
+            let row_bytes = cfg.block_k as u64 * self.elem_bytes as u64;
+            if !row_bytes.is_multiple_of(16) || !(row_bytes / 16).is_power_of_two() {
+                return Err(Rejection::SwizzleRow {
+                    row_bytes: Self::sat(row_bytes),
+                });
+            }
+        }
+        let (bytes, padding) = self.lds_bytes(cfg);
+        if bytes > self.arch.smem_per_block as u64 {
+            return Err(Rejection::SharedMemory {
+                bytes: Self::sat(bytes),
+                padding: Self::sat(padding),
+                max: self.arch.smem_per_block,
+            });
+        }
+        Ok(())
+    }
+
     pub(in crate::legality) fn warps(cfg: &PerfConfig) -> u64 {
         let per_tile = match cfg.mma {
             MmaPath::Sync => 1,
@@ -124,5 +208,72 @@ impl Checker {
 
     pub(in crate::legality) fn sat(x: u64) -> u32 {
         x.min(u32::MAX as u64) as u32
+    }
+
+    /// [`Self::resources`] on this checker's own sub-GEMMs (the judge of `cfg`).
+    pub(super) fn resources_here(&self, cfg: &PerfConfig) -> Resources {
+        let arch = &self.arch;
+        if let (MmaPath::Depthwise, Ok(shape)) = (cfg.mma, &self.depthwise) {
+            return self.depthwise_resources(cfg, shape);
+        }
+        let warps = Self::warps(cfg);
+        let threads = warps * arch.warp_size as u64;
+        let instr = self
+            .instr(cfg)
+            .unwrap_or(arch.math(self.problem.dtype())[0]);
+        let (acc, frag, staging) = self.register_parts(cfg, &instr);
+        let registers = acc + frag + staging + self.overhead_regs() as u64;
+        // ld=ws: the producer warpgroup too, and the whole pool at entry (one block an SM).
+        let (threads, registers) = match self.ws_block(cfg) {
+            Some(w) => (w.threads() as u64, w.entry_regs as u64),
+            None => (threads, registers),
+        };
+        let (lds, _) = self.lds_bytes(cfg);
+        let by_lds = (arch.smem_per_sm as u64)
+            .checked_div(lds)
+            .unwrap_or(u64::MAX);
+        let by_regs = arch.regs_per_sm as u64 / (registers * threads).max(1);
+        let byte_cap = arch.max_vector_bytes / self.elem_bytes;
+        let max_vector = std::array::from_fn(|i| {
+            self.vectors
+                .iter()
+                .map(|ops| ops[i].max.width)
+                .min()
+                .unwrap_or(1)
+                .min(byte_cap)
+        });
+        Resources {
+            warps: Self::sat(warps),
+            threads: Self::sat(threads),
+            instr,
+            lds_bytes: Self::sat(lds),
+            registers: Self::sat(registers),
+            blocks_per_cu: Self::sat(by_lds.min(by_regs)),
+            max_vector,
+        }
+    }
+
+    /// [`Self::resources`] of a config of `mma=dw` (no matrix instruction: `instr` is the
+    /// arch's first, for reports only).
+    fn depthwise_resources(&self, cfg: &PerfConfig, shape: &DwShape) -> Resources {
+        let arch = &self.arch;
+        let tile = DwTile::of(cfg);
+        let threads = tile.threads();
+        let registers = shape.registers(tile.vec, tile.rows, tile.cols);
+        let lds = shape.filter_bytes(tile.channels);
+        let by_lds = (arch.smem_per_sm as u64)
+            .checked_div(lds)
+            .unwrap_or(u64::MAX);
+        let by_regs = arch.regs_per_sm as u64 / (registers as u64 * threads as u64).max(1);
+        let widest = shape.widest_vec(arch.max_vector_bytes);
+        Resources {
+            warps: threads.div_ceil(arch.warp_size),
+            threads,
+            instr: arch.math(self.problem.dtype())[0],
+            lds_bytes: Self::sat(lds),
+            registers,
+            blocks_per_cu: Self::sat(by_lds.min(by_regs)),
+            max_vector: [widest, 1, widest],
+        }
     }
 }

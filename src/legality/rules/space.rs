@@ -1,0 +1,107 @@
+//! The search space's pruning rules ([`Pruning`]): limits on threads and warps, and tiles or
+//! raster groups larger than the problem needs. They cut configs that could run but are not
+//! worth timing, so they run only in enumeration ([`Checker::with_pruning`]), never at lookup.
+
+use super::Checker;
+use crate::config::{Field, PerField, PerfConfig};
+use crate::legality::rejection::Rejection;
+use crate::lowering::Dim;
+
+/// Limits a search space adds on top of legality: they cut candidates that could run but are
+/// not worth timing, so a tuned config is never rejected for them at lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pruning {
+    /// Most threads per block.
+    pub max_threads: u32,
+    /// Fewest warps per block.
+    pub min_warps: u32,
+    /// Most warps per block.
+    pub max_warps: u32,
+    /// Smallest value (code) of each field in the space: a tile (bm, bn, bk) or raster group
+    /// is oversized only above max(next power of two of the GEMM length, this).
+    pub smallest: PerField<u32>,
+}
+
+fn round_up_pow2(x: u32) -> u64 {
+    (x.max(1) as u64).next_power_of_two()
+}
+
+impl Checker {
+    /// The search space's pruning limits on a block of `threads` threads in `warps` warps
+    /// (none without pruning): the `Space` rule of the GEMM paths and of `mma=dw` alike.
+    pub(super) fn space_limits(&self, threads: u32, warps: u32) -> Result<(), Rejection> {
+        let Some(pr) = &self.pruning else {
+            return Ok(());
+        };
+        let space = |what, value, constraint, limit| {
+            Err(Rejection::Space {
+                what,
+                value,
+                constraint,
+                limit,
+            })
+        };
+        if threads > pr.max_threads {
+            return space("threads", threads, "max_threads", pr.max_threads);
+        }
+        if warps < pr.min_warps {
+            return space("warps", warps, "min_warps", pr.min_warps);
+        }
+        if warps > pr.max_warps {
+            return space("warps", warps, "max_warps", pr.max_warps);
+        }
+        Ok(())
+    }
+
+    /// The `Space` rule of the GEMM paths: [`Self::space_limits`] on the config's warps.
+    pub(super) fn space(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let warps = Self::sat(Self::warps(cfg));
+        self.space_limits(Self::sat(warps as u64 * self.arch.warp_size as u64), warps)
+    }
+
+    /// bm and bn (`mn`), or bk, not larger than needed.
+    pub(super) fn oversized(&self, cfg: &PerfConfig, mn: bool) -> Result<(), Rejection> {
+        let Some(pr) = &self.pruning else {
+            return Ok(());
+        };
+        let checks: &[(Field, u32, Dim)] = if mn {
+            &[
+                (Field::BlockM, cfg.block_m, Dim::M),
+                (Field::BlockN, cfg.block_n, Dim::N),
+            ]
+        } else {
+            &[(Field::BlockK, cfg.block_k, Dim::K)]
+        };
+        for &(field, block, dim) in checks {
+            let (param, smallest) = (field.key(), pr.smallest[field]);
+            let len = self.max_len[dim as usize];
+            let limit = round_up_pow2(len).max(smallest as u64);
+            if block as u64 > limit {
+                return Err(Rejection::Oversized {
+                    param,
+                    block,
+                    dim,
+                    len,
+                    limit: Self::sat(limit),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Rasterisation group not larger than the grid's rows of tiles need.
+    pub(super) fn raster(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let Some(pr) = &self.pruning else {
+            return Ok(());
+        };
+        let grid_m = self.max_len[Dim::M as usize].div_ceil(cfg.block_m.max(1));
+        let limit = round_up_pow2(grid_m).max(pr.smallest[Field::Raster] as u64);
+        if cfg.raster as u64 > limit {
+            return Err(Rejection::Raster {
+                raster: cfg.raster,
+                grid_m,
+            });
+        }
+        Ok(())
+    }
+}
