@@ -24,7 +24,8 @@
 //! Layers: `ir` (target-free verbs over inkwell), `spec` (the `TargetSpec` trait and the
 //! instruction families a target has or lacks; NVPTX, AMDGPU and the host emulator implement
 //! them), `builder` (the kernel builder: `ir` plus the target verbs), `target` (the public
-//! [`Target`]), `plan` (every compile-time decision, including which families a config needs),
+//! [`Target`]), `plan` (every compile-time decision, including which families a config needs;
+//! its parts in `plan_math`, `plan_load`, `plan_smem`),
 //! `index`, `loader`, `math`, `schedule` (tile schedulers), `mainloop` (K loops), `tma` (the TMA + mbarrier K loop), `gemm`,
 //! `simple` (the kernel logic, written once), `machine` (LLVM passes and emission), [`emu`]
 //! (running the same kernels on the CPU).
@@ -47,8 +48,14 @@ mod machine;
 mod mainloop;
 mod math;
 mod nvptx;
+mod nvptx_barriers;
+mod nvptx_tma;
+mod nvptx_wgmma;
 mod phased;
 mod plan;
+mod plan_load;
+mod plan_math;
+mod plan_smem;
 mod relayout;
 mod report;
 mod schedule;

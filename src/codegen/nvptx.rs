@@ -1,5 +1,12 @@
 //! NVPTX: `nvptx64-nvidia-cuda`, kernels in calling convention 71 (`ptx_kernel`), tensor cores
 //! through the `llvm.nvvm.mma` / `ldmatrix` intrinsics, `cp.async` for the pipeline.
+//!
+//! This file owns the target itself (triple, address spaces, kernel annotations), the inline
+//! asm helpers every family builds on, the sm_80 families (`mma.sync`, `cp.async`,
+//! `setmaxnreg`) and the PTX post-processing (the cluster directives). The sm_90 async-proxy
+//! families each have a file of their own, so one instruction family reads in one place:
+//! `nvptx_wgmma` (`wgmma.mma_async`), `nvptx_barriers` (mbarriers, named and cluster
+//! barriers) and `nvptx_tma` (`cp.async.bulk.tensor`).
 
 use super::ir::{ok, Ir};
 use super::spec::{
@@ -25,7 +32,7 @@ pub(crate) struct Nvptx {
 
 impl Nvptx {
     /// A void inline-asm statement with no operands that the optimiser keeps in place.
-    fn asm_stmt(ir: &Ir, text: &str) {
+    pub(super) fn asm_stmt(ir: &Ir, text: &str) {
         let ty = ir.ctx.void_type().fn_type(&[], false);
         let f = ir.ctx.create_inline_asm(
             ty,
@@ -39,57 +46,29 @@ impl Nvptx {
         ok(ir.raw().build_indirect_call(ty, f, &[], ""));
     }
 
-    /// Inline asm `text` that reads `lead` (constraints `lead_cons`) and updates the floats
-    /// `acc` in place, returning their new values. The accumulators are read-write ("+f" in
-    /// CUDA), which LLVM spells as outputs "=f" with inputs tied to them ("0", "1", ...), so
-    /// in `text` the accumulators are $0..$q-1 and the lead operands follow from $q.
-    fn asm_floats<'ctx>(
+    /// Inline PTX with only inputs (`r`: 32-bit, `l`: 64-bit) and a memory clobber.
+    pub(super) fn asm_in<'ctx>(
         ir: &Ir<'_, 'ctx>,
         text: &str,
-        lead_cons: &[&str],
-        lead: &[inkwell::values::BasicMetadataValueEnum<'ctx>],
-        acc: &[FloatValue<'ctx>],
-        clobbers: &[&str],
-    ) -> Vec<FloatValue<'ctx>> {
+        cons: &[&str],
+        args: &[IntValue<'ctx>],
+    ) {
         use inkwell::types::BasicMetadataTypeEnum;
         use inkwell::values::BasicMetadataValueEnum;
-        let q = acc.len();
-        let mut cons: Vec<String> = (0..q).map(|_| "=f".to_string()).collect();
-        cons.extend(lead_cons.iter().map(|c| c.to_string()));
-        cons.extend((0..q).map(|i| i.to_string()));
-        cons.extend(clobbers.iter().map(|c| c.to_string()));
-        let f32t = ir.f32t();
-        let ret = ir.ctx.struct_type(&vec![f32t.into(); acc.len()], false);
-        let mut params: Vec<BasicMetadataTypeEnum> = lead
-            .iter()
-            .map(|v| match v {
-                BasicMetadataValueEnum::IntValue(i) => i.get_type().into(),
-                other => panic!("asm lead operand {other:?} is not an integer"),
-            })
-            .collect();
-        params.extend(acc.iter().map(|_| BasicMetadataTypeEnum::from(f32t)));
-        let fty = ret.fn_type(&params, false);
-        let f = ir.ctx.create_inline_asm(
-            fty,
-            text.to_string(),
-            cons.join(","),
-            true,
-            false,
-            None,
-            false,
-        );
-        let mut args = lead.to_vec();
-        args.extend(acc.iter().map(|&v| BasicMetadataValueEnum::from(v)));
-        let call = ok(ir.raw().build_indirect_call(fty, f, &args, ""));
-        let r = match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v,
-            inkwell::values::ValueKind::Instruction(_) => {
-                panic!("inline asm with outputs returns a value")
-            }
-        };
-        (0..acc.len() as u32)
-            .map(|i| ir.field(r, i).into_float_value())
-            .collect()
+        let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
+        let ty = ir.ctx.void_type().fn_type(&params, false);
+        let mut c: Vec<String> = cons.iter().map(|c| c.to_string()).collect();
+        c.push("~{memory}".into());
+        let f =
+            ir.ctx
+                .create_inline_asm(ty, text.to_string(), c.join(","), true, false, None, false);
+        let vals: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        ok(ir.raw().build_indirect_call(ty, f, &vals, ""));
+    }
+
+    /// The 32-bit shared-window address of a shared pointer.
+    pub(super) fn shared32<'ctx>(ir: &Ir<'_, 'ctx>, p: PointerValue<'ctx>) -> IntValue<'ctx> {
+        ok(ir.raw().build_ptr_to_int(p, ir.i32t(), ""))
     }
 }
 
@@ -336,349 +315,5 @@ impl AsyncCopy for Nvptx {
             &[],
             &[ir.c(n as i64).into()],
         );
-    }
-}
-
-impl WarpgroupMma for Nvptx {
-    fn smem_addr<'ctx>(&self, ir: &Ir<'_, 'ctx>, ptr: PointerValue<'ctx>) -> IntValue<'ctx> {
-        // An addrspace(3) pointer is the address in the shared window (what `cvta.to.shared`
-        // gives for a generic one).
-        ok(ir.raw().build_ptr_to_int(ptr, ir.i32t(), ""))
-    }
-    fn fence(&self, ir: &Ir) {
-        Self::asm_stmt(ir, "wgmma.fence.sync.aligned;");
-    }
-    fn commit(&self, ir: &Ir) {
-        Self::asm_stmt(ir, "wgmma.commit_group.sync.aligned;");
-    }
-    fn wait<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        n: u32,
-        acc: &[FloatValue<'ctx>],
-    ) -> Vec<FloatValue<'ctx>> {
-        Self::asm_floats(
-            ir,
-            &format!("wgmma.wait_group.sync.aligned {n};"),
-            &[],
-            &[],
-            acc,
-            &["~{memory}"],
-        )
-    }
-    fn mma<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        dt: DType,
-        n: u32,
-        trans: [bool; 2],
-        da: IntValue<'ctx>,
-        db: IntValue<'ctx>,
-        acc: &[FloatValue<'ctx>],
-    ) -> Vec<FloatValue<'ctx>> {
-        // Operands (see `asm_floats`): $0..$q-1 the accumulators, $q and $q+1 the descriptors
-        // ("l": 64-bit), $q+2 the scale-d flag (1: d = a·b + d).
-        let q = acc.len();
-        let ty = if dt == DType::BF16 { "bf16" } else { "f16" };
-        let regs: Vec<String> = (0..q).map(|i| format!("${i}")).collect();
-        let text = format!(
-            "{{\n.reg .pred p;\nsetp.ne.b32 p, ${s}, 0;\n\
-             wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, ${a}, ${b}, p, 1, 1, {ta}, {tb};\n}}",
-            ta = u8::from(trans[0]),
-            tb = u8::from(trans[1]),
-            regs = regs.join(", "),
-            a = q,
-            b = q + 1,
-            s = q + 2,
-        );
-        Self::asm_floats(
-            ir,
-            &text,
-            &["l", "l", "r"],
-            &[da.into(), db.into(), ir.c(1).into()],
-            acc,
-            &[],
-        )
-    }
-}
-
-impl Nvptx {
-    /// Inline PTX with only inputs (`r`: 32-bit, `l`: 64-bit) and a memory clobber.
-    fn asm_in<'ctx>(ir: &Ir<'_, 'ctx>, text: &str, cons: &[&str], args: &[IntValue<'ctx>]) {
-        use inkwell::types::BasicMetadataTypeEnum;
-        use inkwell::values::BasicMetadataValueEnum;
-        let params: Vec<BasicMetadataTypeEnum> = args.iter().map(|a| a.get_type().into()).collect();
-        let ty = ir.ctx.void_type().fn_type(&params, false);
-        let mut c: Vec<String> = cons.iter().map(|c| c.to_string()).collect();
-        c.push("~{memory}".into());
-        let f =
-            ir.ctx
-                .create_inline_asm(ty, text.to_string(), c.join(","), true, false, None, false);
-        let vals: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
-        ok(ir.raw().build_indirect_call(ty, f, &vals, ""));
-    }
-
-    /// The `.multicast::cluster` qualifier and `, $mask` operand (operand number `at`) of a
-    /// TMA copy to the cluster blocks in `multicast`; empty strings for a plain copy.
-    fn multicast(at: usize, multicast: Option<u16>) -> (&'static str, String) {
-        match multicast {
-            Some(_) => (".multicast::cluster", format!(", ${at}")),
-            None => ("", String::new()),
-        }
-    }
-
-    /// The 32-bit shared-window address of a shared pointer.
-    fn shared32<'ctx>(ir: &Ir<'_, 'ctx>, p: PointerValue<'ctx>) -> IntValue<'ctx> {
-        ok(ir.raw().build_ptr_to_int(p, ir.i32t(), ""))
-    }
-}
-
-impl Barriers for Nvptx {
-    fn fence_proxy_async(&self, ir: &Ir) {
-        Self::asm_stmt(ir, "fence.proxy.async.shared::cta;");
-    }
-    fn mbarrier_init<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>, count: u32) {
-        let b = Self::shared32(ir, bar);
-        Self::asm_in(
-            ir,
-            "mbarrier.init.shared::cta.b64 [$0], $1;",
-            &["r", "r"],
-            &[b, ir.c(count as i64)],
-        );
-    }
-    fn mbarrier_init_fence(&self, ir: &Ir) {
-        Self::asm_stmt(ir, "fence.mbarrier_init.release.cluster;");
-    }
-    fn mbarrier_arrive_expect_tx<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        bar: PointerValue<'ctx>,
-        bytes: u32,
-    ) {
-        let b = Self::shared32(ir, bar);
-        Self::asm_in(
-            ir,
-            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-            &["r", "r"],
-            &[b, ir.c(bytes as i64)],
-        );
-    }
-    fn mbarrier_wait<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        bar: PointerValue<'ctx>,
-        parity: IntValue<'ctx>,
-    ) {
-        let b = Self::shared32(ir, bar);
-        // Labels inside `{ }` are local to the block, so the loop may be emitted many times.
-        Self::asm_in(
-            ir,
-            "{\n.reg .pred P1;\nLAB_WAIT:\n\
-             mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n\
-             @P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}",
-            &["r", "r"],
-            &[b, parity],
-        );
-    }
-    fn mbarrier_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>) {
-        let b = Self::shared32(ir, bar);
-        Self::asm_in(ir, "mbarrier.arrive.shared::cta.b64 _, [$0];", &["r"], &[b]);
-    }
-    fn cp_async_arrive<'ctx>(&self, ir: &Ir<'_, 'ctx>, bar: PointerValue<'ctx>) {
-        let b = Self::shared32(ir, bar);
-        Self::asm_in(
-            ir,
-            "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
-            &["r"],
-            &[b],
-        );
-    }
-    fn named_barrier(&self, ir: &Ir, id: u32, threads: u32) {
-        ir.intrinsic(
-            "llvm.nvvm.barrier.sync.cnt",
-            &[],
-            &[ir.c(id as i64).into(), ir.c(threads as i64).into()],
-        );
-    }
-    fn cluster_rank<'ctx>(&self, ir: &Ir<'_, 'ctx>) -> IntValue<'ctx> {
-        let ty = ir.i32t().fn_type(&[], false);
-        let f = ir.ctx.create_inline_asm(
-            ty,
-            "mov.u32 $0, %cluster_ctarank;".to_string(),
-            "=r".to_string(),
-            false,
-            false,
-            None,
-            false,
-        );
-        match ok(ir.raw().build_indirect_call(ty, f, &[], "")).try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
-            inkwell::values::ValueKind::Instruction(_) => {
-                panic!("%cluster_ctarank returns a value")
-            }
-        }
-    }
-    fn cluster_sync(&self, ir: &Ir) {
-        // Not `.aligned`: the producer warpgroup's lanes arrive from diverged paths.
-        Self::asm_stmt(
-            ir,
-            "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;",
-        );
-    }
-    fn mbarrier_arrive_cluster<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        bar: PointerValue<'ctx>,
-        rank: IntValue<'ctx>,
-    ) {
-        let b = Self::shared32(ir, bar);
-        // The default `.release.cta`, as CUTLASS's `ClusterBarrier::arrive(cta_id)`: what the
-        // arrival publishes is the end of this warp's `wgmma` reads, which `wait_group`
-        // already retired. `.release.cluster` makes ptxas put a fence sequence (`MEMBAR.ALL.CTA;
-        // MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR`) before every arrival: on the H200 (session 9)
-        // that cost the cluster kernels ~0.5–0.75 µs a K tile, 1.6–2.6× their `cl=1` twins.
-        Self::asm_in(
-            ir,
-            "{\n.reg .b32 R1;\nmapa.shared::cluster.u32 R1, $0, $1;\n\
-             mbarrier.arrive.shared::cluster.b64 _, [R1];\n}",
-            &["r", "r"],
-            &[b, rank],
-        );
-    }
-}
-
-impl BulkTensorCopy for Nvptx {
-    fn declare_map_param<'ctx>(&self, ir: &Ir<'_, 'ctx>, index: u32) {
-        use inkwell::attributes::{Attribute, AttributeLoc};
-        let ctx = ir.ctx;
-        let loc = AttributeLoc::Param(index);
-        let map_ty = ctx
-            .i8_type()
-            .array_type(crate::abi::TENSOR_MAP_BYTES as u32);
-        let byval = Attribute::get_named_enum_kind_id("byval");
-        ir.func
-            .add_attribute(loc, ctx.create_type_attribute(byval, map_ty.into()));
-        let align = Attribute::get_named_enum_kind_id("align");
-        ir.func.add_attribute(
-            loc,
-            ctx.create_enum_attribute(align, crate::abi::TENSOR_MAP_ALIGN as u64),
-        );
-        // "grid_constant" lists parameters counting from 1.
-        let node = ctx.metadata_node(&[
-            ir.func.as_global_value().as_pointer_value().into(),
-            ctx.metadata_string("grid_constant").into(),
-            ctx.metadata_node(&[ctx.i32_type().const_int(index as u64 + 1, false).into()])
-                .into(),
-        ]);
-        ir.module
-            .add_global_metadata("nvvm.annotations", &node)
-            .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
-    }
-    fn store_tile<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        src: PointerValue<'ctx>,
-        map: PointerValue<'ctx>,
-        coords: &[IntValue<'ctx>],
-    ) {
-        let n = coords.len();
-        let list: Vec<String> = (0..n).map(|i| format!("${}", i + 1)).collect();
-        let text = format!(
-            "cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [$0, {{{}}}], [${}];",
-            list.join(", "),
-            n + 1
-        );
-        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
-        let mut args = vec![m];
-        args.extend_from_slice(coords);
-        args.push(Self::shared32(ir, src));
-        let mut cons = vec!["l"];
-        cons.extend(std::iter::repeat_n("r", n));
-        cons.push("r");
-        Self::asm_in(ir, &text, &cons, &args);
-    }
-    fn commit_bulk(&self, ir: &Ir) {
-        Self::asm_stmt(ir, "cp.async.bulk.commit_group;");
-    }
-    fn wait_bulk(&self, ir: &Ir, pending: u32, read: bool) {
-        let r = if read { ".read" } else { "" };
-        Self::asm_stmt(ir, &format!("cp.async.bulk.wait_group{r} {pending};"));
-    }
-    fn load_tile<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        dst: PointerValue<'ctx>,
-        map: PointerValue<'ctx>,
-        coords: &[IntValue<'ctx>],
-        bar: PointerValue<'ctx>,
-        multicast: Option<u16>,
-    ) {
-        let n = coords.len();
-        let list: Vec<String> = (0..n).map(|i| format!("${}", i + 2)).collect();
-        let (mc, mask) = Self::multicast(n + 3, multicast);
-        let text = format!(
-            "cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\
-             {mc} [$0], [$1, {{{}}}], [${}]{mask};",
-            list.join(", "),
-            n + 2
-        );
-        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
-        let mut args = vec![Self::shared32(ir, dst), m];
-        args.extend_from_slice(coords);
-        args.push(Self::shared32(ir, bar));
-        let mut cons = vec!["r", "l"];
-        cons.extend(std::iter::repeat_n("r", n));
-        cons.push("r");
-        if let Some(m) = multicast {
-            args.push(ir.ctx.i16_type().const_int(u64::from(m), false));
-            cons.push("h");
-        }
-        Self::asm_in(ir, &text, &cons, &args);
-    }
-    fn load_im2col<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        dst: PointerValue<'ctx>,
-        map: PointerValue<'ctx>,
-        coords: &[IntValue<'ctx>],
-        offsets: &[IntValue<'ctx>],
-        bar: PointerValue<'ctx>,
-        multicast: Option<u16>,
-    ) {
-        let (n, o) = (coords.len(), offsets.len());
-        let list = |from: usize, len: usize| -> String {
-            (from..from + len)
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let (mc, mask) = Self::multicast(n + 3 + o, multicast);
-        let text = format!(
-            "cp.async.bulk.tensor.{n}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes\
-             {mc} [$0], [$1, {{{}}}], [${}], {{{}}}{mask};",
-            list(2, n),
-            n + 2,
-            list(n + 3, o)
-        );
-        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
-        let mut args = vec![Self::shared32(ir, dst), m];
-        args.extend_from_slice(coords);
-        args.push(Self::shared32(ir, bar));
-        // The offsets are 16-bit operands (`h` registers).
-        let i16t = ir.ctx.i16_type();
-        args.extend(
-            offsets
-                .iter()
-                .map(|&v| ok(ir.raw().build_int_truncate(v, i16t, ""))),
-        );
-        let mut cons = vec!["r", "l"];
-        cons.extend(std::iter::repeat_n("r", n));
-        cons.push("r");
-        cons.extend(std::iter::repeat_n("h", o));
-        if let Some(m) = multicast {
-            args.push(ir.ctx.i16_type().const_int(u64::from(m), false));
-            cons.push("h");
-        }
-        Self::asm_in(ir, &text, &cons, &args);
     }
 }

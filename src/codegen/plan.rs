@@ -3,47 +3,28 @@
 //! reason that names the field) keeps the emitters free of error paths, and lets callers ask
 //! for launch shapes and shared-memory sizes without compiling.
 
+use super::plan_load::{tile_load, tma_plan};
+use super::plan_math::plan_math;
+use super::plan_smem::{operand_tiles, Layout};
 use super::spec::{Capability, TargetSpec};
-use super::target::MatrixUnit;
 use super::CodegenError;
 use crate::abi::{ArgKind, ArgRole, KernelArg, CONV_ARGS};
-use crate::arch::fit;
 use crate::arch::ws::WsBlock;
 use crate::config::fixup::Fixup;
-use crate::config::{Field, Grid, LdsLayout, PerfConfig, PersistentGrid, Reduction};
-use crate::lowering::tma::{tma_operands, TmaTile};
+use crate::config::{Field, Grid, PerfConfig, PersistentGrid, Reduction};
+use crate::lowering::tma::TmaTile;
 use crate::lowering::tma_store::{store_tile, StoreTile};
 use crate::lowering::{Dim, Gemm};
 use crate::problem::{ConvProblem, DType};
 
+pub(crate) use super::plan_load::TileLoad;
+pub(crate) use super::plan_math::Math;
 use super::smem::c_stage;
-pub(crate) use super::smem::{CStage, Smem, SmemTile, CHUNK};
+pub(crate) use super::smem::{CStage, Smem, SmemTile};
 
-/// How the warp tile is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Math {
-    /// Scalar FMA: the warp's lanes form `lanes_m × lanes_n`, each owning a strided micro-tile.
-    Fma {
-        /// Lanes along M.
-        lanes_m: u32,
-        /// Lanes along N.
-        lanes_n: u32,
-        /// Elements of K read from shared memory per vector load.
-        kvec: u32,
-    },
-    /// A matrix instruction.
-    Matrix(MatrixUnit),
-    /// Hopper `wgmma.mma_async` m64nNk16: the warp tile is a warpgroup's (4 warps) 64 × `n`
-    /// tile, A and B read from K-major 128-byte-swizzled shared memory through descriptors.
-    Wgmma {
-        /// N of the instruction (= warp_n).
-        n: u32,
-        /// Whether one K tile's `wgmma` group stays in flight while the next is issued
-        /// (`wait_group 1`, `mma = wg1`; three stages or more, so that the buffer the copies
-        /// refill is two tiles old and every warpgroup has finished reading it).
-        in_flight: bool,
-    },
-}
+// The plan's parts live beside it, one idea a file: `plan_math` (which instruction
+// multiplies), `plan_load` (how each operand's tile is copied) and `plan_smem` (where the
+// shared memory goes); this file holds the plan and orders the checks that build it.
 
 /// Which [`super::mainloop::MainLoop`] walks K. One kind per implementation; a new pipeline
 /// adds a kind and its file, and leaves the others alone.
@@ -76,30 +57,6 @@ pub(crate) enum SchedulerKind {
     /// [`super::schedule_persistent::PersistentScheduler`]: a fixed grid whose blocks walk
     /// work units (group, split-K slice, tile), `pk=1` with `ld=ws`.
     Persistent(crate::config::PersistentGrid),
-}
-
-/// How one operand's tile moves from global to shared memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TileLoad {
-    /// The operand's non-K GEMM dimension (M for A, N for B).
-    pub row_dim: Dim,
-    /// Tile rows (block_m or block_n).
-    pub rows: u32,
-    /// Vector width in elements.
-    pub vec: u32,
-    /// Whether vectors run along K (else along the rows).
-    pub along_k: bool,
-    /// Vectors per tile.
-    pub vectors: u32,
-    /// Vectors per thread, rounded up.
-    pub slots: u32,
-    /// Whether the last slot is missing for some threads.
-    pub partial: bool,
-    /// Whether the copy bypasses registers (`cp.async`).
-    pub async_copy: bool,
-    /// Threads that share the load (ids from 0 in the loader): the block's, or a
-    /// warp-specialised kernel's producer warpgroup.
-    pub threads: u32,
 }
 
 /// Every constant of one GEMM kernel.
@@ -245,53 +202,7 @@ impl<'l> GemmPlan<'l> {
                 arch.max_threads_per_block
             )));
         }
-        let wgmma = c.mma.is_wgmma();
-        let math = if wgmma {
-            let by = || format!("mma={}", c.mma.name());
-            require(Capability::WarpgroupMma, by())?;
-            require(Capability::Barriers, by())?;
-            let in_flight = c.mma == crate::config::MmaPath::WgmmaInFlight;
-            let shape = fit::wgmma_fit(
-                arch,
-                dt,
-                (c.warp_m, c.warp_n, c.block_k),
-                c.stages,
-                in_flight,
-            )
-            .map_err(|r| fail(format!("mma={}: {r}", c.mma.name())))?;
-            Math::Wgmma {
-                n: shape.n,
-                in_flight,
-            }
-        } else {
-            let instr =
-                fit::warp_instr(arch, dt, c.warp_m, c.warp_n, c.block_k).ok_or_else(|| {
-                    fail(format!(
-                        "the warp tile {}x{} and bk {} fit no instruction of {} ({})",
-                        c.warp_m,
-                        c.warp_n,
-                        c.block_k,
-                        arch.name,
-                        fit::warp_rule_text(arch, dt)
-                    ))
-                })?;
-            match MatrixUnit::of(&instr) {
-                Some(unit) => {
-                    let family = match unit {
-                        MatrixUnit::Mma16816 => Capability::WarpMma,
-                        MatrixUnit::Mfma { .. } => Capability::Mfma,
-                    };
-                    require(family, format!("the {} matrix path", dt.name()))?;
-                    Math::Matrix(unit)
-                }
-                None => fma_math(c, warp, bytes).ok_or_else(|| {
-                    fail(format!(
-                        "no lane arrangement of {warp} lanes divides the {}x{} warp tile",
-                        c.warp_m, c.warp_n
-                    ))
-                })?,
-            }
-        };
+        let math = plan_math(c, arch, dt, warp, &fail, &require)?;
         let load =
             |name: &str, op, row_dim: Dim, rows: u32, vec: u32| -> Result<TileLoad, CodegenError> {
                 tile_load(p, gemm, op, row_dim, rows, vec, c, threads, spec)
@@ -299,58 +210,7 @@ impl<'l> GemmPlan<'l> {
             };
         let mut a = load(Field::VecA.name(), &gemm.a, Dim::M, c.block_m, c.vec_a)?;
         let mut b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
-        // wgmma's MN-major tile (see below): blocks of one swizzle atom's rows (16, 32 or 64
-        // of a 16-bit type, `fit::wgmma_mn_swizzle`), whatever the number of blocks (a 192-row
-        // tile is three 64-row blocks), so its lines are one block wide.
-        let mn_atom = |l: &TileLoad, extent: u32| {
-            (wgmma && !l.along_k && c.lds == LdsLayout::Swizzled)
-                .then(|| fit::wgmma_mn_swizzle(dt, l.rows, extent))
-                .flatten()
-                .map(|s| fit::mn_atom_rows(dt, s))
-        };
-        let tile = |l: &TileLoad, name: &str, extent: u32| {
-            let atom = mn_atom(l, extent);
-            let (line, lines) = match atom {
-                _ if l.along_k => (c.block_k, l.rows),
-                Some(atom) => (atom, c.block_k * (l.rows / atom)),
-                None => (l.rows, c.block_k),
-            };
-            let mut t = SmemTile::new(l.along_k, line, lines, l.rows, c.lds, bytes)
-                .map_err(|r| fail(format!("{name}: {r}")))?;
-            // MN-major: blocks of `atom` rows, each `bk` swizzled lines of one atom's span.
-            t.row_blocks = atom.filter(|_| !l.along_k).map(|atom| atom * c.block_k);
-            Ok::<_, CodegenError>(t)
-        };
-        let mut sa = tile(&a, "A", c.warp_m)?;
-        let mut sb = tile(&b, "B", c.warp_n)?;
-        if wgmma {
-            // The descriptors describe swizzled tiles at 1024-byte-aligned stage bases. K-major:
-            // the `[row][k]` tile of 128-byte lines of `bk` with the 128-byte swizzle (16-byte
-            // chunk c of line r at c ^ r%8). MN-major (the transposed mode, for an operand
-            // contiguous along its rows): the `[k][row]` tile laid out as blocks of one swizzle
-            // atom's rows (`fit::wgmma_mn_swizzle`), which the warpgroup tile covers whole.
-            for (t, name, extent, rows) in [
-                (&sa, "A", c.warp_m, c.block_m),
-                (&sb, "B", c.warp_n, c.block_n),
-            ] {
-                let lines_ok = if t.kmajor {
-                    t.swizzle == Some(8) && t.stride * bytes == 128
-                } else {
-                    t.row_blocks.is_some()
-                };
-                if !lines_ok {
-                    return Err(fail(format!(
-                        "mma=wg: {name}'s shared-memory tile is not 128-byte swizzled lines of K \
-                         or, when its vectors run along its rows, of swizzle-atom blocks (16, 32 \
-                         or 64 rows) that the warpgroup tile covers whole (vectors along {}, \
-                         {rows} rows, warpgroup tile {extent}, lds must be swz)",
-                        if t.kmajor { "K" } else { "the rows" }
-                    )));
-                }
-            }
-        }
-        sb.region = c.stages * sa.stage;
-        sa.region = 0;
+        let (sa, sb) = operand_tiles(c, dt, &a, &b).map_err(&fail)?;
         let split = c.split_k > 1;
         let atomic = (split && c.red == Reduction::Atomic).then_some(dt != DType::F32);
         let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
@@ -361,21 +221,7 @@ impl<'l> GemmPlan<'l> {
             return Err(fail(format!("pk: {why}")));
         }
         let persistent = c.persistent == Grid::Persistent;
-        // The mbarriers go after everything the staged epilogue may reuse.
-        let barriers_at = smem_bytes.next_multiple_of(8);
-        let pipeline_end = if c.ld.uses_tma() {
-            barriers_at + 8 * c.ld.mbarriers(c.stages) as u64
-        } else {
-            smem_bytes
-        };
-        // `wspp`: one epilogue region per consumer warpgroup (each writes its own tile while
-        // the other multiplies), laid out alike.
-        let regions = c.tiles_per_block();
-        // pk=1: the producer refills stages while the consumers run the epilogue, so the
-        // epilogue's shared memory (the fix-up's verdict words, the staged C tile) is a region
-        // of its own after the barriers ([`persistent_epilogue`]).
-        let align = crate::config::stage_align(c.epilogue);
-        let epilogue = persistent.then(|| persistent_epilogue(pipeline_end, align));
+        let layout = Layout::new(c, smem_bytes, persistent);
         let tma_store = match c.epilogue {
             crate::config::Epilogue::Reg => None,
             crate::config::Epilogue::Tma => {
@@ -391,12 +237,12 @@ impl<'l> GemmPlan<'l> {
             }
         };
         let c_stage = if c.vec_c > 1 && atomic.is_none() && tma_store.is_none() {
-            let budget = match epilogue {
+            let budget = match layout.epilogue {
                 None => smem_bytes,
                 Some(at) => crate::config::persistent_c_budget(
-                    pipeline_end,
+                    layout.pipeline_end,
                     arch.smem_per_block as u64,
-                    regions,
+                    layout.regions,
                 )
                 .saturating_sub(at.c_at as u64 - at.verdict_at as u64),
             };
@@ -465,29 +311,7 @@ impl<'l> GemmPlan<'l> {
         } else {
             None
         };
-        let barriers = tma_used.then_some(barriers_at as u32);
-        // Bytes from one consumer's epilogue region to the next (`wspp`).
-        let region = epilogue.map_or(0, |_| {
-            let staged = match tma_store {
-                Some(st) => st.stage_bytes(),
-                None => c_stage.map_or(0, |st| u64::from(st.lines_per_pass * st.stride * bytes)),
-            };
-            crate::config::persistent_region_bytes(pipeline_end, staged, align) as u32
-        });
-        let bytes = match epilogue {
-            Some(e) => e.verdict_at + regions * region,
-            None => pipeline_end as u32,
-        };
-        let smem = Smem {
-            a: sa,
-            b: sb,
-            stages: c.stages,
-            bytes,
-            barriers,
-            epilogue: epilogue.map(|e| e.verdict_at),
-            c_at: epilogue.map(|e| e.c_at),
-            region,
-        };
+        let smem = layout.smem(c, sa, sb, tma_used, tma_store, c_stage, bytes);
         if persistent && smem.bytes > arch.smem_per_block {
             // Only pk=1 adds to what the shared-memory rule budgets.
             return Err(fail(format!(
@@ -593,126 +417,6 @@ impl<'l> GemmPlan<'l> {
         })
     }
 }
-
-/// Where a persistent kernel's epilogue region lies (bytes into shared memory).
-#[derive(Debug, Clone, Copy)]
-struct EpilogueRegion {
-    /// The fix-up's two verdict words.
-    verdict_at: u32,
-    /// The staged C tile (16-byte aligned, for its vector loads).
-    c_at: u32,
-}
-
-/// The epilogue region of a persistent kernel whose pipeline (stages and mbarriers) ends at
-/// byte `pipeline_end`, its C tile aligned to `align`: the one layout of it, which legality's `pk` rule repeats in bytes
-/// ([`crate::config::persistent_epilogue_at`]).
-fn persistent_epilogue(pipeline_end: u64, align: u64) -> EpilogueRegion {
-    let (verdict_at, c_at) = crate::config::persistent_epilogue_at(pipeline_end, align);
-    EpilogueRegion {
-        verdict_at: verdict_at as u32,
-        c_at: c_at as u32,
-    }
-}
-
-/// The TMA loads of `ld=tma` ([`tma_operands`]), after the path and target checks.
-fn tma_plan(
-    p: &ConvProblem,
-    gemm: &Gemm,
-    c: &PerfConfig,
-    spec: &dyn TargetSpec,
-    loads: [&TileLoad; 2],
-) -> Result<[Option<TmaTile>; 2], String> {
-    let ld = c.ld.name();
-    if !c.mma.is_wgmma() {
-        return Err(format!(
-            "ld={ld} loads the wgmma path's swizzled stages: it needs mma=wg or wg1"
-        ));
-    }
-    if spec.bulk_tensor_copy().is_none() {
-        return Err(format!("ld={ld}: {} has no TMA", spec.target()));
-    }
-    tma_operands(p, gemm, c, loads.map(|l| l.async_copy)).map_err(|r| format!("ld={ld}: {r}"))
-}
-
-/// The FMA lane arrangement with the fewest shared-memory reads per k (tm + tn), ties broken
-/// toward more lanes along N (coalesced C stores).
-fn fma_math(c: &PerfConfig, warp: u32, bytes: u32) -> Option<Math> {
-    let mut best: Option<(u32, u32, u32)> = None;
-    let mut lanes_n = 1;
-    while lanes_n <= warp {
-        let lanes_m = warp / lanes_n;
-        if c.warp_m.is_multiple_of(lanes_m) && c.warp_n.is_multiple_of(lanes_n) {
-            let cost = c.warp_m / lanes_m + c.warp_n / lanes_n;
-            if best.is_none_or(|(b, _, _)| cost <= b) {
-                best = Some((cost, lanes_m, lanes_n));
-            }
-        }
-        lanes_n *= 2;
-    }
-    let mut kvec = CHUNK / bytes;
-    while !c.block_k.is_multiple_of(kvec) {
-        kvec /= 2;
-    }
-    best.map(|(_, lanes_m, lanes_n)| Math::Fma {
-        lanes_m,
-        lanes_n,
-        kvec,
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn tile_load(
-    p: &ConvProblem,
-    gemm: &Gemm,
-    op: &crate::lowering::Operand,
-    row_dim: Dim,
-    rows: u32,
-    vec: u32,
-    c: &PerfConfig,
-    threads: u32,
-    spec: &dyn TargetSpec,
-) -> Result<TileLoad, String> {
-    let bytes = p.dtype().bytes();
-    let contiguous = op.contiguity(p, gemm, [row_dim, Dim::K]).dim;
-    if !vec.is_power_of_two() || vec * bytes > CHUNK {
-        return Err(format!(
-            "width {vec} is not a power of two of at most 16 bytes"
-        ));
-    }
-    let along_k = match contiguous {
-        Some(d) => d == Dim::K,
-        None if vec == 1 => true,
-        None => {
-            return Err(format!(
-                "width {vec} but the operand is contiguous along no GEMM dimension"
-            ))
-        }
-    };
-    let (span, len, what) = if along_k {
-        (c.block_k, gemm.k_len(), "K")
-    } else {
-        (rows, gemm.len(row_dim), "the tile rows")
-    };
-    if span % vec != 0 || len % vec != 0 {
-        return Err(format!(
-            "width {vec} does not divide {what} (tile {span}, GEMM {len})"
-        ));
-    }
-    let vectors = rows * c.block_k / vec;
-    let vb = vec * bytes;
-    Ok(TileLoad {
-        row_dim,
-        rows,
-        vec,
-        along_k,
-        vectors,
-        slots: vectors.div_ceil(threads),
-        partial: !vectors.is_multiple_of(threads),
-        async_copy: spec.async_copy().is_some() && matches!(vb, 4 | 8 | 16),
-        threads,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
