@@ -12,218 +12,24 @@
 //! kernel; its child is killed without waiting for it to exit (a hung GPU can take a while to
 //! tear down) and reaped on a thread, so the problem ends on time.
 
+mod child;
+mod limits;
+#[cfg(test)]
+mod tests;
+
+pub use limits::WorkerOptions;
+
 use super::device::DeviceInfo;
 use super::error::RuntimeError;
 use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
-use super::protocol::{decode_response, Request, Response};
+use super::protocol::{Request, Response};
 use crate::problem::ConvProblem;
-use std::collections::VecDeque;
-use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use child::{start, Child, Reply};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-
-/// JIT allowance per MiB of module, on top of [`WorkerOptions::measure_timeout`]: about twice
-/// the worst the H200's driver was seen to take (see `Worker::measure_timeout`).
-const JIT_SECONDS_PER_MB: f64 = 12.0;
-
-/// Time limits of a [`Worker`].
-#[derive(Debug, Clone)]
-pub struct WorkerOptions {
-    /// For the child to open the device and say it is ready (CUDA start-up can take seconds).
-    pub start_timeout: Duration,
-    /// For setting up a problem: allocation, upload, and running and timing the reference.
-    pub problem_timeout: Duration,
-    /// Floor of the limit per candidate (PTX JIT, one checked run, warm-up and timed runs).
-    pub measure_timeout: Duration,
-    /// The per-candidate limit grows by this many reference-plan times, so that large problems,
-    /// whose every run is slow, are not cut off.
-    pub reference_multiple: f64,
-    /// Environment variables set on the child, over the parent's (the CUDA worker's JIT
-    /// cache, see [`jit_cache_env`](super::jit_cache::jit_cache_env)).
-    pub env: Vec<(String, OsString)>,
-}
-
-impl Default for WorkerOptions {
-    fn default() -> Self {
-        WorkerOptions {
-            start_timeout: Duration::from_secs(60),
-            problem_timeout: Duration::from_secs(300),
-            measure_timeout: Duration::from_secs(10),
-            reference_multiple: 50.0,
-            env: Vec::new(),
-        }
-    }
-}
-
-/// Lines of the child's stderr (and stray stdout) kept to explain a death.
-const DIAGNOSTIC_LINES: usize = 20;
-
-/// How an exchange with the child ended.
-enum Reply {
-    Response(Response),
-    TimedOut,
-    /// The child died or spoke nonsense; the text says how.
-    Broken(String),
-}
-
-/// A running child process and its pipes.
-struct Child {
-    process: std::process::Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    diagnostics: Arc<Mutex<VecDeque<String>>>,
-    stderr_thread: Option<JoinHandle<()>>,
-}
-
-fn remember(diagnostics: &Mutex<VecDeque<String>>, line: String) {
-    if let Ok(mut d) = diagnostics.lock() {
-        if d.len() == DIAGNOSTIC_LINES {
-            d.pop_front();
-        }
-        d.push_back(line.chars().take(500).collect());
-    }
-}
-
-/// Reads `r` line by line (lossy UTF-8) on a thread, handing each line to `each`.
-fn pump(
-    r: impl Read + Send + 'static,
-    mut each: impl FnMut(String) -> bool + Send + 'static,
-) -> JoinHandle<()> {
-    thread::spawn(move || {
-        let mut r = BufReader::new(r);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match r.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                    if !each(line) {
-                        break;
-                    }
-                }
-            }
-        }
-    })
-}
-
-impl Child {
-    fn start(
-        exe: &PathBuf,
-        args: &[String],
-        env: &[(String, OsString)],
-    ) -> Result<Child, RuntimeError> {
-        let mut process = Command::new(exe)
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| RuntimeError::Worker(format!("cannot start {}: {e}", exe.display())))?;
-        let diagnostics = Arc::new(Mutex::new(VecDeque::new()));
-        let (tx, lines) = mpsc::channel();
-        if let Some(out) = process.stdout.take() {
-            pump(out, move |l| tx.send(l).is_ok());
-        }
-        let stderr_thread = process.stderr.take().map(|err| {
-            let d = diagnostics.clone();
-            pump(err, move |l| {
-                remember(&d, l);
-                true
-            })
-        });
-        Ok(Child {
-            stdin: process.stdin.take(),
-            process,
-            lines,
-            diagnostics,
-            stderr_thread,
-        })
-    }
-
-    /// Sends one request and waits up to `timeout` for its response.
-    fn exchange(&mut self, request: &str, timeout: Duration) -> Reply {
-        let sent = match self.stdin.as_mut() {
-            Some(stdin) => writeln!(stdin, "{request}").and_then(|()| stdin.flush()),
-            None => Err(std::io::ErrorKind::BrokenPipe.into()),
-        };
-        if let Err(e) = sent {
-            return Reply::Broken(format!("cannot send a request ({e})"));
-        }
-        self.receive(timeout)
-    }
-
-    /// Waits up to `timeout` for the next response line; other lines become diagnostics.
-    fn receive(&mut self, timeout: Duration) -> Reply {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => match decode_response(&line) {
-                    None => remember(&self.diagnostics, line),
-                    Some(Ok(r)) => return Reply::Response(r),
-                    Some(Err(e)) => return Reply::Broken(e),
-                },
-                Err(RecvTimeoutError::Timeout) => return Reply::TimedOut,
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Reply::Broken("the worker closed its output".into())
-                }
-            }
-        }
-    }
-
-    /// Kills the child without waiting for it: a thread reaps it (returned, so that the next
-    /// child can wait for the GPU to be free, within its own limit).
-    fn abandon(mut self) -> JoinHandle<()> {
-        drop(self.stdin.take());
-        let _ = self.process.kill();
-        thread::spawn(move || {
-            let _ = self.process.wait();
-        })
-    }
-
-    /// Ends the child: closes its input, waits up to `grace` for it to exit, then kills it; says
-    /// how it ended, with its last stderr lines.
-    fn end(mut self, grace: Duration) -> String {
-        drop(self.stdin.take()); // end of input: a healthy worker exits on its own
-        let deadline = Instant::now() + grace;
-        let status = loop {
-            match self.process.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
-                _ => {
-                    let _ = self.process.kill();
-                    break self.process.wait().ok();
-                }
-            }
-        };
-        // Let the stderr reader drain what the child wrote before it ended.
-        if let Some(t) = self.stderr_thread.take() {
-            let until = Instant::now() + Duration::from_millis(500);
-            while !t.is_finished() && Instant::now() < until {
-                thread::sleep(Duration::from_millis(5));
-            }
-        }
-        let mut text = match status {
-            Some(s) => format!("worker {s}"),
-            None => "worker status unknown".to_string(),
-        };
-        if let Ok(d) = self.diagnostics.lock() {
-            if !d.is_empty() {
-                let tail: Vec<&str> = d.iter().map(String::as_str).collect();
-                text.push_str(&format!("; its last output: {}", tail.join(" | ")));
-            }
-        }
-        text
-    }
-}
 
 /// A measuring process for one device, restarted whenever a candidate kills it.
 pub struct Worker {
@@ -306,32 +112,6 @@ impl Worker {
     /// The device the worker measures on.
     pub fn device(&self) -> &DeviceInfo {
         &self.device
-    }
-
-    /// Caps every later wait (start, problem set-up, measurement, preload) at `deadline`: what
-    /// is still running then is cut off ([`Outcome::OutOfTime`] for a candidate,
-    /// [`RuntimeError::OutOfTime`] for the set-up) and the child is killed; `None` lifts it.
-    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.deadline = deadline;
-    }
-
-    /// `limit`, or the time to the deadline if that is shorter (then `true`).
-    fn capped(&self, limit: Duration) -> (Duration, bool) {
-        match self.deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left < limit {
-                    (left, true)
-                } else {
-                    (limit, false)
-                }
-            }
-            None => (limit, false),
-        }
-    }
-
-    fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// How many times a dead or stuck worker has been replaced.
@@ -493,32 +273,6 @@ impl Worker {
         }
     }
 
-    /// The limit for one candidate: the floor, plus a multiple of the reference's time, plus
-    /// the driver's JIT of the module, which grows with its size: on the H200, ptxas took 1.4,
-    /// 7.8 and 11.3 s for 0.74, 0.87 and 2.1 MB of PTX (f32 kernels with a deep K step and
-    /// several bwd-data phases), so a large module timed out before it ran. A hang still ends
-    /// within seconds of what its JIT can need.
-    ///
-    /// With preloading, the candidate's module may still be queued behind (or JIT-compiled
-    /// beside) the other announced modules when it is asked for: on the H200 the first
-    /// one-launch strided bwd-data candidates of a problem timed out that way. So the JIT
-    /// allowance covers every announced module not measured yet, this one included.
-    fn measure_timeout(&self, plan: &LaunchPlan) -> Duration {
-        let own = (!self.preloaded.contains(&plan.module)).then(|| plan.module.bytes().len());
-        let bytes: usize = self
-            .preloaded
-            .iter()
-            .map(|m| m.bytes().len())
-            .chain(own)
-            .sum();
-        let jit_s = JIT_SECONDS_PER_MB * bytes as f64 / (1u64 << 20) as f64;
-        self.options.measure_timeout
-            + Duration::from_secs_f64(
-                (self.reference_us * 1e-6 * self.options.reference_multiple).clamp(0.0, 3600.0)
-                    + jit_s.min(600.0),
-            )
-    }
-
     /// Exchanges with the live child; `ensure_child` must have run.
     fn exchange(&mut self, line: &str, timeout: Duration) -> Reply {
         match self.child.as_mut() {
@@ -642,50 +396,3 @@ fn encode(r: &Request) -> Result<String, RuntimeError> {
     serde_json::to_string(r)
         .map_err(|e| RuntimeError::Worker(format!("cannot encode request: {e}")))
 }
-
-/// Starts a child and waits for it to report its device.
-fn start(
-    exe: &PathBuf,
-    args: &[String],
-    options: &WorkerOptions,
-) -> Result<(Child, DeviceInfo), RuntimeError> {
-    let mut child = Child::start(exe, args, &options.env)?;
-    match child.receive(options.start_timeout) {
-        Reply::Response(Response::Ready { device }) => Ok((child, device)),
-        Reply::Response(Response::Error { message, .. }) => {
-            child.end(Duration::from_secs(2));
-            // Keep "no driver" recognisable: the CLI maps it to "no usable GPU".
-            Err(if message == RuntimeError::NoDriver.to_string() {
-                RuntimeError::NoDriver
-            } else if message.starts_with("HIP runtime not found") {
-                RuntimeError::NoHipRuntime(message)
-            } else if message.starts_with("the HIP runtime (") {
-                RuntimeError::NoGpu(message)
-            } else {
-                RuntimeError::Worker(message)
-            })
-        }
-        Reply::Response(other) => {
-            child.end(Duration::ZERO);
-            Err(RuntimeError::Worker(format!(
-                "unexpected first response {other:?}"
-            )))
-        }
-        Reply::TimedOut => {
-            let how = child.end(Duration::ZERO);
-            Err(RuntimeError::Worker(format!(
-                "not ready within {:?}: {how}",
-                options.start_timeout
-            )))
-        }
-        Reply::Broken(why) => {
-            let how = child.end(Duration::from_secs(2));
-            Err(RuntimeError::Worker(format!(
-                "exited before it was ready ({why}): {how}"
-            )))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests;

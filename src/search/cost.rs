@@ -47,73 +47,25 @@
 //!   plus a launch and a read and a write of each transposed tensor at DRAM bandwidth
 //!   ([`transform_us`]).
 
-use crate::arch::{fit, Arch, MathKind};
-use crate::config::fixup::serial_reads;
-use crate::config::{LdsLayout, MmaPath, PerfConfig, PersistentGrid, Reduction, StreamK};
+mod arch;
+mod compute;
+mod depthwise;
+mod memory;
+#[cfg(test)]
+mod tests;
+
+pub use arch::CostArch;
+pub use memory::transform_us;
+
+use crate::arch::MathKind;
+use crate::config::{LdsLayout, MmaPath, PerfConfig, PersistentGrid};
 use crate::legality::{Checker, Resources};
 use crate::lowering::tma::tma_operands;
 use crate::lowering::Lowering;
-use crate::problem::DType;
-
-/// The machine numbers the model needs for one element type, all read from the arch table
-/// ([`Arch::rates`] and its limits); a struct of its own so that tests and the synthetic GPU can
-/// perturb them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CostArch {
-    /// Resource limits and SM count (wave quantisation is over `arch.compute_units`).
-    pub arch: Arch,
-    /// Resident threads per SM.
-    pub max_threads_per_sm: u32,
-    /// Resident blocks per SM.
-    pub max_blocks_per_sm: u32,
-    /// Dense peak of the math unit this dtype uses (TFLOP/s) as this kernel family can reach it
-    /// with warp-level matrix instructions (`mma.sync`, MFMA) or FMA.
-    pub peak_tflops: f64,
-    /// Dense peak with Hopper's warpgroup instructions (`mma=wg`, TFLOP/s): the data-sheet peak,
-    /// since `wgmma` reads both operands from shared memory asynchronously and leaves the warps'
-    /// issue slots free; 0 where there is no `wgmma`.
-    pub wgmma_tflops: f64,
-    /// SM (CU) clock, GHz (boost, from the data sheets): converts issue slots to time.
-    pub clock_ghz: f64,
-    /// Thread instructions one SM (CU) issues per clock: 4 schedulers × 32 lanes on NVIDIA,
-    /// 4 SIMD16 on AMD CDNA.
-    pub issue_per_clk: f64,
-    /// DRAM bandwidth, TB/s.
-    pub dram_tbps: f64,
-    /// L2 bandwidth, TB/s.
-    pub l2_tbps: f64,
-    /// Fixed cost of one kernel launch, µs.
-    pub launch_us: f64,
-}
-
-/// Fixed cost of one kernel launch, µs (driver and queue, not a property of the arch).
-const LAUNCH_US: f64 = 2.5;
-
-impl CostArch {
-    /// The model's view of `arch` for one element type: the arch table's limits and rates (every
-    /// arch states its own; there is no fallback to another arch's numbers).
-    pub fn from_arch(arch: &Arch, dtype: DType) -> Self {
-        let r = &arch.rates;
-        let warp_kind = arch.math(dtype).first().map_or(MathKind::Fma, |i| i.kind);
-        CostArch {
-            arch: *arch,
-            max_threads_per_sm: arch.max_threads_per_sm,
-            max_blocks_per_sm: arch.max_blocks_per_sm,
-            peak_tflops: r.warp_tflops(dtype, warp_kind),
-            // `wgmma` reaches the data-sheet peak where the shared rule offers it for `dtype`.
-            wgmma_tflops: if fit::wgmma_unit(arch, dtype).is_ok() {
-                r.matrix_tflops(dtype)
-            } else {
-                0.0
-            },
-            dram_tbps: r.dram_tbps,
-            l2_tbps: r.l2_tbps,
-            clock_ghz: r.clock_ghz,
-            issue_per_clk: r.issue_per_clk,
-            launch_us: LAUNCH_US,
-        }
-    }
-}
+use compute::{
+    blocks_per_sm, copy_slots, persistent_gain, through_registers, ASYNC_COPY_SLOTS, WS_DEPTH_MAX,
+};
+use memory::{split_reduction, vector_efficiency};
 
 /// The model's verdict on one config, with the terms that produced it (for reports and tests).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -141,58 +93,6 @@ pub struct Estimate {
 
 fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
-}
-
-/// Blocks of `threads` threads, `smem` bytes of shared memory and `regs` registers a thread
-/// (already capped at the arch's maximum) that fit on one SM at once: the GEMM and depthwise
-/// estimates' occupancy (0 when one does not fit).
-fn blocks_per_sm(machine: &CostArch, threads: u32, smem: u64, regs: u32) -> u32 {
-    let arch = &machine.arch;
-    [
-        machine.max_threads_per_sm / threads.max(1),
-        (u64::from(arch.smem_per_sm) / smem.max(1)).min(u64::from(u32::MAX)) as u32,
-        arch.regs_per_sm / (regs * threads).max(1),
-        machine.max_blocks_per_sm,
-    ]
-    .into_iter()
-    .min()
-    .unwrap_or(0)
-}
-
-/// Efficiency of global accesses `bytes` wide: 16-byte vectors use whole sectors.
-fn vector_efficiency(bytes: u32) -> f64 {
-    let b = f64::from(bytes.clamp(1, 16));
-    0.4 + 0.6 * b.log2() / 4.0
-}
-
-/// Issue slots (thread instructions) of one global→shared vector through registers: the
-/// gather's address arithmetic and bounds predicate, `ld.global`, `st.shared`, and the wait on
-/// the load that the store imposes. Calibrated on the H200 recordings, where a config whose
-/// operand is copied element by element (2-byte bf16 vectors) is slower than its 16-byte twin by
-/// about 0.25 clock per extra vector on the busiest SM (128 slots a clock), whatever the
-/// problem's direction or bound.
-const REGISTER_COPY_SLOTS: f64 = 32.0;
-/// Issue slots of one vector copied with `cp.async` (address arithmetic and the copy; no
-/// register round trip, no wait), and of one vector the epilogue stores.
-const ASYNC_COPY_SLOTS: f64 = 8.0;
-
-/// Whether a global→shared vector of `bytes` goes through registers: always without
-/// `cp.async` (AMD: global → VGPR → LDS), and with it when it is not a `cp.async` size (4, 8
-/// or 16 bytes), which is how the code generator lowers it.
-fn through_registers(cp_async: bool, bytes: u32) -> bool {
-    !cp_async || !matches!(bytes, 4 | 8 | 16)
-}
-
-/// Issue slots of copying `rows × block_k` elements of one operand per `block_k` step in
-/// vectors of `vec` elements of `elem` bytes.
-fn copy_slots(cp_async: bool, rows: u32, block_k: u32, vec: u32, elem: u32) -> f64 {
-    let vectors = f64::from(rows) * f64::from(block_k) / f64::from(vec.max(1));
-    let per = if through_registers(cp_async, vec * elem) {
-        REGISTER_COPY_SLOTS
-    } else {
-        ASYNC_COPY_SLOTS
-    };
-    vectors * per
 }
 
 /// The cost model for one problem on one machine: the legality checker supplies each config's
@@ -239,17 +139,6 @@ impl<'a> CostModel<'a> {
         e.memory_us += t;
         e
     }
-}
-
-/// The transposes of `c`'s layout transform: per tensor moved, one launch and its bytes read
-/// and written once at DRAM bandwidth (coalesced both ways through the shared-memory tile).
-pub fn transform_us(lowering: &Lowering, c: &PerfConfig, machine: &CostArch) -> f64 {
-    let p = &lowering.problem;
-    let e = f64::from(p.dtype().bytes());
-    crate::lowering::relayout::relayouts(p, c.xf)
-        .iter()
-        .map(|r| machine.launch_us + 2.0 * r.elems() as f64 * e / (machine.dram_tbps * 1e6))
-        .sum()
 }
 
 /// Predicts the time of `c` on the problem `lowering` describes (builds a [`CostModel`]; use
@@ -548,100 +437,3 @@ fn estimate_with(
     }
     total
 }
-
-/// Most pipeline stages whose depth hides latency in the model for `ld=ws|wspp` (see
-/// `estimate_with`); the Hopper space lists up to 8.
-const WS_DEPTH_MAX: u32 = 8;
-
-/// The math-time factor of `pk=1` with `red=fixup`: measured 2.36× slower than `pk=0` on the
-/// H200 (bwd-weight 3×3, 128×256, sk=16: 219.1 vs 93.0 µs; BENCHMARKS, session 7 final pass A):
-/// a tile's slices are walked by different blocks in unit order, so the last contributor of
-/// each tile arrives only at the end of the walks.
-const PERSISTENT_FIXUP_LOSS: f64 = 2.0;
-
-/// K steps' worth of time each block-per-unit pays outside its K loop: the pipeline fill
-/// (the first stages' loads before the first multiply) and the epilogue with nothing loading.
-const UNIT_OVERHEAD_STEPS: f64 = 2.0;
-
-/// The math-time factor of the persistent grid (`pk=1`), ≤ 1: a block walking `u` units pays
-/// the fill once and overlaps each later unit's loads with the previous epilogue, so a unit's
-/// overhead falls from [`UNIT_OVERHEAD_STEPS`] to half of it plus the first fill spread over
-/// the walk: `(k + O/2 + O/(2u)) / (k + O)` for `k` K steps per unit. One unit a block (units
-/// ≤ grid) gains nothing; short K with many units per block gains most. 1 for `pk=0`.
-/// With the split-K fix-up it is a loss instead ([`PERSISTENT_FIXUP_LOSS`]).
-///
-/// Ping-pong consumers (`ld=wspp`) also hide each unit's epilogue under the other consumer's
-/// main loop (where it is no longer than `k` steps), so only the walk's first fill and last
-/// epilogue remain: `(k + O/u) / (k + O)`; where the epilogue outlasts the main loop, the
-/// consumers alternate at the epilogue's pace, `(max(k, O/2) + O/u) / (k + O)`.
-///
-/// With `ep=tma` the epilogue's share of `O` (half of it) shrinks to [`TMA_EPILOGUE_LEFT`]
-/// of itself: the global writes overlap the next unit's main loop.
-fn persistent_gain(c: &PerfConfig, k_steps: u64, units: u64, slots: u64) -> f64 {
-    if c.persistent != crate::config::Grid::Persistent {
-        return 1.0;
-    }
-    if c.split_k > 1 && c.red == Reduction::Fixup {
-        return PERSISTENT_FIXUP_LOSS;
-    }
-    let grid = units.min(slots).max(1);
-    let per_block = ceil_div(units.max(1), grid) as f64;
-    let (k, o) = (k_steps as f64, UNIT_OVERHEAD_STEPS);
-    let epilogue = match c.epilogue {
-        crate::config::Epilogue::Reg => o / 2.0,
-        crate::config::Epilogue::Tma => o / 2.0 * TMA_EPILOGUE_LEFT,
-    };
-    if c.ld.ping_pong() {
-        return (k.max(epilogue) + o / per_block) / (k + o);
-    }
-    (k + epilogue + o / (2.0 * per_block)) / (k + o)
-}
-
-/// The share of a unit's epilogue the consumers still spend with `ep=tma`: converting and
-/// staging the tile in shared memory and two named barriers (the stores from registers to
-/// global memory of `ep=reg` become one thread's TMA stores, written while the next unit
-/// multiplies). An estimate, not yet fitted to measurements.
-const TMA_EPILOGUE_LEFT: f64 = 0.4;
-
-/// C's traffic (bytes), the launches, and the serial tail (µs) of writing an output of `mn`
-/// elements of `e` bytes, by `c`'s split-K reduction. `red=atomic`: every slice adds f32 into a
-/// zeroed sum (8 bytes per element and slice at L2), zeroed by a launch of its own, and for
-/// 16-bit types converted by a finishing launch (a read of the f32 sum and a write). `red=fixup`:
-/// the same partial traffic (each slice writes its tile, the last reads them all back), no
-/// zeroing pass or finish (its counter reset is a launch of a few hundred bytes), but the block
-/// that finishes a tile reads [`serial_reads`] partial tiles alone, through its SM's port to
-/// L2 (`sm_bytes_per_us`) while the tiles of the last wave finish.
-/// `red=stream` (`stream`): each stream-K block's range splits at most one tile at each end, so
-/// about one partial tile per block, and the tail adds the most contributors any tile has.
-fn split_reduction(
-    c: &PerfConfig,
-    stream: Option<StreamK>,
-    mn: f64,
-    e: f64,
-    sm_bytes_per_us: f64,
-) -> (f64, f64, f64) {
-    let tile = f64::from(c.block_m) * f64::from(c.block_n) * 4.0;
-    if let Some(s) = stream {
-        let partials = f64::from(s.sk_blocks()) * tile * 2.0;
-        let tail = f64::from(serial_reads(s.max_contributors())) * tile / sm_bytes_per_us.max(1.0);
-        return (mn * e + partials, 2.0, tail);
-    }
-    if c.split_k <= 1 {
-        return (mn * e, 1.0, 0.0);
-    }
-    let sk = f64::from(c.split_k);
-    let partials = mn * (8.0 * sk + e);
-    match c.red {
-        Reduction::Atomic if e < 4.0 => (partials + mn * (4.0 + 4.0 + e), 3.0, 0.0),
-        Reduction::Atomic => (partials + mn * 4.0, 2.0, 0.0),
-        // A stream-K config never reaches here (handled above).
-        Reduction::Fixup | Reduction::Stream => {
-            let reads = f64::from(serial_reads(c.split_k));
-            (partials, 2.0, tile * reads / sm_bytes_per_us.max(1.0))
-        }
-    }
-}
-
-mod depthwise;
-#[cfg(test)]
-mod tests;

@@ -298,7 +298,7 @@ fn the_measure_limit_allows_for_the_jit_of_every_announced_module() {
     let alone = w.measure_timeout(&a);
     w.preload(&[&a, &b]).unwrap();
     let queued = w.measure_timeout(&a);
-    let one_mib = Duration::from_secs_f64(super::JIT_SECONDS_PER_MB);
+    let one_mib = Duration::from_secs_f64(super::limits::JIT_SECONDS_PER_MB);
     assert_eq!(queued, alone + one_mib, "a's own MiB plus b's");
     w.measure(&a).unwrap();
     assert_eq!(w.measure_timeout(&b), alone, "only b is left");

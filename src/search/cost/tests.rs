@@ -1,7 +1,10 @@
 //! The cost model's physics, term by term.
 
 use super::*;
+use crate::arch::Arch;
+use crate::config::Reduction;
 use crate::lowering::lower;
+use crate::problem::DType;
 
 fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
     PerfConfig {
