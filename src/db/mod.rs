@@ -26,6 +26,7 @@ mod scan;
 mod store;
 
 pub use distance::{distance, PAD_PENALTY, STRUCTURE_PENALTY};
+#[cfg(feature = "llvm")]
 pub(crate) use entry::Fnv1a64;
 pub use entry::Seal;
 pub use entry::{today_utc, Entry, Fingerprint};
