@@ -268,7 +268,9 @@ impl<'l> GemmPlan<'l> {
         if let Some(why) = c.cluster_refusal() {
             return Err(fail(why));
         }
-        if let (Some(along), Some(shared)) = (c.cluster.along(), c.cluster.shared_operand()) {
+        if let (Some(along), Some(shared)) =
+            (Dim::of_cluster(c.cluster), c.cluster.shared_operand())
+        {
             let size = c.cluster.size();
             let tiles = if along == Dim::M {
                 gemm.m_len().div_ceil(c.block_m)

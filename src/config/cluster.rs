@@ -41,16 +41,6 @@ impl ClusterShape {
         }
     }
 
-    /// The GEMM dimension along which the cluster's blocks are neighbours (`None`: no
-    /// cluster); they share the other dimension's operand (M neighbours share B).
-    pub fn along(self) -> Option<crate::lowering::Dim> {
-        match self {
-            ClusterShape::One => None,
-            ClusterShape::PairM => Some(crate::lowering::Dim::M),
-            ClusterShape::PairN => Some(crate::lowering::Dim::N),
-        }
-    }
-
     /// Which operand the cluster multicasts: 0 for A (`2n`), 1 for B (`2m`).
     pub fn shared_operand(self) -> Option<usize> {
         match self {

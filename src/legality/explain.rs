@@ -212,7 +212,7 @@ impl Checker {
                     "ep=tma: C staged in a swizzled shared-memory tile, stored by TMA".into()
                 }
             },
-            Rule::Cluster => match cfg.cluster.along() {
+            Rule::Cluster => match crate::lowering::Dim::of_cluster(cfg.cluster) {
                 None => "cl=1: no cluster".into(),
                 Some(d) => format!(
                     "cl={}: two blocks on neighbouring tiles along {d:?}, {} multicast",

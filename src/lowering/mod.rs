@@ -35,6 +35,7 @@ pub use bwd_data::{coverage, tilda_dim, CoverDim, TildaDim};
 pub use execute::execute;
 pub use launch::{one_launch, MAX_COVER_CLASSES, MAX_PHASES};
 
+use crate::config::ClusterShape;
 use crate::config::Transform;
 use crate::problem::{ConvProblem, Direction, Tensor};
 use serde::Serialize;
@@ -56,6 +57,17 @@ pub enum Dim {
 impl Dim {
     /// All four, in storage order of [`Gemm::dims`].
     pub const ALL: [Dim; 4] = [Dim::G, Dim::M, Dim::N, Dim::K];
+
+    /// The GEMM dimension along which a cluster's blocks are neighbours (`None`: no cluster);
+    /// they share the other dimension's operand (M neighbours share B). Here, not on
+    /// [`ClusterShape`]: a config field says nothing of the GEMM it tiles.
+    pub fn of_cluster(shape: ClusterShape) -> Option<Dim> {
+        match shape {
+            ClusterShape::One => None,
+            ClusterShape::PairM => Some(Dim::M),
+            ClusterShape::PairN => Some(Dim::N),
+        }
+    }
 }
 
 impl fmt::Display for Dim {

@@ -15,8 +15,10 @@ impl Checker {
         if let Some(w) = cfg.cluster_refusal() {
             return why(w);
         }
-        let (Some(along), Some(shared)) = (cfg.cluster.along(), cfg.cluster.shared_operand())
-        else {
+        let (Some(along), Some(shared)) = (
+            crate::lowering::Dim::of_cluster(cfg.cluster),
+            cfg.cluster.shared_operand(),
+        ) else {
             return Ok(());
         };
         let cl = cfg.cluster.name();
