@@ -110,3 +110,24 @@ pub fn hopper_space() -> convtune::space::SearchSpace {
     )))
     .unwrap()
 }
+
+/// Legality and the planner on one config for the H200: the kernels when both accept `c`,
+/// `None` when both refuse it; a disagreement fails the test with the other side's reason.
+pub fn planned_if_legal(
+    l: &convtune::lowering::Lowering,
+    c: &convtune::config::PerfConfig,
+) -> Option<Vec<convtune::codegen::Kernel>> {
+    use convtune::arch::Arch;
+    let p = &l.problem;
+    let legal = convtune::legality::check(l, c, &Arch::SM_90);
+    match convtune::codegen::launches(l, c, convtune::codegen::Target::of(Arch::SM_90)) {
+        Ok((kernels, _)) => {
+            assert!(legal.is_ok(), "{p} {c}: planned, but {legal:?}");
+            Some(kernels)
+        }
+        Err(err) => {
+            assert!(legal.is_err(), "{p} {c}: legal, but {err}");
+            None
+        }
+    }
+}
