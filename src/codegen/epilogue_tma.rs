@@ -114,36 +114,24 @@ pub(crate) fn epilogue_tma<'ctx>(
     kb.if_then(leader, |kb| {
         let map = kb.map_arg(plan.store_map());
         let (inner0, outer0) = if st.along_n { (n0, m0) } else { (m0, n0) };
-        // Wrapped rows: one store per row the tile touches, shifted back a row each. A
-        // store whose box misses the tensor (the tile ends before row k, or row k is past
-        // the last) is not issued: the box would lie wholly outside the map.
+        // Wrapped rows: one store per row the tile touches, shifted back a row each.
         let outer = |kb: &Kb<'_, 'ctx>, k: u32| match st.wrap {
-            None => (vec![outer0], None),
+            None => vec![outer0],
             Some(w) => {
                 let len = i64::from(w.len);
                 let (row, x) = (kb.udivc(outer0, w.len), kb.uremc(outer0, w.len));
-                let row_k = kb.addc(row, i64::from(k));
-                let touches = (k > 0).then(|| {
-                    let back = kb.sub(kb.c(len * i64::from(k)), x);
-                    let rows = st.map.dims[2] as i64;
-                    kb.all(&[kb.ultc(back, st.lines), kb.ult(row_k, kb.c(rows))])
-                });
-                (vec![kb.addc(x, -len * i64::from(k)), row_k], touches)
+                vec![kb.addc(x, -len * i64::from(k)), kb.addc(row, i64::from(k))]
             }
         };
         for j in 0..st.boxes() {
             let src = kb.gep_bytes(base, j as i64 * box_bytes);
             for k in 0..st.stores() {
                 let mut coords = vec![kb.addc(inner0, (j * st.box_line) as i64)];
-                let (rows, touches) = outer(kb, k);
-                coords.extend(rows);
+                coords.extend(outer(kb, k));
                 if st.grouped {
                     coords.push(g);
                 }
-                match touches {
-                    None => kb.tma_store(src, map, &coords),
-                    Some(t) => kb.if_then(t, |kb| kb.tma_store(src, map, &coords)),
-                }
+                kb.tma_store(src, map, &coords);
             }
         }
         kb.bulk_commit();

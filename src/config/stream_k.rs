@@ -138,40 +138,4 @@ impl StreamK {
     pub fn data_parallel_tail(tiles: u32, units: u32) -> u32 {
         tiles % units.max(1)
     }
-
-    /// The least share of the data-parallel schedule's time that balancing must save for
-    /// stream-K to be worth its fix-up: 1/8. The data-parallel schedule's busiest SM walks
-    /// `waves + 1` tiles (a partial last wave), stream-K's `tiles / units`. Session 9 asked
-    /// for a less than half-full last wave, which refused fwd 1×1 c1024 14×14's 98 tiles of
-    /// 256×128 on 132 SMs (one wave, a quarter of the SMs idle), a shape cuDNN wins.
-    pub const MIN_BALANCE_GAIN: (u64, u64) = (1, 8);
-
-    /// Whether spreading `tiles` over `units` SMs saves at least [`Self::MIN_BALANCE_GAIN`]
-    /// of the data-parallel schedule's time (never when the waves are full).
-    pub fn balances(tiles: u32, units: u32) -> bool {
-        let units = u64::from(units.max(1));
-        let (tiles, (num, den)) = (u64::from(tiles), Self::MIN_BALANCE_GAIN);
-        let waves = tiles.div_ceil(units);
-        // 1 - (tiles / units) / waves >= num / den
-        tiles % units != 0 && tiles * den <= (den - num) * units * waves
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::StreamK;
-
-    #[test]
-    fn balancing_pays_where_it_saves_an_eighth() {
-        // One wave of 98 tiles on 132 SMs: stream-K saves a quarter.
-        assert!(StreamK::balances(98, 132));
-        // 120 of 132: it would save 9%, not worth the fix-up.
-        assert!(!StreamK::balances(120, 132));
-        // Full waves: nothing to save.
-        assert!(!StreamK::balances(264, 132));
-        // Two waves, the second of 15 tiles: 44%.
-        assert!(StreamK::balances(147, 132));
-        // Three waves, the last of 100: (1 - 364/396) = 8%.
-        assert!(!StreamK::balances(364, 132));
-    }
 }

@@ -2,8 +2,8 @@
 //! every sub-GEMM at least one `bk`; `red` says how the slices are added up. `red=fixup` only
 //! means something with split-K (a second name for the same kernel would double the space);
 //! `red=stream` splits K itself (so `sk` is 1), not on `ld=tma` or `ld=wspp`
-//! ([`PerfConfig::stream_refusal`]), and only where it helps: balancing saves at least
-//! [`StreamK::MIN_BALANCE_GAIN`] of the data-parallel schedule's time, and at least [`StreamK::MIN_PER_BLOCK`] K tiles per
+//! ([`PerfConfig::stream_refusal`]), and only where it helps: the data-parallel schedule's last
+//! wave under half full (CUTLASS's rule) and at least [`StreamK::MIN_PER_BLOCK`] K tiles per
 //! block in the stream-K region. Either workspace of partial tiles must be addressable with the
 //! kernels' i32 indices.
 
@@ -75,13 +75,11 @@ impl Checker {
         let units = self.arch.compute_units;
         for (gemm, (&[g, m, n], &k)) in self.gmn.iter().zip(&self.k_lens).enumerate() {
             let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
-            if !StreamK::balances(tiles, units) {
-                let tail = StreamK::data_parallel_tail(tiles, units);
-                let (num, den) = StreamK::MIN_BALANCE_GAIN;
+            let tail = StreamK::data_parallel_tail(tiles, units);
+            if tail == 0 || 2 * tail >= units {
                 return why(format!(
-                    "one block per tile fills the waves well enough ({tiles} tiles on {units} \
-                     SMs: {} in the last wave; balancing saves less than {num}/{den}; \
-                     sub-GEMM {gemm})",
+                    "one block per tile fills the last wave well enough ({tiles} tiles on {units} \
+                     SMs: {} in the last wave; sub-GEMM {gemm})",
                     if tail == 0 { units } else { tail }
                 ));
             }
