@@ -15,9 +15,7 @@
 //! after the walk, leader: cp.async.bulk.wait_group 0 (the writes done before exit)
 //! ```
 //! The TMA store writes only the part of a box inside the map's dims, so ragged tiles at the
-//! GEMM edge need no masking, and a tile whose lines wrap over rows with a column outside the
-//! tensor (strided bwd-data) is stored once per row, each store clipped to its row
-//! ([`crate::lowering::tma_store::Wrap`]); the bulk groups are per thread, so the wait must be the issuing
+//! GEMM edge need no masking; the bulk groups are per thread, so the wait must be the issuing
 //! thread's.
 
 use super::builder::{Kb, Mem};
@@ -114,25 +112,13 @@ pub(crate) fn epilogue_tma<'ctx>(
     kb.if_then(leader, |kb| {
         let map = kb.map_arg(plan.store_map());
         let (inner0, outer0) = if st.along_n { (n0, m0) } else { (m0, n0) };
-        // Wrapped rows: one store per row the tile touches, shifted back a row each.
-        let outer = |kb: &Kb<'_, 'ctx>, k: u32| match st.wrap {
-            None => vec![outer0],
-            Some(w) => {
-                let len = i64::from(w.len);
-                let (row, x) = (kb.udivc(outer0, w.len), kb.uremc(outer0, w.len));
-                vec![kb.addc(x, -len * i64::from(k)), kb.addc(row, i64::from(k))]
-            }
-        };
         for j in 0..st.boxes() {
             let src = kb.gep_bytes(base, j as i64 * box_bytes);
-            for k in 0..st.stores() {
-                let mut coords = vec![kb.addc(inner0, (j * st.box_line) as i64)];
-                coords.extend(outer(kb, k));
-                if st.grouped {
-                    coords.push(g);
-                }
-                kb.tma_store(src, map, &coords);
+            let mut coords = vec![kb.addc(inner0, (j * st.box_line) as i64), outer0];
+            if st.grouped {
+                coords.push(g);
             }
+            kb.tma_store(src, map, &coords);
         }
         kb.bulk_commit();
     });

@@ -11,24 +11,10 @@
 //! eight consecutive rows) hit eight distinct bank groups. A TMA store writes only the part of
 //! a box inside `dims`: ragged tiles at the GEMM edge need no masking.
 
-use super::tma::{axis_weight, linear_stride, GLOBAL_ALIGN, MAX_BOX, SWIZZLE_BYTES};
+use super::tma::{linear_stride, GLOBAL_ALIGN, MAX_BOX, SWIZZLE_BYTES};
 use super::{Dim, Gemm};
 use crate::abi::{TensorMapSpec, TENSOR_MAP_RANK};
 use crate::problem::ConvProblem;
-
-/// A lines dimension whose innermost axis runs past the tensor at its top (a strided
-/// bwd-data phase's pixel slice covers a column outside the image): the store map sees it as
-/// rows of `valid` elements (map dimension 1) at a row stride of their own (dimension 2), and
-/// a tile, whose lines may wrap over rows of `len` GEMM indices, is stored once per row it
-/// touches from the same staging box, each store's box shifted back by `len` so the map's
-/// clipping keeps exactly that row's part (see [`StoreTile::stores`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wrap {
-    /// GEMM indices per row (the innermost axis's length).
-    pub len: u32,
-    /// Elements of a row inside the tensor (a prefix of the row).
-    pub valid: u32,
-}
 
 /// How one GEMM's C tile is staged and stored with TMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,21 +31,12 @@ pub struct StoreTile {
     pub box_line: u32,
     /// Whether the last map dimension is the group.
     pub grouped: bool,
-    /// The lines dimension as wrapped rows, or `None`: one dense dimension.
-    pub wrap: Option<Wrap>,
 }
 
 impl StoreTile {
     /// Boxes per tile along the line.
     pub fn boxes(&self) -> u32 {
         self.line / self.box_line
-    }
-
-    /// TMA stores per box: one, or one per row a tile's lines can touch when wrapped
-    /// (`lines` consecutive indices over rows of `len`).
-    pub fn stores(&self) -> u32 {
-        self.wrap
-            .map_or(1, |w| (self.lines + w.len - 2) / w.len + 1)
     }
 
     /// Bytes of the staged tile in shared memory.
@@ -74,100 +51,25 @@ pub fn stage_bytes(block_m: u32, block_n: u32, elem_bytes: u32) -> u64 {
     u64::from(block_m) * u64::from(block_n) * u64::from(elem_bytes)
 }
 
-/// The lines dimension `d` of C as `(element strides of the map dimensions it becomes,
-/// their lengths, the wrap)`: one dense dimension when no coordinate leaves the tensor, else
-/// wrapped rows (see [`Wrap`]), or why neither describes it.
-#[allow(clippy::type_complexity)]
-fn lines_view(
-    p: &ConvProblem,
-    gemm: &Gemm,
-    d: Dim,
-) -> Result<(Vec<i64>, Vec<u64>, Option<Wrap>), String> {
+/// The element stride of C's lines dimension `d`, or why a tiled store map cannot cover it.
+///
+/// Where a coordinate of C can leave the tensor (a strided bwd-data phase whose pixel slice
+/// covers a column past the image, seed 003's shape) the store is refused. Session 10 stored
+/// such tiles as wrapped rows (a rank-3 map of the valid columns, one store per row a tile
+/// touches); it was bit-exact in the CPU emulator, but every such kernel raised
+/// `CUDA_ERROR_ILLEGAL_INSTRUCTION` on the H200 in session 11 (24 of 24 in
+/// `scripts/session11/call2.sh`, also with the stores that miss the map left out), so those
+/// problems keep `ep=reg` until the cause is known.
+fn lines_stride(p: &ConvProblem, gemm: &Gemm, d: Dim) -> Result<i64, String> {
     let op = &gemm.c;
     let extent = p.logical_dims(op.tensor);
-    let leaving: Vec<usize> = (0..5)
-        .filter(|&t| op.coords[t].may_leave(extent[t], &gemm.dims))
-        .collect();
-    if leaving.is_empty() {
-        let s = linear_stride(p, gemm, op, d)?;
-        return Ok((vec![s], vec![u64::from(gemm.len(d))], None));
+    if let Some(t) = (0..5).find(|&t| op.coords[t].may_leave(extent[t], &gemm.dims)) {
+        return Err(format!(
+            "C coordinate {t} can leave the tensor along {d} (a pixel slice past the image): \
+             the wrapped-row store map faulted on the H200 (illegal instruction)"
+        ));
     }
-    let axes = &gemm.dims[d as usize].axes;
-    let Some(x) = axes.iter().rposition(|a| a.len > 1) else {
-        return Err("C's GEMM view leaves the tensor along no axis".into());
-    };
-    let len = axes[x].len;
-    let mut valid = len;
-    let inner = if d == Dim::N { Dim::M } else { Dim::N };
-    for &t in &leaving {
-        let c = &op.coords[t];
-        let refuse = || {
-            Err(format!(
-                "C coordinate {t} can leave the tensor other than past the end of the \
-                 innermost {d} axis (padding): a tiled store map cannot skip it"
-            ))
-        };
-        // `offset + a·x + Σ b·i` over the line's axes `i` (b ≥ 0): the rows' columns must be
-        // in the tensor for a prefix of x that no line position changes.
-        let (mut a, mut spread) = (0i64, 0i64);
-        for (r, coef) in &c.terms {
-            match (r.dim, r.pos) {
-                (dd, pos) if dd == d && pos == x && *coef > 0 => a = *coef,
-                (dd, pos) if dd == inner && *coef >= 0 => {
-                    spread += coef * i64::from(gemm.dims[inner as usize].axes[pos].len - 1)
-                }
-                _ => return refuse(),
-            }
-        }
-        if a == 0 || c.offset < 0 {
-            return refuse();
-        }
-        let cut = |contrib: i64| {
-            let room = i64::from(extent[t]) - c.offset - contrib;
-            if room <= 0 {
-                0
-            } else {
-                (room + a - 1) / a
-            }
-        };
-        if cut(0) != cut(spread) {
-            return refuse();
-        }
-        valid = valid.min(cut(0).min(i64::from(len)) as u32);
-    }
-    if valid == 0 {
-        return Err("a row of C's GEMM view lies wholly outside the tensor".into());
-    }
-    let sx = axis_weight(p, op, d, x);
-    // The outer axes must nest into one row stride.
-    let (mut row, mut span, mut rows) = (None::<i64>, 1i64, 1u64);
-    for pos in (0..x).rev() {
-        let a = &axes[pos];
-        if a.len <= 1 {
-            continue;
-        }
-        let w = axis_weight(p, op, d, pos);
-        match row {
-            None if w > 0 => row = Some(w),
-            Some(s) if w == s * span => {}
-            _ => {
-                return Err(format!(
-                    "the rows of C along {d} do not nest into one stride (axis {} has weight                      {w})",
-                    a.name
-                ))
-            }
-        }
-        span *= i64::from(a.len);
-        rows *= u64::from(a.len);
-    }
-    if sx <= 0 {
-        return Err(format!("C's address does not grow along {d}"));
-    }
-    Ok((
-        vec![sx, row.unwrap_or(sx * i64::from(len))],
-        vec![u64::from(valid), rows],
-        Some(Wrap { len, valid }),
-    ))
+    linear_stride(p, gemm, op, d)
 }
 
 /// The TMA store of `gemm`'s C in `block_m × block_n` tiles, or why a tiled tensor map cannot
@@ -196,14 +98,14 @@ pub fn store_tile(
     } else {
         (Dim::M, Dim::N, block_m, block_n)
     };
-    let (outer, outer_lens, wrap) = lines_view(p, gemm, outer_dim)?;
+    let outer = lines_stride(p, gemm, outer_dim)?;
     let grouped = gemm.g_len() > 1;
     let sg = if grouped {
         Some(linear_stride(p, gemm, op, Dim::G)?)
     } else {
         None
     };
-    let byte_strides: Vec<u64> = outer.iter().chain(&sg).map(|&s| s as u64 * eb).collect();
+    let byte_strides: Vec<u64> = [outer].iter().chain(&sg).map(|&s| s as u64 * eb).collect();
     if let Some(s) = byte_strides
         .iter()
         .find(|s| !s.is_multiple_of(GLOBAL_ALIGN))
@@ -233,10 +135,10 @@ pub fn store_tile(
             "{lines} tile lines: a swizzled box holds a multiple of 8 and at most {MAX_BOX}"
         ));
     }
-    let rank = 1 + outer_lens.len() + usize::from(grouped);
+    let rank = 2 + usize::from(grouped);
     let mut dims = [1u64; TENSOR_MAP_RANK];
     dims[0] = u64::from(gemm.len(inner_dim));
-    dims[1..1 + outer_lens.len()].copy_from_slice(&outer_lens);
+    dims[1] = u64::from(gemm.len(outer_dim));
     if grouped {
         dims[rank - 1] = u64::from(gemm.g_len());
     }
@@ -261,7 +163,6 @@ pub fn store_tile(
         lines,
         box_line,
         grouped,
-        wrap,
     })
 }
 
@@ -290,22 +191,16 @@ mod tests {
         assert_eq!(s.map.strides[0], 128 * 2);
         assert_eq!(s.map.boxes[..2], [64, 64]);
         assert_eq!((s.boxes(), s.stage_bytes()), (2, 128 * 64 * 2));
-        // bwd-data stride 1x2, filter 1x2 (seed 003's shape): one GEMM, M = (ix, c) dense,
-        // N's columns 2·wtilda + ix over a slice of 9 of which 8 are in the image: wrapped
-        // rows of 8 valid of 9 at a row stride of W·C.
+        // bwd-data stride 1x2, filter 1x2 (seed 003's shape): N's columns 2·wtilda + ix run
+        // over a slice of 9 of which 8 are in the image: refused (the wrapped-row map faulted
+        // on the H200).
         let t = store(
             "convbfp16 -n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
             64,
             64,
         );
         assert_eq!(t.len(), 1);
-        let s = t[0].as_ref().unwrap();
-        assert!(!s.along_n);
-        assert_eq!(s.wrap, Some(Wrap { len: 9, valid: 8 }));
-        assert_eq!(s.map.dims[..3], [128, 8, 2]);
-        assert_eq!(s.map.strides[..2], [2 * 64 * 2, 16 * 64 * 2]);
-        // 64 lines over rows of 9 touch at most 8 rows (from column 8: 1 + 7·9 = 64).
-        assert_eq!(s.stores(), 8);
+        assert!(t[0].as_ref().unwrap_err().contains("faulted"), "{:?}", t[0]);
         // Padding on the left: the rows' columns leave below 0, refused.
         let t = store(
             "convbfp16 -n 2 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --layout NHWC",
