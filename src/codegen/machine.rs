@@ -30,6 +30,19 @@ pub(crate) fn init() {
     });
 }
 
+/// The back end's optimisation level for `vendor` (the IR pipeline is O3 for both).
+///
+/// NVPTX at `Default` (llc -O2): at `Aggressive` its IR passes run GVN twice where `Default`
+/// runs EarlyCSE, ~40% of the back end's CPU; ptxas or the driver's JIT does its own value
+/// numbering on the PTX anyway. AMDGPU stays at `Aggressive`: there the level changes
+/// scheduling and registers, which the dry run reports and rejects configs by.
+fn codegen_level(vendor: crate::arch::Vendor) -> OptimizationLevel {
+    match vendor {
+        crate::arch::Vendor::Nvidia => OptimizationLevel::Default,
+        crate::arch::Vendor::Amd => OptimizationLevel::Aggressive,
+    }
+}
+
 /// A target machine for the spec, at the highest optimisation level.
 ///
 /// NVPTX at `Default` would cost ~40% less back-end time (at `Aggressive` its IR passes run GVN
@@ -50,7 +63,7 @@ pub(crate) fn machine(spec: &dyn TargetSpec) -> Result<TargetMachine, CodegenErr
             &triple,
             &spec.cpu(),
             &spec.features(),
-            OptimizationLevel::Aggressive,
+            codegen_level(spec.target().arch().vendor),
             RelocMode::PIC,
             CodeModel::Default,
         )
