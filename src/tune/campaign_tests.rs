@@ -277,15 +277,10 @@ fn the_search_measures_the_lookup_config_first() {
             system: crate::db::system("sm_90").unwrap(),
             user: None,
         };
-        let want = crate::lookup::find_config_in_space(
-            &p,
-            &Arch::SM_90,
-            layers,
-            Some(&fake_gpu),
-            Some(&space),
-        )
-        .unwrap()
-        .config;
+        let want =
+            crate::lookup::find_config_in_space(&p, &Arch::SM_90, layers, Some(&fake_gpu), None)
+                .unwrap()
+                .config;
         let legal = crate::space::enumerate_legal(&p, &Arch::SM_90, &space).legal;
         places.push(legal.iter().position(|c| *c == want));
         let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
@@ -296,6 +291,46 @@ fn the_search_measures_the_lookup_config_first() {
     // Exhaustive order would have measured neither first.
     assert!(places[0].is_some_and(|i| i > 0), "{places:?}");
     assert_eq!(places[1], None, "{places:?}");
+}
+
+/// With no `--space`, the seed is what `convtune lookup` answers, also when the built-in space
+/// lacks it: a database entry on a warp-specialised load path is measured first.
+#[test]
+fn a_lookup_answer_outside_the_built_in_space_is_measured_first() {
+    let line = "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC";
+    let cfg: PerfConfig = "v4:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,\
+                           rs=1,mma=wg,red=atomic,ld=ws,pk=1,xf=none"
+        .parse()
+        .unwrap();
+    assert!(!crate::space::SearchSpace::default_for(&Arch::SM_90).contains(&cfg));
+    let dir = tempfile::tempdir().unwrap();
+    let p: ConvProblem = line.parse().unwrap();
+    let entry = crate::db::Entry {
+        problem: p.to_string(),
+        config: cfg.to_string(),
+        time_us: 10.0,
+        tflops: 1.0,
+        candidates_tried: 1,
+        fingerprint: crate::db::Fingerprint {
+            gpu: "Fake GPU".into(),
+            compute_units: 2,
+            driver: "0.1".into(),
+            ..Default::default()
+        },
+        convtune_version: env!("CARGO_PKG_VERSION").to_string(),
+        date: crate::db::today_utc(),
+        checksum: String::new(),
+    }
+    .sealed();
+    TunedDb::update_file(&dir.path().join("db.toml"), "sm_90", |db| db.insert(entry))
+        .unwrap()
+        .unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    run(options(dir.path(), 1), &fake, &[line]).unwrap();
+    let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    let first: crate::db::JournalRecord =
+        serde_json::from_str(journal.lines().next().unwrap()).unwrap();
+    assert_eq!(first.config, cfg.to_string());
 }
 
 #[test]

@@ -371,9 +371,11 @@ fn write_entry(s: &Shared<'_>, row: &ReportRow) -> Result<(), CampaignError> {
 }
 
 /// The index among `legal` of the config `convtune lookup` answers for `p` with the database
-/// this campaign writes over the system one, in this search's space, appended to `legal` when
-/// the enumeration pruned it (a tile it deems too big for the problem, say: a neighbour's
-/// winner often is). The search measures it first ([`Seeded`]), so a winner is never slower
+/// this campaign writes over the system one (inside the space only when `--space` was given,
+/// as `lookup --space` does), appended to `legal` when the enumeration pruned it or the
+/// built-in space lacks it (the shipped Hopper winners use load paths the built-in space
+/// leaves out: session 11 found a default-space search that never measured the shipped entry
+/// of its own problem, 99.5 µs against the entry's 79.8). The search measures it first ([`Seeded`]), so a winner is never slower
 /// than the untuned fallback it replaces, and a search cut short by its time still has it.
 /// `None` when the lookup fails (a database that does not load is reported when the winner is
 /// written, not here) or its config is not legal here.
@@ -397,7 +399,7 @@ fn start_from(
         &s.arch,
         layers,
         Some(&s.fingerprint),
-        Some(&s.space),
+        s.options.space.as_ref().map(|_| &s.space),
     )
     .ok()?;
     if let Some(i) = legal.iter().position(|c| *c == found.config) {
