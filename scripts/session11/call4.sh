@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Session 11, device call 4 (H200, < 330 s): the search seeded with what `convtune lookup`
+# answers even outside the built-in space (tune/device_run.rs start_from).
+#  1. the session-9 tune-cost problems, default strategy and space, `--time 10`, cold
+#     codegen cache (scripts/session10/tune-cost-ab.sh with the new build only);
+#  2. three problems outside the suite: the lookup's config (the search's first record),
+#     a `--time 10` default search, and a `--time 40` search of the Hopper space as the long
+#     reference; cuDNN in the same run.
+set -uo pipefail
+. scripts/session5/unpack.sh
+B=$PWD/target/release/convtune
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+S=$OUT/summary.txt; : > "$S"
+say() { echo "$*" | tee -a "$S"; }
+say "== 1 tune-cost $(el)"
+BIN=$B OLD_BIN=$B T=10 OLD_FOR=' ' OUT=$OUT timeout 110 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
+say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
+rm -rf "$OUT/cost"
+say "== 2 unseen $(el)"
+U=$OUT/unseen; mkdir -p "$U"; i=0
+while read -r p; do
+  i=$((i + 1)); echo "$p" > "$U/p$i.txt"
+  "$B" lookup --problem "$p" --arch sm_90 > "$U/lookup$i.txt" 2>&1
+  timeout 16 "$B" --problems "$U/p$i.txt" --arch sm_90 --time 10 --db "$U/short$i.toml" \
+    --journal "$U/short$i.jsonl" --report "$U/short$i.json" --quiet > "$U/short$i.log" 2>&1
+  say "p$i short rc=$? $(el)"
+  timeout 50 "$B" --problems "$U/p$i.txt" --arch sm_90 --time 40 --space search-spaces/nvidia-hopper.toml \
+    --db "$U/long$i.toml" --journal "$U/long$i.jsonl" --report "$U/long$i.json" --quiet > "$U/long$i.log" 2>&1
+  say "p$i long rc=$? $(el)"; rm -f "$U"/*.lock
+done < scripts/session11/unseen-problems.txt
+timeout 30 python3 scripts/compare-cudnn.py scripts/session11/unseen-problems.txt --json "$U/cudnn.json" > "$U/cudnn.txt" 2>&1
+say "cudnn rc=$? $(el)"
+python3 - "$U" <<'PY' | tee -a "$S"
+import json, sys
+u = sys.argv[1]
+cud = {}
+try:
+    cud = {r["problem"].strip(): r["cudnn_us"] for r in json.load(open(f"{u}/cudnn.json"))["rows"]}
+except Exception as e:
+    print("cudnn:", e)
+print(f"{'problem':70} {'cuDNN':>7} {'lookup':>7} {'10 s':>7} {'40 s H':>7}")
+for i in (1, 2, 3):
+    p = open(f"{u}/p{i}.txt").read().strip()
+    first = best_s = best_l = float("nan")
+    try:
+        for line in open(f"{u}/short{i}.jsonl"):
+            j = json.loads(line)
+            if not j["config"].startswith("@"):
+                first = j.get("time_us") or float("nan"); break
+        best_s = json.load(open(f"{u}/short{i}.json"))[0]["time_us"]
+    except Exception as e:
+        print("short", i, e)
+    try:
+        best_l = json.load(open(f"{u}/long{i}.json"))[0]["time_us"]
+    except Exception as e:
+        print("long", i, e)
+    c = next((v for k, v in cud.items() if k == p), float("nan"))
+    print(f"{p[:70]:70} {c:7.1f} {first:7.1f} {best_s:7.1f} {best_l:7.1f}")
+PY
+tar czf "$OUT/unseen.tgz" -C "$OUT" unseen 2>/dev/null && rm -rf "$U"
+say "== done $(el)"
