@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 11, device call 4 (H200, < 330 s): the search seeded with what `convtune lookup`
-# answers even outside the built-in space (tune/device_run.rs start_from).
+# answers even outside the built-in space (tune/device_run.rs start_from). With SHORT_ONLY=1
+# (call 5, < 120 s): only the unseen problems' `--time 10` default searches and cuDNN.
 #  1. the session-9 tune-cost problems, default strategy and space, `--time 10`, cold
 #     codegen cache (scripts/session10/tune-cost-ab.sh with the new build only);
 #  2. three problems outside the suite: the lookup's config (the search's first record),
@@ -12,10 +13,12 @@ B=$PWD/target/release/convtune
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 S=$OUT/summary.txt; : > "$S"
 say() { echo "$*" | tee -a "$S"; }
+if [ -z "${SHORT_ONLY:-}" ]; then
 say "== 1 tune-cost $(el)"
 BIN=$B OLD_BIN=$B T=10 OLD_FOR=' ' OUT=$OUT timeout 110 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
 say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
 rm -rf "$OUT/cost"
+fi
 say "== 2 unseen $(el)"
 U=$OUT/unseen; mkdir -p "$U"; i=0
 while read -r p; do
@@ -24,6 +27,7 @@ while read -r p; do
   timeout 16 "$B" --problems "$U/p$i.txt" --arch sm_90 --time 10 --db "$U/short$i.toml" \
     --journal "$U/short$i.jsonl" --report "$U/short$i.json" --quiet > "$U/short$i.log" 2>&1
   say "p$i short rc=$? $(el)"
+  [ -n "${SHORT_ONLY:-}" ] && continue
   timeout 50 "$B" --problems "$U/p$i.txt" --arch sm_90 --time 40 --space search-spaces/nvidia-hopper.toml \
     --db "$U/long$i.toml" --journal "$U/long$i.jsonl" --report "$U/long$i.json" --quiet > "$U/long$i.log" 2>&1
   say "p$i long rc=$? $(el)"; rm -f "$U"/*.lock

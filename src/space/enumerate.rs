@@ -27,6 +27,20 @@ pub struct Enumeration {
     pub rejected: BTreeMap<RejectReasonKind, u64>,
 }
 
+impl Enumeration {
+    /// Adds another space's enumeration of the same problem: its legal configs not already
+    /// here (after these), its raw points and its rejections.
+    pub fn absorb(&mut self, other: Enumeration) {
+        let seen: std::collections::HashSet<PerfConfig> = self.legal.iter().copied().collect();
+        self.legal
+            .extend(other.legal.into_iter().filter(|c| !seen.contains(c)));
+        self.raw += other.raw;
+        for (k, n) in other.rejected {
+            *self.rejected.entry(k).or_default() += n;
+        }
+    }
+}
+
 /// Enumerates the legal configs of a problem.
 pub fn enumerate_legal(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Enumeration {
     enumerate_lowered(&lower(problem), arch, space)

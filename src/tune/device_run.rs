@@ -17,7 +17,7 @@ use crate::runtime::{
     DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome, RuntimeError,
 };
 use crate::search::{self, SearchContext, Seeded};
-use crate::space::{enumerate_lowered, SearchSpace};
+use crate::space::SearchSpace;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -196,7 +196,7 @@ pub(super) fn tune_device(
         let index = s.started.fetch_add(1, Ordering::SeqCst) + 1;
         let enumerating = Instant::now();
         let l = Arc::new(lower(&p));
-        let mut e = enumerate_lowered(&l, arch, &s.space);
+        let mut e = s.options.enumerate(&l, arch, &s.space);
         // The untuned fallback's config is always a candidate, measured first (`start_from`).
         let first = start_from(s, &p, &l, &mut e.legal);
         let enumerate_s = enumerating.elapsed().as_secs_f64();

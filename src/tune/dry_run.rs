@@ -11,7 +11,7 @@ use crate::arch::Arch;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, SearchSpace};
+use crate::space::SearchSpace;
 use std::time::{Duration, Instant};
 
 /// Compiles every problem's candidates; the options' strategy picks which ones when a budget
@@ -53,7 +53,7 @@ pub(super) fn dry_run(
             after: after_this(&options.tune, &out, left),
         });
         let l = lower(p);
-        let e = enumerate_lowered(&l, arch, space);
+        let e = options.enumerate(&l, arch, space);
         let enumerate_s = started.elapsed().as_secs_f64();
         let ctx = SearchContext {
             lowering: &l,

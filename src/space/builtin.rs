@@ -1,0 +1,81 @@
+//! Which built-in spaces a problem is tuned over when no `--space` is given.
+//!
+//! The vendor's space (`search-spaces/nvidia.toml`) leaves the Hopper load paths out (`ld`,
+//! `pk`: listed, the product would pass [`super::MAX_RAW_POINTS`]), so a 16-bit problem on an
+//! arch with wgmma and TMA is also enumerated over `search-spaces/nvidia-hopper.toml`, where the
+//! shipped sm_90 winners come from. On the H200 (session 11, `scripts/session11/call4.sh`) a
+//! default `--time 10` search of three problems outside the suite ended at 61.0, 55.3 and
+//! 36.9 µs where a 40 s search of the Hopper space found 44.5, 43.5 and 33.0 (cuDNN 56.5, 48.4,
+//! 22.6): the vendor's space alone could not reach them.
+
+use super::{enumerate_lowered, Enumeration, SearchSpace};
+use crate::arch::Arch;
+use crate::lowering::Lowering;
+
+const NVIDIA_HOPPER_TOML: &str = include_str!("../../search-spaces/nvidia-hopper.toml");
+
+/// The Hopper space, embedded.
+pub fn hopper() -> SearchSpace {
+    // The embedded file is checked by this module's tests; failing here is a build bug.
+    SearchSpace::from_toml(
+        NVIDIA_HOPPER_TOML,
+        "<embedded search-spaces/nvidia-hopper.toml>",
+    )
+    .unwrap_or_else(|e| panic!("embedded search space is invalid: {e}"))
+}
+
+/// The spaces besides the vendor's that a problem's built-in search enumerates: the Hopper
+/// space for 16-bit problems where the arch has wgmma and TMA, else none.
+pub fn extra_spaces(lowering: &Lowering, arch: &Arch) -> Vec<SearchSpace> {
+    let f = &arch.features;
+    let sixteen_bit = lowering.problem.dtype().bytes() == 2;
+    if sixteen_bit && f.wgmma.is_some() && f.tma {
+        vec![hopper()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The legal candidates of the built-in search: the vendor's `space`, then each of
+/// [`extra_spaces`], each config once.
+pub fn enumerate_builtin(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
+    let mut e = enumerate_lowered(lowering, arch, space);
+    for extra in extra_spaces(lowering, arch) {
+        e.absorb(enumerate_lowered(lowering, arch, &extra));
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LoadPath;
+    use crate::lowering::lower;
+
+    #[test]
+    fn sixteen_bit_problems_on_hopper_get_the_hopper_load_paths() {
+        let space = SearchSpace::default_for(&Arch::SM_90);
+        let bf16 = lower(
+            &"convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+                .parse()
+                .unwrap(),
+        );
+        let vendor = enumerate_lowered(&bf16, &Arch::SM_90, &space).legal;
+        let both = enumerate_builtin(&bf16, &Arch::SM_90, &space).legal;
+        assert!(!vendor.iter().any(|c| c.ld == LoadPath::Ws));
+        assert!(both.iter().any(|c| c.ld == LoadPath::Ws));
+        let mut unique = both.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), both.len(), "a config listed twice");
+        assert!(both.starts_with(&vendor));
+        // f32, and sm_80 (no wgmma): the vendor's space alone.
+        let f32 = lower(
+            &"conv -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
+                .parse()
+                .unwrap(),
+        );
+        assert!(extra_spaces(&f32, &Arch::SM_90).is_empty());
+        assert!(extra_spaces(&bf16, &Arch::SM_80).is_empty());
+    }
+}
