@@ -20,15 +20,6 @@ timeout 44 b/convtune --problems $P --arch sm_90 --space search-spaces/nvidia-ho
 echo "base rc=$?"
 timeout 25 python3 scripts/compare-cudnn.py $P --convtune $OUT/new.json > $OUT/cudnn.txt 2>&1
 echo "cudnn rc=$?"
-echo "== base (Hopper space, session base binary)"; python3 - "$OUT/base.json" "$OUT/new.json" <<'PY'
-import json, sys
-for f in sys.argv[1:]:
-    print("==", f.split("/")[-1])
-    try:
-        rows = json.load(open(f))
-    except Exception as e:
-        print("  unreadable:", e); continue
-    for r in rows if isinstance(rows, list) else [rows]:
-        print(f"  {r.get('time_us', 0):9.1f} us {r.get('tflops', 0):7.1f} TF  {r.get('problem','')[:60]}  {r.get('config','')}")
-PY
+echo "== base (Hopper space, session base binary)"
+python3 scripts/lib/report-rows.py "$OUT/base.json" "$OUT/new.json"
 cat $OUT/cudnn.txt | tail -8

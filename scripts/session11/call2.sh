@@ -9,13 +9,9 @@
 #  3. the NVPTX back end at Default (convtune-o2) against Aggressive: the shipped winners
 #     whose PTX differs, alternating, and the tune-cost problems' candidate rate.
 set -uo pipefail
-. scripts/session5/unpack.sh
-B=$PWD/target/release/convtune
+. scripts/session11/lib.sh
 mkdir -p target/o2 && xz -dc .carry/convtune-o2.xz > target/o2/convtune && chmod +x target/o2/convtune
 D=scripts/session11
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-S=$OUT/summary.txt; : > "$S"
-say() { echo "$*" | tee -a "$S"; }
 say "== 1a selfcheck ep=tma wrapped rows $(el)"
 timeout 50 "$B" selfcheck --problems $D/ep-wrap-problems.txt --space $D/ep-wrap.toml --configs 8 > "$OUT/self-wrap.log" 2>&1
 say "rc=$?"; grep -v "^ok" "$OUT/self-wrap.log" | grep -v "so far, 0 failed" | tail -8 | tee -a "$S"

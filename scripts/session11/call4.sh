@@ -8,11 +8,7 @@
 #     a `--time 10` default search, and a `--time 40` search of the Hopper space as the long
 #     reference; cuDNN in the same run.
 set -uo pipefail
-. scripts/session5/unpack.sh
-B=$PWD/target/release/convtune
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-S=$OUT/summary.txt; : > "$S"
-say() { echo "$*" | tee -a "$S"; }
+. scripts/session11/lib.sh
 if [ -z "${SHORT_ONLY:-}" ]; then
 say "== 1 tune-cost $(el)"
 BIN=$B OLD_BIN=$B T=10 OLD_FOR=' ' OUT=$OUT timeout 110 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1

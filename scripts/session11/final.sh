@@ -8,12 +8,8 @@
 #  3. scripts/session9/final-b.sh on the shipped database: db-vs-cudnn, the fallback holdout,
 #     both sides through one harness (cuDNN and the bf16 matmul rate in the same run).
 set -uo pipefail
-. scripts/session5/unpack.sh
-B=$PWD/target/release/convtune
+. scripts/session11/lib.sh
 D=scripts/session11
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-S=$OUT/summary.txt; : > "$S"
-say() { echo "$*" | tee -a "$S"; }
 say "== 1a selfcheck hopper $(el)"
 timeout 70 "$B" selfcheck --space search-spaces/nvidia-hopper.toml > "$OUT/self.log" 2>&1
 say "rc=$?"; grep "^selfcheck\|FAIL" "$OUT/self.log" | tail -6 | tee -a "$S"

@@ -9,11 +9,7 @@
 #  4. the MN-major small tiles against the Hopper space on two bwd-weight problems, cuDNN.
 # From the repo root with .carry/{convtune.xz,libffi.so.8}: bash scripts/session11/verify.sh
 set -uo pipefail
-. scripts/session5/unpack.sh
-B=$PWD/target/release/convtune
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-S=$OUT/summary.txt; : > "$S"
-say() { echo "$*" | tee -a "$S"; }
+. scripts/session11/lib.sh
 say "== 1a selfcheck hopper $(el)"
 timeout 75 "$B" selfcheck --space search-spaces/nvidia-hopper.toml --configs 6 > "$OUT/self-hopper.log" 2>&1
 say "rc=$?"; grep -v "^ok" "$OUT/self-hopper.log" | tail -6 | tee -a "$S"
@@ -40,17 +36,7 @@ for s in small:scripts/session10/nchw-small-tiles.toml hopper:search-spaces/nvid
 done
 timeout 25 python3 scripts/compare-cudnn.py $P --convtune "$N/small.json" > "$N/cudnn.txt" 2>&1
 say "cudnn rc=$?"
-python3 - "$N/hopper.json" "$N/small.json" <<'PY' | tee -a "$S"
-import json, sys
-for f in sys.argv[1:]:
-    print("==", f.split("/")[-1])
-    try:
-        rows = json.load(open(f))
-    except Exception as e:
-        print("  unreadable:", e); continue
-    for r in rows if isinstance(rows, list) else [rows]:
-        print(f"  {r.get('time_us', 0):9.1f} us  {r.get('problem','')[:60]}  {r.get('config','')}")
-PY
+python3 scripts/lib/report-rows.py "$N/hopper.json" "$N/small.json" | tee -a "$S"
 tail -6 "$N/cudnn.txt" | tee -a "$S"
 tar czf "$OUT/nchw.tgz" -C "$OUT" nchw 2>/dev/null && rm -rf "$N"
 tar czf "$OUT/self.tgz" -C "$OUT" self-hopper.log self-cluster.log self-nchw.log 2>/dev/null && rm -f "$OUT"/self-*.log
