@@ -4,7 +4,7 @@ use super::{bad_input, ArchArg, ProblemArg};
 use convtune::config::PerfConfig;
 use convtune::legality::{self, RejectReasonKind};
 use convtune::lowering::lower;
-use convtune::space::enumerate_lowered;
+use convtune::space::{enumerate_builtin, enumerate_lowered};
 use serde_json::json;
 
 /// Arguments of `convtune space`.
@@ -36,6 +36,19 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     let arch = args.arch.arch(None)?;
     let (space, origin) = args.arch.space(&arch)?;
     let l = lower(&p);
+    // With no `--space`, what the tuner searches: the vendor's space and, for 16-bit problems
+    // on Hopper, the Hopper space (`convtune::space::enumerate_builtin`).
+    let builtin = args.arch.space_origin().is_none();
+    let extra = if builtin {
+        convtune::space::extra_spaces(&l, &arch)
+    } else {
+        Vec::new()
+    };
+    let origin = match extra.len() {
+        0 => origin,
+        _ => format!("{origin} and the embedded nvidia-hopper"),
+    };
+    let in_space = |c: &PerfConfig| space.contains(c) || extra.iter().any(|s| s.contains(c));
     if let Some(text) = &args.pin {
         let cfg: PerfConfig = text.parse().map_err(bad_input)?;
         legality::check(&l, &cfg, &arch).map_err(|e| {
@@ -61,7 +74,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
                 "config": cfg.to_string(),
                 "legal": verdict.is_ok(),
                 "rejected_by": verdict.as_ref().err().map(|e| e.to_string()),
-                "in_space": space.contains(&cfg),
+                "in_space": in_space(&cfg),
                 "space": origin,
                 "explanation": lines,
             }));
@@ -69,7 +82,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         for line in lines {
             outln!("{line}");
         }
-        if !space.contains(&cfg) {
+        if !in_space(&cfg) {
             outln!("note: this config is outside the search space ({origin})");
         }
         match verdict {
@@ -78,7 +91,11 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let e = enumerate_lowered(&l, &arch, &space);
+    let e = if builtin {
+        enumerate_builtin(&l, &arch, &space)
+    } else {
+        enumerate_lowered(&l, &arch, &space)
+    };
     let rejected: Vec<_> = e
         .rejected
         .iter()
