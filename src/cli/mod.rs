@@ -126,7 +126,7 @@ impl ArchArg {
             }
             None => Ok((
                 SearchSpace::default_for(arch),
-                format!("built-in {}", arch.vendor.name()),
+                convtune::space::builtin_origin(arch),
             )),
         }
     }

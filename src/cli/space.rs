@@ -44,10 +44,6 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
-    let origin = match extra.len() {
-        0 => origin,
-        _ => format!("{origin} and the embedded nvidia-hopper"),
-    };
     let in_space = |c: &PerfConfig| space.contains(c) || extra.iter().any(|s| s.contains(c));
     if let Some(text) = &args.pin {
         let cfg: PerfConfig = text.parse().map_err(bad_input)?;

@@ -36,6 +36,17 @@ pub fn extra_spaces(lowering: &Lowering, arch: &Arch) -> Vec<SearchSpace> {
     }
 }
 
+/// How reports name the built-in search on `arch`.
+pub fn builtin_origin(arch: &Arch) -> String {
+    let f = &arch.features;
+    let hopper = if f.wgmma.is_some() && f.tma {
+        " (+ nvidia-hopper for 16-bit problems)"
+    } else {
+        ""
+    };
+    format!("built-in {}{hopper}", arch.vendor.name())
+}
+
 /// The legal candidates of the built-in search: the vendor's `space`, then each of
 /// [`extra_spaces`], each config once.
 pub fn enumerate_builtin(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {

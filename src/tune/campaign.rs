@@ -285,7 +285,7 @@ impl Campaign {
                 }),
             None => Ok((
                 SearchSpace::default_for(arch),
-                format!("built-in {}", arch.vendor.name()),
+                crate::space::builtin_origin(arch),
             )),
         }
     }
