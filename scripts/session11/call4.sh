@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 11, device call 4 (H200, < 330 s): the search seeded with what `convtune lookup`
 # answers even outside the built-in space (tune/device_run.rs start_from). With SHORT_ONLY=1
-# (call 5, < 120 s): only the unseen problems' `--time 10` default searches and cuDNN.
+# (call 5, < 120 s): only the unseen problems' `--time 10` default searches and cuDNN;
+# LIST=FILE names other problems (scripts/session11/unseen-more.txt).
 #  1. the session-9 tune-cost problems, default strategy and space, `--time 10`, cold
 #     codegen cache (scripts/session10/tune-cost-ab.sh with the new build only);
 #  2. three problems outside the suite: the lookup's config (the search's first record),
@@ -16,6 +17,7 @@ say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
 rm -rf "$OUT/cost"
 fi
 say "== 2 unseen $(el)"
+LIST=${LIST:-scripts/session11/unseen-problems.txt}
 U=$OUT/unseen; mkdir -p "$U"; i=0
 while read -r p; do
   i=$((i + 1)); echo "$p" > "$U/p$i.txt"
@@ -27,19 +29,20 @@ while read -r p; do
   timeout 50 "$B" --problems "$U/p$i.txt" --arch sm_90 --time 40 --space search-spaces/nvidia-hopper.toml \
     --db "$U/long$i.toml" --journal "$U/long$i.jsonl" --report "$U/long$i.json" --quiet > "$U/long$i.log" 2>&1
   say "p$i long rc=$? $(el)"; rm -f "$U"/*.lock
-done < scripts/session11/unseen-problems.txt
-timeout 30 python3 scripts/compare-cudnn.py scripts/session11/unseen-problems.txt --json "$U/cudnn.json" > "$U/cudnn.txt" 2>&1
+done < "$LIST"
+timeout 40 python3 scripts/compare-cudnn.py "$LIST" --json "$U/cudnn.json" > "$U/cudnn.txt" 2>&1
 say "cudnn rc=$? $(el)"
-python3 - "$U" <<'PY' | tee -a "$S"
+python3 - "$U" "$i" <<'PY' | tee -a "$S"
 import json, sys
-u = sys.argv[1]
+u, count = sys.argv[1], int(sys.argv[2])
 cud = {}
 try:
     cud = {r["problem"].strip(): r["cudnn_us"] for r in json.load(open(f"{u}/cudnn.json"))["rows"]}
 except Exception as e:
     print("cudnn:", e)
+ratios = []
 print(f"{'problem':70} {'cuDNN':>7} {'lookup':>7} {'10 s':>7} {'40 s H':>7}")
-for i in (1, 2, 3):
+for i in range(1, count + 1):
     p = open(f"{u}/p{i}.txt").read().strip()
     first = best_s = best_l = float("nan")
     try:
@@ -56,6 +59,12 @@ for i in (1, 2, 3):
         print("long", i, e)
     c = next((v for k, v in cud.items() if k == p), float("nan"))
     print(f"{p[:70]:70} {c:7.1f} {first:7.1f} {best_s:7.1f} {best_l:7.1f}")
+    if c == c and best_s == best_s:
+        ratios.append(c / best_s)
+if ratios:
+    import math
+    g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    print(f"geomean cuDNN / 10 s default search: {g:.3f} over {len(ratios)} (min {min(ratios):.3f})")
 PY
 tar czf "$OUT/unseen.tgz" -C "$OUT" unseen 2>/dev/null && rm -rf "$U"
 say "== done $(el)"
