@@ -4,7 +4,7 @@ use super::{bad_input, ArchArg, ProblemArg};
 use convtune::config::PerfConfig;
 use convtune::legality::{self, RejectReasonKind};
 use convtune::lowering::lower;
-use convtune::space::{enumerate_builtin, enumerate_lowered};
+use convtune::space::enumerate_search;
 use serde_json::json;
 
 /// Arguments of `convtune space`.
@@ -37,7 +37,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
     let (space, origin) = args.arch.space(&arch)?;
     let l = lower(&p);
     // With no `--space`, what the tuner searches: the vendor's space and, for 16-bit problems
-    // on Hopper, the Hopper space (`convtune::space::enumerate_builtin`).
+    // on Hopper, the Hopper space (`convtune::space::enumerate_search`).
     let builtin = args.arch.space_origin().is_none();
     let extra = if builtin {
         convtune::space::extra_spaces(&l, &arch)
@@ -87,11 +87,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let e = if builtin {
-        enumerate_builtin(&l, &arch, &space)
-    } else {
-        enumerate_lowered(&l, &arch, &space)
-    };
+    let e = enumerate_search(&l, &arch, &space, !builtin);
     let rejected: Vec<_> = e
         .rejected
         .iter()

@@ -45,13 +45,7 @@ fn codegen_level(vendor: crate::arch::Vendor) -> OptimizationLevel {
     }
 }
 
-/// A target machine for the spec, at the highest optimisation level.
-///
-/// NVPTX at `Default` would cost ~40% less back-end time (at `Aggressive` its IR passes run GVN
-/// twice where `Default` runs EarlyCSE; issue 16, session 10) but changes the PTX of 5 of the
-/// 39 shipped sm_90 winners (register numbering, a few hoisted multiplies), so it waits for a
-/// device A/B of those (`scripts/session10/db-ptx-same.sh` lists them,
-/// `scripts/session10/tune-cost-ab.sh` times them against the old build).
+/// A target machine for the spec, at [`codegen_level`].
 pub(crate) fn machine(spec: &dyn TargetSpec) -> Result<TargetMachine, CodegenError> {
     init();
     let triple = TargetTriple::create(&spec.triple());

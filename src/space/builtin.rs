@@ -11,25 +11,32 @@
 use super::{enumerate_lowered, Enumeration, SearchSpace};
 use crate::arch::Arch;
 use crate::lowering::Lowering;
+use std::sync::OnceLock;
 
 const NVIDIA_HOPPER_TOML: &str = include_str!("../../search-spaces/nvidia-hopper.toml");
 
-/// The Hopper space, embedded.
-pub fn hopper() -> SearchSpace {
-    // The embedded file is checked by this module's tests; failing here is a build bug.
-    SearchSpace::from_toml(
-        NVIDIA_HOPPER_TOML,
-        "<embedded search-spaces/nvidia-hopper.toml>",
-    )
-    .unwrap_or_else(|e| panic!("embedded search space is invalid: {e}"))
+/// The Hopper space, embedded (parsed once).
+pub fn hopper() -> &'static SearchSpace {
+    static HOPPER: OnceLock<SearchSpace> = OnceLock::new();
+    HOPPER.get_or_init(|| {
+        // The embedded file is checked by this module's tests; failing here is a build bug.
+        SearchSpace::from_toml(
+            NVIDIA_HOPPER_TOML,
+            "<embedded search-spaces/nvidia-hopper.toml>",
+        )
+        .unwrap_or_else(|e| panic!("embedded search space is invalid: {e}"))
+    })
+}
+
+/// Whether `arch` runs the Hopper space's kernels (wgmma and TMA).
+fn has_hopper_paths(arch: &Arch) -> bool {
+    arch.features.wgmma.is_some() && arch.features.tma
 }
 
 /// The spaces besides the vendor's that a problem's built-in search enumerates: the Hopper
 /// space for 16-bit problems where the arch has wgmma and TMA, else none.
-pub fn extra_spaces(lowering: &Lowering, arch: &Arch) -> Vec<SearchSpace> {
-    let f = &arch.features;
-    let sixteen_bit = lowering.problem.dtype().bytes() == 2;
-    if sixteen_bit && f.wgmma.is_some() && f.tma {
+pub fn extra_spaces(lowering: &Lowering, arch: &Arch) -> Vec<&'static SearchSpace> {
+    if lowering.problem.dtype().bytes() == 2 && has_hopper_paths(arch) {
         vec![hopper()]
     } else {
         Vec::new()
@@ -38,8 +45,7 @@ pub fn extra_spaces(lowering: &Lowering, arch: &Arch) -> Vec<SearchSpace> {
 
 /// How reports name the built-in search on `arch`.
 pub fn builtin_origin(arch: &Arch) -> String {
-    let f = &arch.features;
-    let hopper = if f.wgmma.is_some() && f.tma {
+    let hopper = if has_hopper_paths(arch) {
         " (+ nvidia-hopper for 16-bit problems)"
     } else {
         ""
@@ -52,9 +58,25 @@ pub fn builtin_origin(arch: &Arch) -> String {
 pub fn enumerate_builtin(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
     let mut e = enumerate_lowered(lowering, arch, space);
     for extra in extra_spaces(lowering, arch) {
-        e.absorb(enumerate_lowered(lowering, arch, &extra));
+        e.absorb(enumerate_lowered(lowering, arch, extra));
     }
     e
+}
+
+/// The candidates a search enumerates: `space` as it is when the user gave it (`--space`),
+/// else the built-in search ([`enumerate_builtin`]). The tuner, the dry run and
+/// `convtune space` all ask here.
+pub fn enumerate_search(
+    lowering: &Lowering,
+    arch: &Arch,
+    space: &SearchSpace,
+    given: bool,
+) -> Enumeration {
+    if given {
+        enumerate_lowered(lowering, arch, space)
+    } else {
+        enumerate_builtin(lowering, arch, space)
+    }
 }
 
 #[cfg(test)]

@@ -373,10 +373,10 @@ fn write_entry(s: &Shared<'_>, row: &ReportRow) -> Result<(), CampaignError> {
 /// The index among `legal` of the config `convtune lookup` answers for `p` with the database
 /// this campaign writes over the system one (inside the space only when `--space` was given,
 /// as `lookup --space` does), appended to `legal` when the enumeration pruned it or the
-/// built-in space lacks it (the shipped Hopper winners use load paths the built-in space
-/// leaves out: session 11 found a default-space search that never measured the shipped entry
-/// of its own problem, 99.5 µs against the entry's 79.8). The search measures it first ([`Seeded`]), so a winner is never slower
-/// than the untuned fallback it replaces, and a search cut short by its time still has it.
+/// built-in space lacks it (session 11 found a default-space search that never measured its
+/// own problem's shipped Hopper entry: 99.5 µs against the entry's 79.8). The search
+/// measures it first ([`Seeded`]), so a winner is never slower than the untuned fallback it
+/// replaces, and a search cut short by its time still has it.
 /// `None` when the lookup fails (a database that does not load is reported when the winner is
 /// written, not here) or its config is not legal here.
 fn start_from(

@@ -60,18 +60,13 @@ impl Default for CampaignOptions {
 }
 
 impl CampaignOptions {
-    /// The legal candidates of `lowering`'s search: a `--space` file as it is, else the
-    /// built-in search (the vendor's `space` and, for 16-bit problems on Hopper, the Hopper
-    /// space: [`crate::space::enumerate_builtin`]).
+    /// The legal candidates of `lowering`'s search ([`crate::space::enumerate_search`]).
     pub fn enumerate(
         &self,
         lowering: &crate::lowering::Lowering,
         arch: &Arch,
         space: &crate::space::SearchSpace,
     ) -> crate::space::Enumeration {
-        match self.space {
-            Some(_) => crate::space::enumerate_lowered(lowering, arch, space),
-            None => crate::space::enumerate_builtin(lowering, arch, space),
-        }
+        crate::space::enumerate_search(lowering, arch, space, self.space.is_some())
     }
 }
