@@ -30,7 +30,7 @@ pub fn sweep_problems() -> Vec<ConvProblem> {
     ];
     // Session 4's paths, in the directions that reach them (the sweep grows by half, not by
     // the full product): strided bwd-data in one launch (3×3 at stride 2, four phases; 5×5 at
-    // stride 3, nine phases, f32 on NCHW; dilation = stride, uncovered pixels zeroed by the
+    // stride 3, four sub-GEMMs of class runs, f32 on NCHW; dilation = stride, uncovered pixels zeroed by the
     // same launch), 1×1 at stride 2 (one phase and zeroing; strided 1×1 bwd-weight), and
     // several groups a GEMM batch (8 channels a group; depthwise).
     let focus: [(&str, &[usize]); 6] = [

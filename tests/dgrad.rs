@@ -25,7 +25,7 @@ fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> EmuReport {
 const STRIDED: [&str; 6] = [
     // Stride 2, 3×3: four phases (K 4:2:2:1), every pixel covered.
     "-n 2 -c 16 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
-    // Stride 3, 5×5: nine phases.
+    // Stride 3, 5×5: four sub-GEMMs (class runs {0, 1} and {2} a dimension; K 4:2:2:1).
     "-n 1 -c 8 -H 11 -W 10 -k 8 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3",
     // Dilation 2 at stride 2: one residue class, every other pixel uncovered (zeroing blocks).
     "-n 1 -c 8 -H 9 -W 9 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2",

@@ -17,7 +17,7 @@ use common::{cfg, emulate_where_legal, problem};
 const H200: Target = Target::of(Arch::SM_90);
 
 /// NCHW shapes: padded 3×3 forward (odd widths), stride-1 and stride-3 5×5 backward data
-/// (nine phases, pixels no phase writes), backward weight.
+/// (four sub-GEMMs of class runs, pixels none writes), backward weight.
 const SHAPES: [&str; 4] = [
     "-n 2 -c 16 -H 5 -W 7 -k 32 -y 3 -x 3 -p 1 -q 1 -F 1",
     "-n 2 -c 16 -H 5 -W 7 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2",

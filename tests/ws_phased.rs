@@ -66,10 +66,10 @@ fn four_phases_on_one_block_and_a_few() {
     }
 }
 
-/// Nine phases (5×5 at stride 3) and phases with empty filter slices whose pixels the
+/// Four sub-GEMMs of class runs (5×5 at stride 3: runs {0, 1} and {2} a dimension) and phases with empty filter slices whose pixels the
 /// zeroing writes (2×2 at stride 3; 1×1 at stride 2: one GEMM and the zeroing).
 #[test]
-fn nine_phases_and_uncovered_pixels() {
+fn class_runs_and_uncovered_pixels() {
     let shapes = [
         (
             "-n 1 -c 64 -H 11 -W 10 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3",

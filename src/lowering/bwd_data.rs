@@ -141,8 +141,8 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
     let td = [tilda_dim(p, 0), tilda_dim(p, 1)];
     let filter = [s.y, s.x];
     let mut gemms = Vec::new();
-    // At most `min(tilda, filter)` classes per dimension (see `phases`), never the stride;
-    // `ConvProblem` caps their product (`MAX_RESIDUE_CLASSES`).
+    // At most two runs of classes per dimension (see `phases`), never one per class of the
+    // stride.
     if td[0].slice_len() > 0 && td[1].slice_len() > 0 {
         let [ys, xs] = [0, 1].map(|d| phases(&td[d], filter[d]));
         for &py in &ys {
@@ -152,6 +152,11 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
             }
         }
     }
+    debug_assert!(
+        gemms.len() <= super::MAX_PHASES,
+        "{p}: {} sub-GEMMs",
+        gemms.len()
+    );
     let zero_init = gemms.is_empty() || !covered(p, 0, &td[0]) || !covered(p, 1, &td[1]);
     Lowering {
         problem: *p,
@@ -167,9 +172,11 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
 enum Phase {
     /// Class `i` alone, with `dot` filter taps.
     Fixed(u32, u32),
-    /// Classes `0..classes` as a row axis of the GEMM, each with `dot` filter taps.
+    /// Classes `first..first + classes` as a row axis of the GEMM, each with `dot` filter taps.
     Merged {
-        /// Non-empty residue classes.
+        /// The first class of the run.
+        first: u32,
+        /// Non-empty residue classes in the run (at least 2).
         classes: u32,
         /// Filter taps of each.
         dot: u32,
@@ -184,21 +191,35 @@ impl Phase {
     }
 }
 
-/// The residue classes of one spatial dimension, as the sub-GEMMs cover them. When every
-/// non-empty class has the same filter taps (filter ≤ tilda, or filter a multiple of tilda) the
-/// classes write disjoint pixels with the same reduction, so they are one row axis of a single
-/// GEMM (seed 003: one dense GEMM, not two); otherwise each non-empty class is a GEMM of its own.
+/// The residue classes of one spatial dimension, as the sub-GEMMs cover them: one sub-GEMM
+/// per run of classes with the same filter taps. Classes with the same taps write disjoint
+/// pixels with the same reduction, so a run is one row axis of a single GEMM (seed 003: one
+/// dense GEMM, not two). Class `i` has `ceil((filter − i) / tilda)` taps, which takes at most
+/// two values over `i < min(tilda, filter)` and never grows with `i`, so there are at most two
+/// runs a dimension and four sub-GEMMs in all, whatever the stride (5×5 stride 3: taps 2, 2, 1
+/// make runs {0, 1} and {2}, four sub-GEMMs instead of nine). Fewer bodies in the one-launch
+/// kernel is less to compile for every candidate (issue 16), and no row of any sub-GEMM is
+/// padding.
 fn phases(t: &TildaDim, filter: u32) -> Vec<Phase> {
     let classes = t.tilda.min(filter);
-    if classes > 1 && (filter <= t.tilda || filter.is_multiple_of(t.tilda)) {
-        return vec![Phase::Merged {
-            classes,
-            dot: t.dot_slice(0, filter),
-        }];
+    let mut runs = Vec::new();
+    let mut first = 0;
+    while first < classes {
+        let dot = t.dot_slice(first, filter);
+        let end = (first + 1..classes)
+            .find(|&i| t.dot_slice(i, filter) != dot)
+            .unwrap_or(classes);
+        runs.push(match end - first {
+            1 => Phase::Fixed(first, dot),
+            classes => Phase::Merged {
+                first,
+                classes,
+                dot,
+            },
+        });
+        first = end;
     }
-    (0..classes)
-        .map(|i| Phase::Fixed(i, t.dot_slice(i, filter)))
-        .collect()
+    runs
 }
 
 fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) -> Gemm {
@@ -231,10 +252,13 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) ->
     ];
     let ax = |n: &str| find(&dims, n);
     let one = |n: &str| Affine::axis(ax(n));
-    // `base + i · coef` for the residue class of dimension `d`: a constant, or the class axis.
+    // `base + i · coef` for the residue class `i` of dimension `d`: a constant, or the run's
+    // first class plus the class axis.
     let class = |d: usize, base: Affine, coef: i64| match phases[d] {
         Phase::Fixed(i, _) => base.add(i as i64 * coef),
-        Phase::Merged { .. } => base.plus(ax(["iy", "ix"][d]), coef),
+        Phase::Merged { first, .. } => base
+            .plus(ax(["iy", "ix"][d]), coef)
+            .add(first as i64 * coef),
     };
     let tap = |d: usize, dot: &str| class(d, Affine::zero().plus(ax(dot), td[d].tilda as i64), 1);
     let out_pixel = |d: usize, t: &str, dot: &str| {
@@ -319,6 +343,55 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// The runs of one dimension cover its classes in order, each run's classes with the
+        /// taps the run has, and no two neighbouring runs could be one.
+        #[test]
+        fn runs_cover_the_classes_with_their_taps(p in small_problem(4, 12)) {
+            let s = p.sizes();
+            for (d, filter) in [(0, s.y), (1, s.x)] {
+                let t = tilda_dim(&p, d);
+                let runs = phases(&t, filter);
+                prop_assert!(runs.len() <= 2, "{} {:?}", p, runs);
+                let mut next = 0;
+                for r in &runs {
+                    let (first, n) = match *r {
+                        Phase::Fixed(i, _) => (i, 1),
+                        Phase::Merged { first, classes, .. } => (first, classes),
+                    };
+                    prop_assert_eq!(first, next);
+                    for i in first..first + n {
+                        prop_assert_eq!(t.dot_slice(i, filter), r.dot());
+                    }
+                    next = first + n;
+                }
+                prop_assert_eq!(next, t.tilda.min(filter));
+                prop_assert!(runs.windows(2).all(|w| w[0].dot() != w[1].dot()));
+            }
+        }
+    }
+
+    #[test]
+    fn classes_with_the_same_taps_share_a_sub_gemm() {
+        // 5×5 stride 3: taps 2, 2, 1 per dimension, so runs {0, 1} and {2}; 11×11 stride 4
+        // (taps 3, 3, 3, 2) likewise: four sub-GEMMs, not 9 or 16.
+        for (line, m) in [
+            (
+                "conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2",
+                [256, 128, 128, 64],
+            ),
+            (
+                "conv -n 2 -c 8 -H 57 -W 57 -k 8 -y 11 -x 11 -p 2 -q 2 -u 4 -v 4 -F 2",
+                [72, 24, 24, 8],
+            ),
+        ] {
+            let p: ConvProblem = line.parse().unwrap();
+            let l = lower(&p);
+            let ms: Vec<u32> = l.gemms.iter().map(|g| g.m_len()).collect();
+            assert_eq!(ms, m, "{line}");
+        }
+    }
+
     #[test]
     fn huge_strides_lower_at_once() {
         // Issue 18: the sub-GEMM loops ran over stride_h × stride_w (2^64 iterations here).
@@ -331,7 +404,7 @@ mod tests {
         ] {
             let p: ConvProblem = line.parse().unwrap();
             let l = lower(&p);
-            assert!(!l.gemms.is_empty() && l.gemms.len() <= 9, "{line}");
+            assert!(!l.gemms.is_empty() && l.gemms.len() <= 4, "{line}");
         }
         assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
     }

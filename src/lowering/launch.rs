@@ -6,16 +6,17 @@ use super::Lowering;
 use crate::config::{ClusterShape, Grid, LoadPath, PerfConfig, Reduction};
 use crate::problem::Direction;
 
-/// Most phases one kernel holds: each is a copy of the GEMM body in the kernel, so a problem
-/// with more residue classes (a huge stride with a large filter) keeps one launch per phase
-/// rather than a kernel that takes seconds to JIT. 5×5 at stride 3 has 9, 7×7 at stride 4 16.
-pub const MAX_PHASES: usize = 16;
+/// Most sub-GEMMs (phases) a lowering has: backward data makes one per run of residue classes
+/// with the same filter taps, at most two runs a dimension (`bwd_data::phases`), whatever the
+/// stride; every other direction makes one. Each phase is a copy of the GEMM body in the
+/// one-launch kernel, so this also bounds what one candidate costs to compile.
+pub const MAX_PHASES: usize = 4;
 
 /// Most residue classes per spatial dimension that the zeroing blocks test a pixel against.
 pub const MAX_COVER_CLASSES: u32 = 16;
 
 /// Whether `lowering` with `cfg` runs in one launch: backward data with more than one
-/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limits above, on
+/// sub-GEMM or with pixels no sub-GEMM writes, without split-K, within the limit above, on
 /// the block-per-tile `cp.async` path or on the warp-specialised persistent walk (`ld=ws|wspp`,
 /// `pk=1`: every phase's tiles are units of one walk, `codegen::phased`).
 pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
@@ -34,6 +35,5 @@ pub fn one_launch(lowering: &Lowering, cfg: &PerfConfig) -> bool {
         && cfg.cluster == ClusterShape::One
         && !lowering.gemms.is_empty()
         && (lowering.gemms.len() > 1 || lowering.zero_init)
-        && lowering.gemms.len() <= MAX_PHASES
         && p.residue_classes().iter().all(|&c| c <= MAX_COVER_CLASSES)
 }

@@ -4,7 +4,7 @@
 //! strategy proposes, never one of those again.
 //!
 //! Why: a search cut short by `--time` (a problem whose candidates are slow to compile, such
-//! as a strided data gradient of nine phases) may otherwise end with nothing measured, or with
+//! as a strided data gradient of four sub-GEMMs) may otherwise end with nothing measured, or with
 //! a winner slower than the untuned fallback it replaces. Measured first, the fallback is the
 //! floor of every search, and the wrapped strategy learns from it like from any measurement.
 
