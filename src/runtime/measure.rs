@@ -26,7 +26,7 @@ use crate::reference::random_tensor_par;
 use cudarc::driver::{
     result::{self, DriverError},
     sys::CUevent_flags,
-    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr,
+    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice,
 };
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
@@ -41,6 +41,10 @@ struct ProblemState {
     host: [Vec<f64>; 3],
     /// Grown on demand to the largest workspace a plan asked for.
     workspace: Option<CudaSlice<u8>>,
+    /// Where each checked run's written tensor is copied back: page-locked (the copy runs at
+    /// the link's speed, not through a staging buffer) and kept for the problem, not
+    /// allocated a candidate. The output of a large layer is tens of MB.
+    readback: PinnedHostSlice<u8>,
 }
 
 /// What went wrong in a run, before it becomes an [`Outcome`] or an error.
@@ -157,11 +161,20 @@ impl Measurer {
             Ok(t) => t,
             Err(_) => unreachable!("three tensors were pushed"),
         };
+        let bytes = tensors[written as usize].len();
+        // SAFETY: u8 has no invalid bit patterns, and every checked run writes all of it
+        // before it is read. Flags 0: cached memory (write-combined memory, cudarc's default,
+        // is slow for the CPU to read, and the CPU reads all of it).
+        let readback =
+            unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes.max(1), 0) }.map_err(|e| {
+                RuntimeError::driver("cuMemHostAlloc", format!("readback, {bytes} bytes"), e)
+            })?;
         self.state = Some(ProblemState {
             problem: *problem,
             tensors,
             host,
             workspace: None,
+            readback,
         });
         let result = self.run_reference(problem, reference);
         if result.is_err() {
@@ -181,13 +194,17 @@ impl Measurer {
             problem: problem.key(),
             reason,
         };
-        let (loaded, out) = match self.check_run(reference, &mut MeasureStages::default()) {
+        let loaded = match self.check_run(reference, &mut MeasureStages::default()) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => return Err(e),
         };
         if let Some(s) = self.state.as_mut() {
-            host::accept_reference(problem, &out, &mut s.host).map_err(reference_failed)?;
+            let out = s
+                .readback
+                .as_slice()
+                .map_err(|e| reference_failed(e.to_string()))?;
+            host::accept_reference(problem, out, &mut s.host).map_err(reference_failed)?;
         }
         match self.time(&loaded, problem, None) {
             Ok(t) => Ok(t.median_us),
@@ -231,16 +248,18 @@ impl Measurer {
         self.check_alive()?;
         let problem = self.ready_problem()?;
         let dtype = problem.dtype();
-        let (loaded, out) = match self.check_run(plan, &mut stages) {
+        let loaded = match self.check_run(plan, &mut stages) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Ok((o, stages)),
             Err(RunError::Runtime(e)) => return Err(e),
         };
         let started = Instant::now();
-        let reference = self
-            .host_tensor(problem.direction().written())
-            .ok_or(RuntimeError::NoProblem)?;
-        let c = compare(dtype, &out, reference);
+        let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+        let out = s
+            .readback
+            .as_slice()
+            .map_err(|e| RuntimeError::driver("cuEventSynchronize", "readback", e))?;
+        let c = compare(dtype, out, &s.host[problem.direction().written() as usize]);
         stages.verify_s += started.elapsed().as_secs_f64();
         if !c.passes(dtype.tolerance()) {
             return Ok((
@@ -310,7 +329,7 @@ impl Measurer {
         &mut self,
         plan: &LaunchPlan,
         stages: &mut MeasureStages,
-    ) -> Result<(LoadedPlan, Vec<u8>), RunError> {
+    ) -> Result<LoadedPlan, RunError> {
         let started = Instant::now();
         let (preloader, ctx) = (&self.preloader, &self.ctx);
         let loaded = LoadedPlan::load_with(plan, |ptx| {
@@ -347,14 +366,14 @@ impl Measurer {
         stages.load_s = started.elapsed().as_secs_f64();
         let loaded = loaded?;
         let started = Instant::now();
-        let out = self.checked_run(&loaded, plan)?;
+        self.checked_run(&loaded, plan)?;
         stages.verify_s = started.elapsed().as_secs_f64();
-        Ok((loaded, out))
+        Ok(loaded)
     }
 
     /// Poisons the written tensor and the workspace, runs the loaded plan once, and copies the
-    /// written tensor back.
-    fn checked_run(&mut self, loaded: &LoadedPlan, plan: &LaunchPlan) -> Result<Vec<u8>, RunError> {
+    /// written tensor back into the problem's readback buffer.
+    fn checked_run(&mut self, loaded: &LoadedPlan, plan: &LaunchPlan) -> Result<(), RunError> {
         self.ensure_workspace(plan.workspace_bytes)?;
         let (written, ws_len) = {
             let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
@@ -381,11 +400,12 @@ impl Measurer {
             return Err(self.fault("running the plan".into(), e));
         }
         let copied = {
-            let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
-            self.stream.clone_dtoh(&s.tensors[written])
+            let s = self.state.as_mut().ok_or(RuntimeError::NoProblem)?;
+            self.stream
+                .memcpy_dtoh(&s.tensors[written], &mut s.readback)
         };
-        match copied.and_then(|v| self.stream.synchronize().map(|()| v)) {
-            Ok(out) => Ok(out),
+        match copied.and_then(|()| self.stream.synchronize()) {
+            Ok(()) => Ok(()),
             Err(e) => Err(self.fault("copying the output back".into(), e)),
         }
     }
