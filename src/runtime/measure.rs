@@ -206,8 +206,8 @@ impl Measurer {
                 .map_err(|e| reference_failed(e.to_string()))?;
             host::accept_reference(problem, out, &mut s.host).map_err(reference_failed)?;
         }
-        match self.time(&loaded, problem, None) {
-            Ok(t) => Ok(t.median_us),
+        match self.timed_runs(&loaded, host::REFERENCE_RUNS) {
+            Ok(times) => Ok(host::reference_us(&times)),
             Err(RunError::Candidate(o)) => Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => Err(e),
         }

@@ -182,10 +182,10 @@ impl<A: HipApi> HipMeasurer<A> {
                 return Err(failed(why));
             }
         }
-        let timed = self.time(reference, &loaded, problem);
+        let timed = self.timed_runs(reference, &loaded, host::REFERENCE_RUNS);
         self.unload(&loaded);
         match timed {
-            Ok(t) => Ok(t.median_us),
+            Ok(times) => Ok(host::reference_us(&times)),
             Err(RunError::Candidate(o)) => Err(failed(o.to_string())),
             Err(RunError::Runtime(e)) => Err(e),
         }
