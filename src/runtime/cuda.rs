@@ -104,7 +104,7 @@ impl Module {
     }
 
     /// A kernel of this module by symbol name.
-    fn function(&self, name: &str) -> Result<sys::CUfunction, String> {
+    pub(crate) fn function(&self, name: &str) -> Result<sys::CUfunction, String> {
         let c_name = CString::new(name).map_err(|_| format!("kernel name {name:?} has a NUL"))?;
         // SAFETY: the module is loaded for as long as `self` lives.
         unsafe { result::module::get_function(self.raw, c_name) }

@@ -140,6 +140,11 @@ fn gpu_measurer_outcomes() {
     let mut m = Measurer::new(0).unwrap();
     let reference_us = m.set_problem(&p, &simple("scale"), 1).unwrap();
     assert!(reference_us > 0.0);
+    // The outcomes below (wrong, unwritten, non-finite) go through the GPU output check.
+    assert!(
+        m.checks_on_gpu(),
+        "the GPU output check failed its known answers"
+    );
     // The reference agrees with the CPU oracle (set_problem checked it too).
     let err = m.reference_cpu_error().unwrap();
     assert!(err < 1e-6, "reference vs CPU: {err}");

@@ -107,6 +107,21 @@ pub(crate) struct Comparison {
 }
 
 impl Comparison {
+    /// The comparison of these sums over a tensor: ‖out − ref‖² over the finite elements,
+    /// ‖ref‖², and the counts. The one place the error norm is formed, for the CPU loop and
+    /// the GPU kernel ([`super::gpu_compare`]) alike.
+    pub fn from_sums(diff2: f64, ref2: f64, unwritten: u64, non_finite: u64) -> Comparison {
+        Comparison {
+            rel_err: if ref2 > 0.0 {
+                (diff2 / ref2).sqrt()
+            } else {
+                diff2.sqrt()
+            },
+            unwritten,
+            non_finite,
+        }
+    }
+
     /// Every element written, finite, and the error within `tolerance`.
     pub fn passes(&self, tolerance: f64) -> bool {
         self.unwritten == 0 && self.non_finite == 0 && self.rel_err <= tolerance
@@ -192,16 +207,7 @@ fn compare_as<const N: usize>(
         unwritten += u;
         non_finite += n;
     }
-    let rel_err = if ref2 > 0.0 {
-        (diff2 / ref2).sqrt()
-    } else {
-        diff2.sqrt()
-    };
-    Comparison {
-        rel_err,
-        unwritten,
-        non_finite,
-    }
+    Comparison::from_sums(diff2, ref2, unwritten, non_finite)
 }
 
 /// ‖got − want‖₂ / ‖want‖₂ (absolute if ‖want‖ is 0); NaN if any element is NaN.

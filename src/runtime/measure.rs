@@ -15,6 +15,7 @@
 use super::cuda::{LoadedPlan, Module, PlanError};
 use super::device::{cuda_device, init_driver, DeviceInfo};
 use super::error::{describe, is_sticky, RuntimeError};
+use super::gpu_compare::GpuCheck;
 use super::host::{self, compare, POISON};
 use super::outcome::{MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
@@ -45,6 +46,9 @@ struct ProblemState {
     /// the link's speed, not through a staging buffer) and kept for the problem, not
     /// allocated a candidate. The output of a large layer is tens of MB.
     readback: PinnedHostSlice<u8>,
+    /// The output check on the GPU, once the reference is accepted and the kernel has given
+    /// the host's answers on known outputs (`None`: the CPU compares the readback).
+    gpu_check: Option<GpuCheck>,
 }
 
 /// What went wrong in a run, before it becomes an [`Outcome`] or an error.
@@ -175,6 +179,7 @@ impl Measurer {
             host,
             workspace: None,
             readback,
+            gpu_check: None,
         });
         let result = self.run_reference(problem, reference);
         if result.is_err() {
@@ -194,7 +199,7 @@ impl Measurer {
             problem: problem.key(),
             reason,
         };
-        let loaded = match self.check_run(reference, &mut MeasureStages::default()) {
+        let loaded = match self.check_run(reference, &mut MeasureStages::default(), true) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => return Err(e),
@@ -205,6 +210,22 @@ impl Measurer {
                 .as_slice()
                 .map_err(|e| reference_failed(e.to_string()))?;
             host::accept_reference(problem, out, &mut s.host).map_err(reference_failed)?;
+            let w = problem.direction().written() as usize;
+            let check = GpuCheck::new(
+                &self.ctx,
+                &self.stream,
+                problem.dtype(),
+                &s.host[w],
+                &s.tensors[w],
+            );
+            s.gpu_check = check
+                .map_err(|why| {
+                    static SAID: std::sync::Once = std::sync::Once::new();
+                    SAID.call_once(|| {
+                        eprintln!("convtune: outputs are checked on the CPU (the GPU check is off: {why})")
+                    });
+                })
+                .ok();
         }
         match self.timed_runs(&loaded, host::REFERENCE_RUNS) {
             Ok(times) => Ok(host::reference_us(&times)),
@@ -248,18 +269,29 @@ impl Measurer {
         self.check_alive()?;
         let problem = self.ready_problem()?;
         let dtype = problem.dtype();
-        let loaded = match self.check_run(plan, &mut stages) {
+        let on_gpu = self.checks_on_gpu();
+        let loaded = match self.check_run(plan, &mut stages, !on_gpu) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Ok((o, stages)),
             Err(RunError::Runtime(e)) => return Err(e),
         };
         let started = Instant::now();
         let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
-        let out = s
-            .readback
-            .as_slice()
-            .map_err(|e| RuntimeError::driver("cuEventSynchronize", "readback", e))?;
-        let c = compare(dtype, out, &s.host[problem.direction().written() as usize]);
+        let w = problem.direction().written() as usize;
+        let checked = match &s.gpu_check {
+            Some(check) => check.compare(&self.stream, &s.tensors[w]),
+            None => s
+                .readback
+                .as_slice()
+                .map(|out| compare(dtype, out, &s.host[w])),
+        };
+        let c = match checked {
+            Ok(c) => c,
+            Err(e) => match self.fault("checking the output".into(), e) {
+                RunError::Candidate(o) => return Ok((o, stages)),
+                RunError::Runtime(e) => return Err(e),
+            },
+        };
         stages.verify_s += started.elapsed().as_secs_f64();
         if !c.passes(dtype.tolerance()) {
             return Ok((
@@ -292,6 +324,12 @@ impl Measurer {
             Ok(p) => Ok(p.resources),
             Err(PlanError::Load(m) | PlanError::Launch(m)) => Err(RuntimeError::Module(m)),
         }
+    }
+
+    /// Whether candidates of the current problem are checked on the GPU ([`GpuCheck`]) rather
+    /// than copied back and compared on the CPU.
+    pub fn checks_on_gpu(&self) -> bool {
+        self.state.as_ref().is_some_and(|s| s.gpu_check.is_some())
     }
 
     /// Whether a fault has made this measurer unusable, and why.
@@ -329,6 +367,7 @@ impl Measurer {
         &mut self,
         plan: &LaunchPlan,
         stages: &mut MeasureStages,
+        copy_back: bool,
     ) -> Result<LoadedPlan, RunError> {
         let started = Instant::now();
         let (preloader, ctx) = (&self.preloader, &self.ctx);
@@ -366,14 +405,19 @@ impl Measurer {
         stages.load_s = started.elapsed().as_secs_f64();
         let loaded = loaded?;
         let started = Instant::now();
-        self.checked_run(&loaded, plan)?;
+        self.checked_run(&loaded, plan, copy_back)?;
         stages.verify_s = started.elapsed().as_secs_f64();
         Ok(loaded)
     }
 
-    /// Poisons the written tensor and the workspace, runs the loaded plan once, and copies the
-    /// written tensor back into the problem's readback buffer.
-    fn checked_run(&mut self, loaded: &LoadedPlan, plan: &LaunchPlan) -> Result<(), RunError> {
+    /// Poisons the written tensor and the workspace, runs the loaded plan once, and (with
+    /// `copy_back`) copies the written tensor back into the problem's readback buffer.
+    fn checked_run(
+        &mut self,
+        loaded: &LoadedPlan,
+        plan: &LaunchPlan,
+        copy_back: bool,
+    ) -> Result<(), RunError> {
         self.ensure_workspace(plan.workspace_bytes)?;
         let (written, ws_len) = {
             let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
@@ -398,6 +442,9 @@ impl Measurer {
         self.run(loaded)?;
         if let Err(e) = self.stream.synchronize() {
             return Err(self.fault("running the plan".into(), e));
+        }
+        if !copy_back {
+            return Ok(());
         }
         let copied = {
             let s = self.state.as_mut().ok_or(RuntimeError::NoProblem)?;

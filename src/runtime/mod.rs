@@ -32,6 +32,7 @@ mod cuda;
 mod device;
 mod error;
 mod fingerprint;
+mod gpu_compare;
 #[cfg(test)]
 mod gpu_tests;
 pub mod hip;
