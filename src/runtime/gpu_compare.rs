@@ -170,7 +170,7 @@ impl GpuCheck {
         let ref2: f64 = reference.iter().map(|v| v * v).sum();
         let n = check.elems;
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(f64::MIN_POSITIVE);
-        let cases: [(Option<u8>, &Expect); 3] = [
+        let cases: [(Option<u8>, &Expect<'_>); 3] = [
             // The reference itself (what `written` holds): no error, nothing missing.
             (None, &|s| {
                 s.diff2 == 0.0 && close(s.ref2, ref2) && s.unwritten == 0 && s.non_finite == 0
@@ -269,7 +269,7 @@ impl GpuCheck {
 }
 
 /// What a known output's sums must satisfy (`None` fill: the reference itself).
-type Expect = dyn Fn(&Sums) -> bool;
+type Expect<'a> = dyn Fn(&Sums) -> bool + 'a;
 
 /// The kernel's result.
 #[derive(Debug)]
