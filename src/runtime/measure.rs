@@ -99,9 +99,10 @@ impl Measurer {
         let flush = alloc(&stream, flush_bytes, "L2 flush buffer")?;
         let ptxas = Ptxas::find();
         let threads = threads_from_env(ptxas.is_some());
+        let arch = device.arch.clone();
         let preloader = Preloader::new(
             threads,
-            Arc::new(move |ptx: &str| Ok(Ptxas::image(ptxas.as_ref(), ptx))),
+            Arc::new(move |ptx: &str| Ok(Ptxas::image(ptxas.as_ref(), ptx, &arch))),
         );
         Ok(Measurer {
             device,

@@ -148,7 +148,20 @@ impl Ptxas {
     /// Assembles `ptx` for the target its `.target` line names (`sm_90a`, `sm_80`), with the
     /// resource report (`-v`).
     pub fn assemble(&self, ptx: &str) -> Result<Assembled, String> {
-        let target = ptx_target(ptx).ok_or("the PTX has no .target line")?;
+        self.assemble_for(ptx, None)
+    }
+
+    /// Assembles `ptx` for the GPU `device` (`sm_90`), which runs it: machine code is made for
+    /// one architecture, so a module whose `.target` is an older one (`sm_80` PTX runs on an
+    /// H200 through the JIT) is assembled for the device, not for its target, whose code the
+    /// device refuses (`CUDA_ERROR_NO_BINARY_FOR_GPU`). An architecture-specific target
+    /// (`sm_90a`) is kept as it is. `None`: the module's target.
+    pub fn assemble_for(&self, ptx: &str, device: Option<&str>) -> Result<Assembled, String> {
+        let named = ptx_target(ptx).ok_or("the PTX has no .target line")?;
+        let target = match device {
+            Some(d) if !named.ends_with('a') => d,
+            _ => named,
+        };
         let dir = tempfile::Builder::new()
             .prefix("convtune-ptxas")
             .tempdir()
@@ -182,11 +195,11 @@ impl Ptxas {
         Ok(Assembled { cubin, log })
     }
 
-    /// The module's machine code, or why the driver should JIT it instead.
-    pub(crate) fn image(assembler: Option<&Ptxas>, ptx: &str) -> Image {
+    /// The module's machine code for `device`, or why the driver should JIT it instead.
+    pub(crate) fn image(assembler: Option<&Ptxas>, ptx: &str, device: &str) -> Image {
         match assembler {
             None => Image::Jit(None),
-            Some(a) => match a.assemble(ptx) {
+            Some(a) => match a.assemble_for(ptx, Some(device)) {
                 Ok(done) => Image::Cubin(done),
                 Err(why) => Image::Jit(Some(why)),
             },
@@ -270,7 +283,15 @@ mod tests {
         assert!(done.fatal_warning().is_none());
         let err = p.assemble(&ptx.replace("ret;", "bogus;")).unwrap_err();
         assert!(err.contains("bogus") || err.contains("error"), "{err}");
-        assert!(matches!(Ptxas::image(Some(&p), ptx), Image::Cubin(_)));
-        assert!(matches!(Ptxas::image(None, ptx), Image::Jit(None)));
+        assert!(matches!(
+            Ptxas::image(Some(&p), ptx, "sm_90"),
+            Image::Cubin(_)
+        ));
+        assert!(matches!(Ptxas::image(None, ptx, "sm_90"), Image::Jit(None)));
+        // Made for the device, not the module's older target.
+        let for_90 = p
+            .assemble_for(ptx, Some("sm_90"))
+            .expect("assembles for sm_90");
+        assert_ne!(for_90.cubin, done.cubin);
     }
 }
