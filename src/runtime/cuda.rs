@@ -7,7 +7,7 @@
 //! `cuModuleLoadDataEx` and unloaded by [`Module`]'s `Drop`, which records errors in the context
 //! rather than panicking.
 
-use super::error::describe;
+use super::error::{describe, RuntimeError};
 use super::plan::{KernelResources, Launch, LaunchPlan};
 use super::tensor_map;
 use crate::abi::{ArgKind, ArgRole};
@@ -15,7 +15,7 @@ use crate::arch::MAX_GRID;
 use cudarc::driver::{
     result::{self, DriverError},
     sys::{self, CUfunction_attribute as FnAttr, CUjit_option as Jit},
-    CudaContext, CudaStream,
+    CudaContext, CudaSlice, CudaStream, DevicePtr,
 };
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -328,6 +328,29 @@ pub(crate) fn check_launch(
         ));
     }
     Ok(())
+}
+
+/// A device buffer of `bytes` (at least 1) for `what`, allocated on `stream`.
+pub(crate) fn alloc(
+    stream: &Arc<CudaStream>,
+    bytes: usize,
+    what: &str,
+) -> Result<CudaSlice<u8>, RuntimeError> {
+    // SAFETY: u8 has no invalid bit patterns; every buffer is written before it is read.
+    unsafe { stream.alloc::<u8>(bytes.max(1)) }
+        .map_err(|e| RuntimeError::driver("cuMemAllocAsync", format!("{what}, {bytes} bytes"), e))
+}
+
+/// Fills the first `bytes` of `buf` with `value`, on `stream`.
+pub(crate) fn memset(
+    stream: &CudaStream,
+    buf: &CudaSlice<u8>,
+    bytes: usize,
+    value: u8,
+) -> Result<(), DriverError> {
+    let ptr = buf.device_ptr(stream).0;
+    // SAFETY: `bytes` ≤ the buffer's length (callers pass its length or a prefix of it).
+    unsafe { result::memset_d8_async(ptr, value, bytes.min(buf.len()), stream.cu_stream()) }
 }
 
 #[cfg(test)]

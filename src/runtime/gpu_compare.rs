@@ -12,7 +12,7 @@
 //! the host knows (the reference itself, all poison, all zero) and the measurer keeps the CPU
 //! comparison when any of them disagrees.
 
-use super::cuda::Module;
+use super::cuda::{alloc, memset, Module};
 use super::host::{self, Comparison, POISON};
 use crate::problem::DType;
 use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
@@ -152,14 +152,11 @@ impl GpuCheck {
             move |e| format!("{what}: {}", super::error::describe(e))
         }
         let f32s = host::encode(DType::F32, reference);
-        // SAFETY (both allocations): u8 has no invalid bit patterns; each is written before
-        // it is read.
-        let mut dev =
-            unsafe { stream.alloc::<u8>(f32s.len().max(1)) }.map_err(driver("reference"))?;
+        let mut dev = alloc(stream, f32s.len(), "reference").map_err(|e| e.to_string())?;
         stream
             .memcpy_htod(&f32s, &mut dev)
             .map_err(driver("reference upload"))?;
-        let result = unsafe { stream.alloc::<u8>(RESULT_BYTES) }.map_err(driver("result"))?;
+        let result = alloc(stream, RESULT_BYTES, "result").map_err(|e| e.to_string())?;
         let check = GpuCheck {
             function,
             reference: dev,
@@ -186,9 +183,7 @@ impl GpuCheck {
         ];
         for (fill, expect) in cases {
             if let Some(fill) = fill {
-                let ptr = written.device_ptr(stream).0;
-                // SAFETY: `written.len()` bytes of `written`.
-                unsafe { result::memset_d8_async(ptr, fill, written.len(), stream.cu_stream()) }
+                memset(stream, written, written.len(), fill)
                     .map_err(driver("filling the output"))?;
             }
             let sums = check
@@ -224,9 +219,8 @@ impl GpuCheck {
         stream: &Arc<CudaStream>,
         written: &CudaSlice<u8>,
     ) -> Result<Sums, result::DriverError> {
+        memset(stream, &self.result, RESULT_BYTES, 0)?;
         let res = self.result.device_ptr(stream).0;
-        // SAFETY: `res` is this check's 32-byte result buffer.
-        unsafe { result::memset_d8_async(res, 0, RESULT_BYTES, stream.cu_stream()) }?;
         let mut params: [u64; 4] = [
             written.device_ptr(stream).0,
             self.reference.device_ptr(stream).0,

@@ -12,7 +12,7 @@
 //! process-wide (a new `Measurer` in the same process fails too, as seen on the H200): run it
 //! inside a [`Worker`](super::Worker) to survive faults.
 
-use super::cuda::{LoadedPlan, Module, PlanError};
+use super::cuda::{alloc, memset, LoadedPlan, Module, PlanError};
 use super::device::{cuda_device, init_driver, DeviceInfo};
 use super::error::{describe, is_sticky, RuntimeError};
 use super::gpu_compare::GpuCheck;
@@ -25,9 +25,8 @@ use crate::abi::ArgRole;
 use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor_par;
 use cudarc::driver::{
-    result::{self, DriverError},
-    sys::CUevent_flags,
-    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice,
+    result::DriverError, sys::CUevent_flags, CudaContext, CudaEvent, CudaSlice, CudaStream,
+    DevicePtr, PinnedHostSlice,
 };
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
@@ -575,27 +574,6 @@ impl Measurer {
         }
         Ok(times)
     }
-}
-
-fn alloc(
-    stream: &Arc<CudaStream>,
-    bytes: usize,
-    what: &str,
-) -> Result<CudaSlice<u8>, RuntimeError> {
-    // SAFETY: u8 has no invalid bit patterns; every buffer is written before it is read.
-    unsafe { stream.alloc::<u8>(bytes.max(1)) }
-        .map_err(|e| RuntimeError::driver("cuMemAllocAsync", format!("{what}, {bytes} bytes"), e))
-}
-
-fn memset(
-    stream: &CudaStream,
-    buf: &CudaSlice<u8>,
-    bytes: usize,
-    value: u8,
-) -> Result<(), DriverError> {
-    let ptr = buf.device_ptr(stream).0;
-    // SAFETY: `bytes` ≤ the buffer's length (callers pass its length or a prefix of it).
-    unsafe { result::memset_d8_async(ptr, value, bytes.min(buf.len()), stream.cu_stream()) }
 }
 
 #[cfg(test)]
