@@ -26,7 +26,7 @@ use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor_par;
 use cudarc::driver::{
     result::DriverError, sys::CUevent_flags, CudaContext, CudaEvent, CudaSlice, CudaStream,
-    DevicePtr, PinnedHostSlice,
+    DevicePtr,
 };
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
@@ -41,12 +41,8 @@ struct ProblemState {
     host: [Vec<f64>; 3],
     /// Grown on demand to the largest workspace a plan asked for.
     workspace: Option<CudaSlice<u8>>,
-    /// Where each checked run's written tensor is copied back: page-locked (the copy runs at
-    /// the link's speed, not through a staging buffer) and kept for the problem, not
-    /// allocated a candidate. The output of a large layer is tens of MB.
-    readback: PinnedHostSlice<u8>,
     /// The output check on the GPU, once the reference is accepted and the kernel has given
-    /// the host's answers on known outputs (`None`: the CPU compares the readback).
+    /// the host's answers on known outputs (`None`: the CPU compares the copied-back output).
     gpu_check: Option<GpuCheck>,
 }
 
@@ -165,20 +161,11 @@ impl Measurer {
             Ok(t) => t,
             Err(_) => unreachable!("three tensors were pushed"),
         };
-        let bytes = tensors[written as usize].len();
-        // SAFETY: u8 has no invalid bit patterns, and every checked run writes all of it
-        // before it is read. Flags 0: cached memory (write-combined memory, cudarc's default,
-        // is slow for the CPU to read, and the CPU reads all of it).
-        let readback =
-            unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes.max(1), 0) }.map_err(|e| {
-                RuntimeError::driver("cuMemHostAlloc", format!("readback, {bytes} bytes"), e)
-            })?;
         self.state = Some(ProblemState {
             problem: *problem,
             tensors,
             host,
             workspace: None,
-            readback,
             gpu_check: None,
         });
         let result = self.run_reference(problem, reference);
@@ -199,17 +186,13 @@ impl Measurer {
             problem: problem.key(),
             reason,
         };
-        let loaded = match self.check_run(reference, &mut MeasureStages::default(), true) {
+        let (loaded, out) = match self.check_run(reference, &mut MeasureStages::default(), true) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Err(reference_failed(o.to_string())),
             Err(RunError::Runtime(e)) => return Err(e),
         };
-        if let Some(s) = self.state.as_mut() {
-            let out = s
-                .readback
-                .as_slice()
-                .map_err(|e| reference_failed(e.to_string()))?;
-            host::accept_reference(problem, out, &mut s.host).map_err(reference_failed)?;
+        if let (Some(s), Some(out)) = (self.state.as_mut(), out) {
+            host::accept_reference(problem, &out, &mut s.host).map_err(reference_failed)?;
             let w = problem.direction().written() as usize;
             let check = GpuCheck::new(
                 &self.ctx,
@@ -270,7 +253,7 @@ impl Measurer {
         let problem = self.ready_problem()?;
         let dtype = problem.dtype();
         let on_gpu = self.checks_on_gpu();
-        let loaded = match self.check_run(plan, &mut stages, !on_gpu) {
+        let (loaded, out) = match self.check_run(plan, &mut stages, !on_gpu) {
             Ok(r) => r,
             Err(RunError::Candidate(o)) => return Ok((o, stages)),
             Err(RunError::Runtime(e)) => return Err(e),
@@ -278,12 +261,10 @@ impl Measurer {
         let started = Instant::now();
         let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
         let w = problem.direction().written() as usize;
-        let checked = match &s.gpu_check {
-            Some(check) => check.compare(&self.stream, &s.tensors[w]),
-            None => s
-                .readback
-                .as_slice()
-                .map(|out| compare(dtype, out, &s.host[w])),
+        let checked = match (&s.gpu_check, out) {
+            (Some(check), _) => check.compare(&self.stream, &s.tensors[w]),
+            (None, Some(out)) => Ok(compare(dtype, &out, &s.host[w])),
+            (None, None) => unreachable!("the output is copied back when the CPU checks it"),
         };
         let c = match checked {
             Ok(c) => c,
@@ -368,7 +349,7 @@ impl Measurer {
         plan: &LaunchPlan,
         stages: &mut MeasureStages,
         copy_back: bool,
-    ) -> Result<LoadedPlan, RunError> {
+    ) -> Result<(LoadedPlan, Option<Vec<u8>>), RunError> {
         let started = Instant::now();
         let (preloader, ctx) = (&self.preloader, &self.ctx);
         let loaded = LoadedPlan::load_with(plan, |ptx| {
@@ -405,19 +386,19 @@ impl Measurer {
         stages.load_s = started.elapsed().as_secs_f64();
         let loaded = loaded?;
         let started = Instant::now();
-        self.checked_run(&loaded, plan, copy_back)?;
+        let out = self.checked_run(&loaded, plan, copy_back)?;
         stages.verify_s = started.elapsed().as_secs_f64();
-        Ok(loaded)
+        Ok((loaded, out))
     }
 
     /// Poisons the written tensor and the workspace, runs the loaded plan once, and (with
-    /// `copy_back`) copies the written tensor back into the problem's readback buffer.
+    /// `copy_back`) copies the written tensor back.
     fn checked_run(
         &mut self,
         loaded: &LoadedPlan,
         plan: &LaunchPlan,
         copy_back: bool,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<Vec<u8>>, RunError> {
         self.ensure_workspace(plan.workspace_bytes)?;
         let (written, ws_len) = {
             let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
@@ -444,15 +425,14 @@ impl Measurer {
             return Err(self.fault("running the plan".into(), e));
         }
         if !copy_back {
-            return Ok(());
+            return Ok(None);
         }
         let copied = {
-            let s = self.state.as_mut().ok_or(RuntimeError::NoProblem)?;
-            self.stream
-                .memcpy_dtoh(&s.tensors[written], &mut s.readback)
+            let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+            self.stream.clone_dtoh(&s.tensors[written])
         };
-        match copied.and_then(|()| self.stream.synchronize()) {
-            Ok(()) => Ok(()),
+        match copied.and_then(|v| self.stream.synchronize().map(|()| v)) {
+            Ok(out) => Ok(Some(out)),
             Err(e) => Err(self.fault("copying the output back".into(), e)),
         }
     }
