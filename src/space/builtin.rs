@@ -58,7 +58,7 @@ pub fn builtin_origin(arch: &Arch) -> String {
 pub fn enumerate_builtin(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
     let mut e = enumerate_lowered(lowering, arch, space);
     for extra in extra_spaces(lowering, arch) {
-        e.absorb(enumerate_lowered(lowering, arch, extra));
+        e.absorb(enumerate_lowered(lowering, arch, extra), extra);
     }
     e
 }
