@@ -49,10 +49,21 @@ impl Enumeration {
             .filter(|c| other_space.contains(c))
             .copied()
             .collect();
-        self.legal
-            .extend(other.legal.into_iter().filter(|c| !seen.contains(c)));
         self.raw += other.raw;
-        for (k, n) in other.rejected {
+        self.append(
+            other.legal.into_iter().filter(|c| !seen.contains(c)),
+            other.rejected,
+        );
+    }
+
+    /// Appends `legal` after these configs and adds `rejected` to the counts.
+    fn append(
+        &mut self,
+        legal: impl IntoIterator<Item = PerfConfig>,
+        rejected: BTreeMap<RejectReasonKind, u64>,
+    ) {
+        self.legal.extend(legal);
+        for (k, n) in rejected {
             *self.rejected.entry(k).or_default() += n;
         }
     }
@@ -99,8 +110,8 @@ pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) 
         return out;
     }
     // The outermost level's points (tile shapes and paths: hundreds) are walked in parallel,
-    // each into its own list, and the lists joined in order: the same result as one walk, in
-    // a fraction of the tuner's fixed cost (a bf16 problem has ~3.5 M legal configs).
+    // each into its own list, and the lists joined in order: the same result as one walk
+    // (a bf16 problem has ~3.5 M legal configs; 10-25% faster on 2 cores, more cores untimed).
     let mut outer = Vec::new();
     loop {
         outer.push(walk.ix);
@@ -123,10 +134,7 @@ pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) 
     out.legal
         .reserve_exact(parts.iter().map(|p| p.legal.len()).sum());
     for part in parts {
-        out.legal.extend(part.legal);
-        for (k, n) in part.rejected {
-            *out.rejected.entry(k).or_default() += n;
-        }
+        out.append(part.legal, part.rejected);
     }
     out
 }
