@@ -5,7 +5,8 @@
 //! same data), and the reference plan runs once to give the reference output. Per candidate: the
 //! written tensor and the workspace are poisoned (all bytes 0xFF, a NaN), the plan runs once and is
 //! compared with the reference in f64; only a correct candidate is timed, with device events
-//! around each run and the L2 cache flushed between runs, outside the events.
+//! around each run and the L2 cache swept clean between runs, outside the events
+//! ([`L2Sweep`]: cold, with no dirty lines to write back).
 //!
 //! A kernel that faults leaves the context unusable; the measurer then refuses further work with
 //! [`RuntimeError::ContextLost`]. The context is the device's primary context, so the damage is
@@ -17,6 +18,7 @@ use super::device::{cuda_device, init_driver, DeviceInfo};
 use super::error::{describe, is_sticky, RuntimeError};
 use super::gpu_compare::GpuCheck;
 use super::host::{self, compare, POISON};
+use super::l2_sweep::L2Sweep;
 use super::outcome::{MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
 use super::preload::{threads_from_env, Preloader};
@@ -65,8 +67,8 @@ pub struct Measurer {
     device: DeviceInfo,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// 2 × L2 bytes, overwritten between timed runs so no run starts with a warm cache.
-    flush: CudaSlice<u8>,
+    /// Reads 2 × L2 bytes between timed runs, so no run starts with a warm (or dirty) cache.
+    flush: L2Sweep,
     /// Timing event pairs, created as needed and reused.
     events: Vec<(CudaEvent, CudaEvent)>,
     state: Option<ProblemState>,
@@ -91,7 +93,7 @@ impl Measurer {
             .new_stream()
             .map_err(|e| RuntimeError::driver("cuStreamCreate", "", e))?;
         let flush_bytes = (2 * device.l2_bytes).max(1 << 20) as usize;
-        let flush = alloc(&stream, flush_bytes, "L2 flush buffer")?;
+        let flush = L2Sweep::new(&ctx, &stream, flush_bytes)?;
         let ptxas = Ptxas::find();
         let threads = threads_from_env(ptxas.is_some());
         let arch = device.arch.clone();
@@ -491,7 +493,7 @@ impl Measurer {
         }
     }
 
-    /// Warm-up runs, then enough event-timed runs to cover a millisecond, with the L2 flushed
+    /// Warm-up runs, then enough event-timed runs to cover a millisecond, with the L2 swept
     /// before each run outside the events. A warm-up median slower than `screen_us` ends it
     /// there: the short time is the result, marked `screened`.
     fn time(
@@ -535,7 +537,7 @@ impl Measurer {
             self.events.push(pair);
         }
         for i in 0..n {
-            let flushed = memset(&self.stream, &self.flush, self.flush.len(), i as u8);
+            let flushed = self.flush.run(&self.stream);
             let started = flushed.and_then(|()| self.events[i].0.record(&self.stream));
             if let Err(e) = started {
                 return Err(self.fault("flushing L2 before a timed run".into(), e));

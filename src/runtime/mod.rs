@@ -38,6 +38,7 @@ mod gpu_tests;
 pub mod hip;
 mod host;
 mod jit_cache;
+mod l2_sweep;
 mod measure;
 mod outcome;
 mod plan;
