@@ -3,13 +3,13 @@
 
 scripts/compare-cudnn.py times cuDNN with CUDA-graph replays of back-to-back calls (the L2
 flushed once per replay, so most calls find their operands in L2 and pay no launch gap),
-while the tuner times each candidate as one launch between device events after a flush of
-twice the L2 (convtune's `runtime::measure`). Those are different protocols: for a problem
+while the tuner times each candidate as one launch between device events after a read of
+twice the L2 (convtune's `runtime::l2_sweep`). Those are different protocols: for a problem
 whose tensors fit in the H200's 50 MB L2 they can differ by a third. This script runs both
 sides through both protocols:
 
 - **graph**: compare-cudnn.py's `time_graph` (warm L2, back-to-back calls), for both;
-- **cold**: per call a flush of 2 × L2, a GPU sleep (so the host's enqueueing of the call is
+- **cold**: per call a read of 2 × L2 (a clean, cold L2), a GPU sleep (so the host's enqueueing of the call is
   not timed), then events around one call: the tuner's protocol, for both.
 
 Our side runs through the Python package (`convtune.torch.launch`, the database entry's own
@@ -53,9 +53,11 @@ L2_BYTES = torch.cuda.get_device_properties(0).L2_cache_size if torch.cuda.is_av
 
 
 def time_cold(fn, min_ms=1.0, max_runs=500):
-    """The tuner's protocol: per call, flush 2 × L2 (outside the events), then one call
-    between events; median µs over at least `min_ms` of calls (and at least 10)."""
-    flush = torch.empty(max(2 * L2_BYTES, 1 << 20), dtype=torch.uint8, device="cuda")
+    """The tuner's protocol: per call, read 2 × L2 of an unrelated buffer (outside the events:
+    the L2 is then cold and clean, as the tuner's `runtime::l2_sweep` leaves it; a memset
+    would leave dirty lines for the call to write back), then one call between events;
+    median µs over at least `min_ms` of calls (and at least 10)."""
+    flush = torch.ones(max(2 * L2_BYTES, 1 << 20) // 4, dtype=torch.float32, device="cuda")
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -65,7 +67,7 @@ def time_cold(fn, min_ms=1.0, max_runs=500):
         for _ in range(10):
             e0 = torch.cuda.Event(enable_timing=True)
             e1 = torch.cuda.Event(enable_timing=True)
-            flush.zero_()
+            flush.sum()
             # ~1 ms at the H200's clock: the host enqueues the call meanwhile. The package's
             # launch costs 0.1-0.3 ms of Python and driver calls; a 50 µs sleep was too short
             # (first run: a 19 µs kernel timed at 249 µs).
