@@ -3,6 +3,12 @@
 //! and workspace, comparison with the reference in f64, event timing over ≥ 1 ms with the
 //! last-level cache flushed between runs outside the events).
 //!
+//! Unlike the CUDA measurer, which since session 14 sweeps its L2 with a read kernel
+//! ([`l2_sweep`](crate::runtime)), this flush is still a memset: it leaves the cache dirty, and
+//! on the H200 the write-back inflated memory-bound timings by up to 20 µs. An AMDGPU sweep
+//! kernel needs a device to be proven on, which this project has not had; until then AMD
+//! timings of memory-bound candidates carry that write-back.
+//!
 //! AMD specifics: the module is a linked code object loaded with `hipModuleLoadData`; before a
 //! kernel is launched, its argument list in the code object's metadata is checked against the
 //! launch ABI ([`crate::abi`]), because HIP packs the kernarg segment by that metadata; dynamic
