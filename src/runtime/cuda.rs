@@ -330,6 +330,58 @@ pub(crate) fn check_launch(
     Ok(())
 }
 
+/// One kernel of a small hand-written PTX module that the measurer runs itself (the output
+/// check, the L2 sweep): the module, its function, and a launch whose arguments are all u64
+/// values (device pointers and counts).
+pub(crate) struct HandKernel {
+    function: sys::CUfunction,
+    // Declared last: dropped after the function handle that points into it.
+    _module: Module,
+}
+
+// SAFETY: the function handle belongs to the module held beside it (see `Module`); the measurer
+// launches it from its own thread only.
+unsafe impl Send for HandKernel {}
+
+impl HandKernel {
+    /// JIT-compiles `ptx` and finds `name` in it.
+    pub fn load(ctx: &Arc<CudaContext>, ptx: &str, name: &str) -> Result<HandKernel, String> {
+        let module = Module::load(ctx, ptx)?;
+        let function = module.function(name)?;
+        Ok(HandKernel {
+            function,
+            _module: module,
+        })
+    }
+
+    /// Enqueues the kernel on `stream` over `blocks` × `threads` with these u64 arguments.
+    pub fn launch(
+        &self,
+        stream: &CudaStream,
+        blocks: u32,
+        threads: u32,
+        args: &mut [u64],
+    ) -> Result<(), DriverError> {
+        let mut params: Vec<*mut c_void> = args
+            .iter_mut()
+            .map(|p| p as *mut u64 as *mut c_void)
+            .collect();
+        // SAFETY: every caller's kernel takes exactly these u64 parameters, each a live device
+        // allocation's pointer (of the sizes its kernel reads) or a count; the driver copies the
+        // parameter values before returning.
+        unsafe {
+            result::launch_kernel(
+                self.function,
+                (blocks, 1, 1),
+                (threads, 1, 1),
+                0,
+                stream.cu_stream(),
+                &mut params,
+            )
+        }
+    }
+}
+
 /// A device buffer of `bytes` (at least 1) for `what`, allocated on `stream`.
 pub(crate) fn alloc(
     stream: &Arc<CudaStream>,

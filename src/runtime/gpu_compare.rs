@@ -12,11 +12,10 @@
 //! the host knows (the reference itself, all poison, all zero) and the measurer keeps the CPU
 //! comparison when any of them disagrees.
 
-use super::cuda::{alloc, memset, Module};
+use super::cuda::{alloc, memset, HandKernel};
 use super::host::{self, Comparison, POISON};
 use crate::problem::DType;
-use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
-use std::ffi::c_void;
+use cudarc::driver::{result, CudaContext, CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
 
 /// The kernel's symbol.
@@ -123,17 +122,11 @@ END:\n\tret;\n}}\n"
 /// The loaded compare kernel of one problem, with the reference output on the device (as
 /// f32: every value of a reference output is exact in f32) and the result buffer.
 pub(crate) struct GpuCheck {
-    function: sys::CUfunction,
+    kernel: HandKernel,
     reference: CudaSlice<u8>,
     result: CudaSlice<u8>,
     elems: u64,
-    // Declared last: dropped after the function handle that points into it.
-    _module: Module,
 }
-
-// SAFETY: the function handle belongs to the module held beside it (see `cuda::Module`);
-// the measurer uses a check from its own thread only.
-unsafe impl Send for GpuCheck {}
 
 impl GpuCheck {
     /// Loads the kernel for `dtype`, uploads `reference` (the accepted reference output) and
@@ -146,8 +139,7 @@ impl GpuCheck {
         reference: &[f64],
         written: &CudaSlice<u8>,
     ) -> Result<GpuCheck, String> {
-        let module = Module::load(ctx, &ptx(dtype))?;
-        let function = module.function(KERNEL)?;
+        let kernel = HandKernel::load(ctx, &ptx(dtype), KERNEL)?;
         fn driver(what: &'static str) -> impl Fn(result::DriverError) -> String {
             move |e| format!("{what}: {}", super::error::describe(e))
         }
@@ -158,11 +150,10 @@ impl GpuCheck {
             .map_err(driver("reference upload"))?;
         let result = alloc(stream, RESULT_BYTES, "result").map_err(|e| e.to_string())?;
         let check = GpuCheck {
-            function,
+            kernel,
             reference: dev,
             result,
             elems: reference.len() as u64,
-            _module: module,
         };
         let ref2: f64 = reference.iter().map(|v| v * v).sum();
         let n = check.elems;
@@ -221,33 +212,18 @@ impl GpuCheck {
     ) -> Result<Sums, result::DriverError> {
         memset(stream, &self.result, RESULT_BYTES, 0)?;
         let res = self.result.device_ptr(stream).0;
-        let mut params: [u64; 4] = [
+        // (out, reference: `elems` elements of the problem's type and as f32; n; 32-byte result)
+        let mut args = [
             written.device_ptr(stream).0,
             self.reference.device_ptr(stream).0,
             self.elems,
             res,
         ];
-        let mut args: Vec<*mut c_void> = params
-            .iter_mut()
-            .map(|p| p as *mut u64 as *mut c_void)
-            .collect();
         let blocks = self
             .elems
             .div_ceil(u64::from(THREADS) * PER_THREAD)
             .clamp(1, MAX_BLOCKS) as u32;
-        // SAFETY: the kernel takes (u64 out, u64 reference, u64 n, u64 result): `written` holds
-        // at least `elems` elements of the problem's type, the reference `elems` f32 values,
-        // the result 32 bytes; the driver copies the parameter values before returning.
-        unsafe {
-            result::launch_kernel(
-                self.function,
-                (blocks, 1, 1),
-                (THREADS, 1, 1),
-                0,
-                stream.cu_stream(),
-                &mut args,
-            )
-        }?;
+        self.kernel.launch(stream, blocks, THREADS, &mut args)?;
         let mut raw = [0u8; RESULT_BYTES];
         stream.memcpy_dtoh(&self.result, &mut raw[..])?;
         stream.synchronize()?;

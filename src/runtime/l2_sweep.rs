@@ -12,10 +12,9 @@
 //! candidate's operands just as well and leaves only clean lines, which cost nothing to drop;
 //! it is the cold state Nsight Compute's cache control gives.
 
-use super::cuda::{alloc, memset, Module};
+use super::cuda::{alloc, memset, HandKernel};
 use super::error::RuntimeError;
-use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DevicePtr};
-use std::ffi::c_void;
+use cudarc::driver::{result, CudaContext, CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
 
 /// The kernel's symbol.
@@ -57,16 +56,10 @@ END:\n\tret;\n}}\n"
 
 /// The loaded sweep kernel and the buffer it reads.
 pub(crate) struct L2Sweep {
-    function: sys::CUfunction,
+    kernel: HandKernel,
     buffer: CudaSlice<u8>,
     sink: CudaSlice<u8>,
-    // Declared last: dropped after the function handle that points into it.
-    _module: Module,
 }
-
-// SAFETY: the function handle belongs to the module held beside it (see `cuda::Module`);
-// the measurer uses the sweep from its own thread only.
-unsafe impl Send for L2Sweep {}
 
 impl L2Sweep {
     /// Loads the kernel and allocates (and zeroes, once) a buffer of `bytes` (rounded up to 16).
@@ -75,46 +68,29 @@ impl L2Sweep {
         stream: &Arc<CudaStream>,
         bytes: usize,
     ) -> Result<L2Sweep, RuntimeError> {
-        let setup = |e: String| RuntimeError::Module(format!("the L2 sweep kernel: {e}"));
-        let module = Module::load(ctx, &ptx()).map_err(setup)?;
-        let function = module.function(KERNEL).map_err(setup)?;
+        let kernel = HandKernel::load(ctx, &ptx(), KERNEL)
+            .map_err(|e| RuntimeError::Module(format!("the L2 sweep kernel: {e}")))?;
         let bytes = bytes.next_multiple_of(16);
         let buffer = alloc(stream, bytes, "L2 sweep buffer")?;
         memset(stream, &buffer, bytes, 0)
             .map_err(|e| RuntimeError::driver("cuMemsetD8Async", "L2 sweep buffer", e))?;
         let sink = alloc(stream, 4, "L2 sweep sink")?;
         Ok(L2Sweep {
-            function,
+            kernel,
             buffer,
             sink,
-            _module: module,
         })
     }
 
     /// Enqueues one sweep on `stream`.
     pub fn run(&self, stream: &Arc<CudaStream>) -> Result<(), result::DriverError> {
-        let mut params: [u64; 3] = [
+        // (buffer, 16-byte vectors in it, 4-byte sink)
+        let mut args = [
             self.buffer.device_ptr(stream).0,
             (self.buffer.len() / 16) as u64,
             self.sink.device_ptr(stream).0,
         ];
-        let mut args: Vec<*mut c_void> = params
-            .iter_mut()
-            .map(|p| p as *mut u64 as *mut c_void)
-            .collect();
-        // SAFETY: the kernel takes (u64 buffer, u64 vectors, u64 sink): the buffer holds
-        // `vectors` 16-byte vectors, the sink 4 bytes; the driver copies the parameter values
-        // before returning.
-        unsafe {
-            result::launch_kernel(
-                self.function,
-                (BLOCKS, 1, 1),
-                (THREADS, 1, 1),
-                0,
-                stream.cu_stream(),
-                &mut args,
-            )
-        }
+        self.kernel.launch(stream, BLOCKS, THREADS, &mut args)
     }
 }
 
