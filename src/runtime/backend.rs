@@ -13,13 +13,22 @@ use super::device::cuda_devices;
 use super::error::RuntimeError;
 use super::fingerprint::Fingerprint;
 use super::hip::hip_devices;
-use super::outcome::{MeasureStages, Outcome};
+use super::outcome::{ColdCache, MeasureStages, Outcome};
 use super::plan::LaunchPlan;
 use super::worker::Worker;
 use crate::arch::Vendor;
 use crate::problem::ConvProblem;
 use std::sync::OnceLock;
 use std::time::Instant;
+
+/// The cache state in which the measurer of `vendor`'s GPUs times candidates: a journaled time
+/// taken in another state is measured again on resume.
+pub fn cold_cache(vendor: Vendor) -> ColdCache {
+    match vendor {
+        Vendor::Nvidia => super::measure::COLD_CACHE,
+        Vendor::Amd => super::hip::COLD_CACHE,
+    }
+}
 
 /// One kind of GPU runtime the tuner can measure on.
 pub trait DeviceBackend: Sync {

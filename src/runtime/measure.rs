@@ -19,7 +19,7 @@ use super::error::{describe, is_sticky, RuntimeError};
 use super::gpu_compare::GpuCheck;
 use super::host::{self, compare, POISON};
 use super::l2_sweep::L2Sweep;
-use super::outcome::{MeasureStages, Outcome, Timing};
+use super::outcome::{ColdCache, MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
 use super::preload::{threads_from_env, Preloader};
 use super::ptxas::{Image, Ptxas};
@@ -61,6 +61,9 @@ impl From<RuntimeError> for RunError {
         RunError::Runtime(e)
     }
 }
+
+/// The cache state this measurer times in: the L2 swept clean ([`L2Sweep`]).
+pub(crate) const COLD_CACHE: ColdCache = ColdCache::Clean;
 
 /// Checks and times candidate plans on one device.
 pub struct Measurer {
@@ -523,6 +526,7 @@ impl Measurer {
             },
             rel_err: 0.0,
             resources: loaded.resources.clone(),
+            cache: COLD_CACHE,
         })
     }
 

@@ -52,14 +52,15 @@ mod tensor_map;
 mod worker;
 
 pub use backend::{
-    backend_for, default_backend, AnyBackend, CudaBackend, DeviceBackend, HipBackend, MeasureDevice,
+    backend_for, cold_cache, default_backend, AnyBackend, CudaBackend, DeviceBackend, HipBackend,
+    MeasureDevice,
 };
 pub use device::{cuda_device, cuda_devices, driver_version, sm_arch, DeviceInfo};
 pub use error::RuntimeError;
 pub use fingerprint::Fingerprint;
 pub use jit_cache::jit_cache_env;
 pub use measure::Measurer;
-pub use outcome::{MeasureStages, Outcome, Timing};
+pub use outcome::{ColdCache, MeasureStages, Outcome, Timing};
 pub use plan::{KernelResources, Launch, LaunchPlan, SHARED_OPT_IN_ABOVE};
 pub use preload::JIT_THREADS_ENV;
 pub use ptxas::{Assembled, Ptxas, FATAL_WARNINGS, PTXAS_ENV};

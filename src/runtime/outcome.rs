@@ -7,6 +7,20 @@
 use super::plan::KernelResources;
 use serde::{Deserialize, Serialize};
 
+/// The state of the last-level cache at the start of each timed run. Times taken in different
+/// states are not comparable (session 14: a dirty L2 added up to 20 µs to memory-bound runs on
+/// the H200), so a resumed run re-measures a journaled time taken in another state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColdCache {
+    /// Flushed by a memset: cold, but full of dirty lines that the run writes back first. What
+    /// every journal before session 14 measured (records without the field).
+    #[default]
+    Dirty,
+    /// Swept by a read of an unrelated buffer: cold and clean (`runtime::l2_sweep`).
+    Clean,
+}
+
 /// Device-event timings of a candidate that produced the right answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
@@ -26,6 +40,9 @@ pub struct Timing {
     /// (the screen the tuner asked for), so the full ≥ 1 ms median was not worth its time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub screened: bool,
+    /// The cache state each timed run started in.
+    #[serde(default)]
+    pub cache: ColdCache,
 }
 
 /// Seconds one measurement spent in each stage inside the worker (where the time of a
@@ -155,6 +172,7 @@ mod tests {
                 rel_err: 1e-7,
                 screened: false,
                 resources: vec![],
+                cache: ColdCache::Clean,
             }),
             Outcome::WrongResult {
                 rel_err: 0.5,
@@ -176,5 +194,11 @@ mod tests {
         assert!(all[3].lost_context() && all[4].lost_context() && !all[2].lost_context());
         assert_eq!(all[4].kind(), "timeout");
         assert!(all[5].cut_off() && !all[4].cut_off() && !all[5].lost_context());
+        // A timing journaled before the cache state was recorded was taken after a memset.
+        let old = serde_json::to_string(&all[0])
+            .unwrap()
+            .replace(r#","cache":"clean""#, "");
+        let old: Outcome = serde_json::from_str(&old).unwrap();
+        assert_eq!(old.timing().map(|t| t.cache), Some(ColdCache::Dirty));
     }
 }

@@ -117,6 +117,7 @@ impl MeasureDevice for FakeDevice {
             rel_err: 0.0,
             screened: false,
             resources: vec![],
+            cache: crate::runtime::cold_cache(Vendor::Nvidia),
         }))
     }
 }
@@ -249,6 +250,35 @@ fn a_fault_is_recorded_the_run_goes_on_and_a_rerun_resumes() {
         winner.config,
         "resumed timings still compete"
     );
+}
+
+/// A journal of a build that timed after a memset (its timed records have no cache state, so
+/// they read as `dirty`) is not mixed into this build's clean-cache times: those candidates are
+/// measured again; its failures still count.
+#[test]
+fn a_resume_measures_again_what_was_timed_in_another_cache_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 2);
+    run(options(dir.path(), 4), &fake, &[PROBLEM]).unwrap();
+    assert_eq!(fake.measured(), 4);
+    let path = dir.path().join("journal.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(r#""cache":"clean""#), "{text}");
+    let old = text
+        .replace(r#""cache":"clean","#, "")
+        .replace(r#","cache":"clean""#, "");
+    assert!(!old.contains("cache"), "{old}");
+    std::fs::write(&path, old).unwrap();
+
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    let (second, _) = run(options(dir.path(), 4), &fake, &[PROBLEM]).unwrap();
+    let s = &second.problems[0];
+    assert_eq!(
+        fake.measured(),
+        3,
+        "the three old timings again, not the fault: {s}"
+    );
+    assert_eq!((s.evaluated, s.resumed, s.failed), (4, 1, 1), "{s}");
 }
 
 /// The lookup's config (what a compiler uses untuned) is the first candidate measured: one

@@ -14,7 +14,8 @@ use crate::db::{self, Entry, Journal, TunedDb};
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::runtime::{
-    DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome, RuntimeError,
+    cold_cache, ColdCache, DeviceBackend, LaunchPlan, MeasureDevice, MeasureStages, Outcome,
+    RuntimeError,
 };
 use crate::search::{self, SearchContext, Seeded};
 use crate::space::SearchSpace;
@@ -95,14 +96,18 @@ struct JournalRecord<'a> {
     error: Option<String>,
     /// When the problem's run started: records are stamped with the seconds since.
     started: Instant,
+    /// The cache state this run times in: an earlier time taken in another is not reused.
+    cache: ColdCache,
 }
 
 impl Record for JournalRecord<'_> {
     fn earlier(&self, config: &PerfConfig) -> Option<Outcome> {
         let r = self.earlier.get(&(self.key.clone(), config.to_string()))?;
         let outcome: Outcome = serde_json::from_value(r.outcome.clone()).ok()?;
-        // One cut off by the deadline was never measured: measure it now.
-        (!outcome.cut_off()).then_some(outcome)
+        // One cut off by the deadline was never measured: measure it now. So is one timed
+        // from another cache state (a journal of an older build), which would not compare.
+        let comparable = outcome.timing().is_none_or(|t| t.cache == self.cache);
+        (!outcome.cut_off() && comparable).then_some(outcome)
     }
     fn record(&mut self, config: &PerfConfig, outcome: &Outcome) {
         let value = serde_json::to_value(outcome).unwrap_or_default();
@@ -265,6 +270,7 @@ pub(super) fn tune_device(
             journal: &mut journal,
             error: None,
             started,
+            cache: cold_cache(arch.vendor),
         };
         // The compiler thread outlives the search when the deadline cuts it off (see
         // `tune::spawn_compiler`), so it owns what it reads.
@@ -328,6 +334,7 @@ fn finish_problem(
         journal,
         error: journal_error,
         started,
+        cache: cold_cache(s.arch.vendor),
     };
     rec.record_stages(&report.stages);
     if let Some(message) = rec.error {

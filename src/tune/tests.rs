@@ -4,7 +4,7 @@ use super::*;
 use crate::abi::{Module, CONV_ARGS};
 use crate::config::LdsLayout;
 use crate::lowering::lower;
-use crate::runtime::{Launch, Timing};
+use crate::runtime::{ColdCache, Launch, Timing};
 use crate::search::Exhaustive;
 use std::collections::HashMap;
 
@@ -54,6 +54,7 @@ impl Evaluate for Fake {
             rel_err: 0.0,
             screened: false,
             resources: vec![],
+            cache: ColdCache::Clean,
         })
     }
 }
@@ -207,6 +208,7 @@ impl Evaluate for Screening {
             rel_err: 0.0,
             screened,
             resources: vec![],
+            cache: ColdCache::Clean,
         };
         let stages = MeasureStages {
             load_s: 0.001,

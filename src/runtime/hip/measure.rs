@@ -25,9 +25,12 @@ use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor_par;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::host::{self, compare, POISON};
-use crate::runtime::outcome::{Outcome, Timing};
+use crate::runtime::outcome::{ColdCache, Outcome, Timing};
 use crate::runtime::plan::{KernelResources, LaunchPlan};
 use rand::{rngs::StdRng, SeedableRng};
+
+/// The cache state this measurer times in: flushed by a memset (see the module's doc).
+pub(crate) const COLD_CACHE: ColdCache = ColdCache::Dirty;
 
 /// Bytes of last-level cache beyond L2 that HIP does not report: the MI300X's 256 MB AMD
 /// Infinity Cache (AMD Instinct MI300X data sheet). The flush covers twice it.
@@ -451,6 +454,7 @@ impl<A: HipApi> HipMeasurer<A> {
             // Adaptive timing is not wired into the HIP worker yet: always a full median.
             screened: false,
             resources: loaded.resources.clone(),
+            cache: COLD_CACHE,
         })
     }
 

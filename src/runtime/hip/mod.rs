@@ -16,6 +16,7 @@ mod measure;
 pub use api::{Attr, HipApi, HipError};
 pub use ffi::{HipLib, OpenError, LIBRARY_NAMES};
 pub use measure::HipMeasurer;
+pub(crate) use measure::COLD_CACHE;
 
 use super::error::RuntimeError;
 use super::fingerprint::Fingerprint;
