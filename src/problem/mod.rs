@@ -18,6 +18,7 @@ pub(crate) mod arbitrary;
 mod file;
 mod layout;
 pub mod parse;
+mod parse_error;
 
 pub use file::{read_problem_file, ProblemFileError};
 pub use layout::{ActDim, FilDim, Layout, LayoutError, LayoutKind};
