@@ -71,7 +71,7 @@ pub struct Measurer {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     /// Reads 2 × L2 bytes between timed runs, so no run starts with a warm (or dirty) cache.
-    flush: L2Sweep,
+    sweep: L2Sweep,
     /// Timing event pairs, created as needed and reused.
     events: Vec<(CudaEvent, CudaEvent)>,
     state: Option<ProblemState>,
@@ -82,7 +82,7 @@ pub struct Measurer {
 }
 
 impl Measurer {
-    /// Opens device `ordinal`: context, stream and the L2-flush buffer.
+    /// Opens device `ordinal`: context, stream and the L2 sweep.
     pub fn new(ordinal: usize) -> Result<Measurer, RuntimeError> {
         init_driver()?;
         let device = cuda_device(ordinal)?;
@@ -95,8 +95,8 @@ impl Measurer {
         let stream = ctx
             .new_stream()
             .map_err(|e| RuntimeError::driver("cuStreamCreate", "", e))?;
-        let flush_bytes = (2 * device.l2_bytes).max(1 << 20) as usize;
-        let flush = L2Sweep::new(&ctx, &stream, flush_bytes)?;
+        let sweep_bytes = (2 * device.l2_bytes).max(1 << 20) as usize;
+        let sweep = L2Sweep::new(&ctx, &stream, sweep_bytes)?;
         let ptxas = Ptxas::find();
         let threads = threads_from_env(ptxas.is_some());
         let arch = device.arch.clone();
@@ -108,7 +108,7 @@ impl Measurer {
             device,
             ctx,
             stream,
-            flush,
+            sweep,
             events: Vec::new(),
             state: None,
             lost: None,
@@ -530,7 +530,7 @@ impl Measurer {
         })
     }
 
-    /// `n` runs, each flushed and bracketed by events; returns their times in µs.
+    /// `n` runs, each after a sweep of the L2 and bracketed by events; returns their times in µs.
     fn timed_runs(&mut self, loaded: &LoadedPlan, n: usize) -> Result<Vec<f64>, RunError> {
         while self.events.len() < n {
             let ev = |ctx: &Arc<CudaContext>| {
@@ -541,10 +541,10 @@ impl Measurer {
             self.events.push(pair);
         }
         for i in 0..n {
-            let flushed = self.flush.run(&self.stream);
-            let started = flushed.and_then(|()| self.events[i].0.record(&self.stream));
+            let swept = self.sweep.run(&self.stream);
+            let started = swept.and_then(|()| self.events[i].0.record(&self.stream));
             if let Err(e) = started {
-                return Err(self.fault("flushing L2 before a timed run".into(), e));
+                return Err(self.fault("sweeping the L2 before a timed run".into(), e));
             }
             self.run(loaded)?;
             if let Err(e) = self.events[i].1.record(&self.stream) {
