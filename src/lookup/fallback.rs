@@ -8,20 +8,42 @@
 //! stride, the channels per group, the layouts and how many GEMMs the lowering makes. A
 //! neighbour's winner carries measured evidence, a quick-list config only the model's say-so,
 //! so a quick-list config must be predicted [`QUICK_MARGIN`] faster to be preferred.
+//!
+//! A neighbour's tile fits *its* GEMM: a bwd-weight 3×3 c64 winner tiles N = 576 with
+//! `bn=192` (three full tiles); on a 1×1 c256 problem (N = 256) the same tile leaves its second
+//! column of blocks two-thirds empty. So each neighbour's config is also re-tiled, its block
+//! and warp tile and stages taken from the search space and every other field kept, and a
+//! re-tiled config replaces the neighbour's own when the model predicts it [`RETILE_MARGIN`]
+//! faster: what the neighbour measured (load path, reduction, widths) stays, the tile is
+//! fitted to this GEMM.
 
 use crate::arch::Arch;
-use crate::config::PerfConfig;
+use crate::config::{Field, PerfConfig};
 use crate::db::{Fingerprint, Layered};
 use crate::legality;
 use crate::lowering::{lower, Lowering};
 use crate::problem::{ConvProblem, Tensor};
 use crate::search::{CostArch, CostModel};
+use crate::space::SearchSpace;
 
 /// How many nearest tuned problems contribute their configs.
 pub const NEIGHBOURS: usize = 8;
 /// A quick-list config replaces the best neighbour config only when the cost model predicts
 /// it at least this much faster (time ratio).
 pub const QUICK_MARGIN: f64 = 0.85;
+/// A neighbour's config re-tiled for this problem replaces the config as tuned only when the
+/// cost model predicts it at least this much faster (time ratio): the tuned tile carries a
+/// measurement, the re-tiled one the model's say-so.
+pub const RETILE_MARGIN: f64 = 0.85;
+/// The fields a re-tiling changes: the block tile, the warp tile (which must divide it) and the
+/// pipeline depth (which the tile's shared memory bounds).
+pub const TILE_FIELDS: [Field; 5] = [
+    Field::BlockM,
+    Field::BlockN,
+    Field::WarpM,
+    Field::WarpN,
+    Field::Stages,
+];
 /// Penalty per differing structural feature (filter y/x, stride h/w, GEMM count): a different
 /// structure changes the access pattern more than a factor 2 in one GEMM size.
 const STRUCTURE: f64 = 2.0;
@@ -100,11 +122,11 @@ pub struct Neighbour {
 #[derive(Debug, Clone)]
 pub enum Pick {
     /// A neighbour's config, its vector widths possibly adapted to this problem
-    /// ([`width_variants`]), with the model's time for it.
+    /// ([`width_variants`]) and its tile re-fitted ([`TileValues`]), with the model's time.
     Neighbour {
         /// The tuned problem it comes from (with its winner as stored).
         from: Neighbour,
-        /// The config picked: the winner, or a variant of it with other vector widths.
+        /// The config picked: the winner, or a variant of it with other widths or tile.
         config: PerfConfig,
         /// The model's time for it, µs.
         us: f64,
@@ -143,6 +165,84 @@ pub fn width_variants(c: &PerfConfig, elem: u32, max_bytes: u32) -> Vec<PerfConf
         }
     }
     out
+}
+
+/// The values a re-tiling may give each of [`TILE_FIELDS`]: every value of the field in any of
+/// `spaces` (the search spaces a tuning of the problem would enumerate).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TileValues([Vec<u32>; TILE_FIELDS.len()]);
+
+impl TileValues {
+    /// The union of the spaces' lists, each sorted and without repeats.
+    pub fn of(spaces: &[&SearchSpace]) -> TileValues {
+        TileValues(TILE_FIELDS.map(|f| {
+            let mut v: Vec<u32> = spaces.iter().flat_map(|s| s.params.codes(f)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }))
+    }
+
+    /// No re-tiling: only the neighbours' own tiles.
+    pub fn none() -> TileValues {
+        TileValues(Default::default())
+    }
+
+    /// `c` with every combination of tile values, `c` itself excluded; combinations that are
+    /// no config (a code outside a field's domain) are skipped. Legality is the caller's.
+    pub fn variants(&self, c: &PerfConfig) -> Vec<PerfConfig> {
+        let mut out = Vec::new();
+        let mut codes = c.codes();
+        let lens: Vec<usize> = self.0.iter().map(Vec::len).collect();
+        if lens.contains(&0) {
+            return out;
+        }
+        let mut ix = [0usize; TILE_FIELDS.len()];
+        loop {
+            for (k, f) in TILE_FIELDS.iter().enumerate() {
+                codes[*f] = self.0[k][ix[k]];
+            }
+            if let Some(v) = PerfConfig::from_codes(&codes) {
+                if v != *c {
+                    out.push(v);
+                }
+            }
+            // Odometer over the lists, the last field fastest.
+            let mut k = TILE_FIELDS.len();
+            loop {
+                if k == 0 {
+                    return out;
+                }
+                k -= 1;
+                ix[k] += 1;
+                if ix[k] < lens[k] {
+                    break;
+                }
+                ix[k] = 0;
+            }
+        }
+    }
+}
+
+/// The fields where `picked` differs from `tuned`, as `key=value` both ways
+/// (`"bn=64 st=8"`, `"bn=192 st=7"`); empty when they are the same config.
+pub fn differences(tuned: &PerfConfig, picked: &PerfConfig) -> (String, String) {
+    let (a, b) = (tuned.to_string(), picked.to_string());
+    let fields = |s: &str| -> Vec<String> {
+        let body = s.split_once(':').map_or(s, |(_, b)| b);
+        body.split(',').map(str::to_string).collect()
+    };
+    let (fa, fb) = (fields(&a), fields(&b));
+    let (mut was, mut now) = (Vec::new(), Vec::new());
+    for f in &fb {
+        let key = f.split('=').next().unwrap_or_default();
+        let old = fa.iter().find(|g| g.split('=').next() == Some(key));
+        if old != Some(f) {
+            now.push(f.clone());
+            was.push(old.cloned().unwrap_or_else(|| format!("{key}=(default)")));
+        }
+    }
+    (now.join(" "), was.join(" "))
 }
 
 /// The [`NEIGHBOURS`] nearest tuned problems of the same direction and type (trusted entries
@@ -192,39 +292,28 @@ pub fn neighbours(
     found
 }
 
-/// Ranks the neighbours' configs (each with its [`width_variants`]) and the quick list's by the
-/// cost model for `problem`, keeping only configs that are legal here and pass `keep` (e.g.
-/// inside a search space).
-pub fn rank(
-    problem: &ConvProblem,
-    arch: &Arch,
-    near: &[Neighbour],
-    quick: &[PerfConfig],
-    keep: &dyn Fn(&PerfConfig) -> bool,
-) -> Option<Pick> {
-    let l = lower(problem);
-    let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
-    let usable = |c: &PerfConfig| keep(c) && legality::check(&l, c, arch).is_ok();
-    let time = |c: &PerfConfig| model.estimate(c).time_us;
-    let elem = problem.dtype().bytes();
-    // Per neighbour, nearest first, its variants: ties go to the nearer problem, then to the
-    // wider vectors (a neighbour's narrow widths are often ones its TMA-loaded operand never
-    // used; here that operand may be copied with them: session 9's holdout took a stride-1
-    // neighbour's `va=2` for a strided bwd-data problem, whose phases copy the filter with
-    // `cp.async`, and ran 2.8× slower than tuned; the model, which hides a producer's copies
-    // behind the math, had the two widths level), then to the winner as stored.
+/// The fastest by `score` of (neighbour, config) pairs given nearest neighbour first, each
+/// config followed by its width variants: ties go to the nearer problem, then to the wider
+/// vectors (a neighbour's narrow widths are often ones its TMA-loaded operand never used; here
+/// that operand may be copied with them: session 9's holdout took a stride-1 neighbour's
+/// `va=2` for a strided bwd-data problem, whose phases copy the filter with `cp.async`, and ran
+/// 2.8× slower than tuned; the model, which hides a producer's copies behind the math, had the
+/// two widths level), then to the config as given.
+fn fastest<'n>(
+    pairs: impl Iterator<Item = (&'n Neighbour, PerfConfig)>,
+    elem: u32,
+    max_bytes: u32,
+    score: &dyn Fn(&PerfConfig) -> Option<f64>,
+) -> Option<(&'n Neighbour, PerfConfig, f64)> {
     let wider =
         |a: &PerfConfig, b: &PerfConfig| b.vec_a + b.vec_b + b.vec_c > a.vec_a + a.vec_b + a.vec_c;
-    let best_near = near
-        .iter()
-        .flat_map(|n| {
-            width_variants(&n.config, elem, arch.max_vector_bytes)
+    pairs
+        .flat_map(|(n, c)| {
+            width_variants(&c, elem, max_bytes)
                 .into_iter()
                 .map(move |c| (n, c))
         })
-        .filter(|(_, c)| usable(c))
-        .map(|(n, c)| (n, c, time(&c)))
-        .filter(|(_, _, t)| t.is_finite())
+        .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
         .reduce(|a, b| {
             let same_neighbour = std::ptr::eq(a.0, b.0);
             if b.2 < a.2 || (b.2 == a.2 && same_neighbour && wider(&a.1, &b.1)) {
@@ -232,12 +321,45 @@ pub fn rank(
             } else {
                 a
             }
-        });
+        })
+}
+
+/// Ranks the neighbours' configs (each with its [`width_variants`], and re-tiled along
+/// `tiles`) and the quick list's by the cost model for `problem`, keeping only configs that are
+/// legal here and pass `keep` (e.g. inside a search space).
+pub fn rank(
+    problem: &ConvProblem,
+    arch: &Arch,
+    near: &[Neighbour],
+    quick: &[PerfConfig],
+    tiles: &TileValues,
+    keep: &dyn Fn(&PerfConfig) -> bool,
+) -> Option<Pick> {
+    let l = lower(problem);
+    let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
+    let usable = |c: &PerfConfig| keep(c) && legality::check(&l, c, arch).is_ok();
+    let time = |c: &PerfConfig| model.estimate(c).time_us;
+    let elem = problem.dtype().bytes();
+    // A config's predicted time, if it may run here.
+    let score = |c: &PerfConfig| Some(time(c)).filter(|t| usable(c) && t.is_finite());
+    let max_bytes = arch.max_vector_bytes;
+    let as_tuned = fastest(near.iter().map(|n| (n, n.config)), elem, max_bytes, &score);
+    // Re-tiled: the model's fastest tile for each neighbour's config (its widths as tuned, so
+    // that the walk stays one tile product per neighbour), then that tile's width variants.
+    let retiled = near
+        .iter()
+        .flat_map(|n| tiles.variants(&n.config).into_iter().map(move |c| (n, c)))
+        .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
+        .reduce(|a, b| if b.2 < a.2 { b } else { a })
+        .and_then(|(n, c, _)| fastest(std::iter::once((n, c)), elem, max_bytes, &score));
+    let best_near = match (as_tuned, retiled) {
+        (Some(a), Some(r)) if r.2 < RETILE_MARGIN * a.2 => Some(r),
+        (None, r) => r,
+        (a, _) => a,
+    };
     let best_quick = quick
         .iter()
-        .filter(|c| usable(c))
-        .map(|c| (*c, time(c)))
-        .filter(|(_, t)| t.is_finite())
+        .filter_map(|c| score(c).map(|t| (*c, t)))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     match (best_near, best_quick) {
         (Some((_, _, tn)), Some((q, tq))) if tq < QUICK_MARGIN * tn => Some(Pick::Quick(q, tq)),
@@ -294,16 +416,16 @@ mod tests {
             distance: 1.0,
         }];
         assert!(
-            matches!(rank(&p, &arch, &near, &[fast], &|_| true), Some(Pick::Quick(c, _)) if c == fast)
+            matches!(rank(&p, &arch, &near, &[fast], &TileValues::none(), &|_| true), Some(Pick::Quick(c, _)) if c == fast)
         );
         let near = [Neighbour {
             config: fast,
             ..near[0].clone()
         }];
         assert!(
-            matches!(rank(&p, &arch, &near, &[slow], &|_| true), Some(Pick::Neighbour { config, .. }) if config == fast)
+            matches!(rank(&p, &arch, &near, &[slow], &TileValues::none(), &|_| true), Some(Pick::Neighbour { config, .. }) if config == fast)
         );
-        assert!(rank(&p, &arch, &[], &[], &|_| true).is_none());
+        assert!(rank(&p, &arch, &[], &[], &TileValues::none(), &|_| true).is_none());
     }
 
     /// Regression (session 7's holdout, BENCHMARKS "Session 7, final pass C"): with the
@@ -389,7 +511,11 @@ mod tests {
         legality::check(&lower(&p), &found.config, &arch).unwrap();
         // At least the tuned width (where A is a TMA box the width is free, and ties go wide).
         assert!(found.config.vec_a >= tuned.vec_a, "{}", found.reason);
-        assert!(found.reason.contains("adapted"), "{}", found.reason);
+        assert!(
+            found.reason.contains("fitted to this problem (va="),
+            "{}",
+            found.reason
+        );
         // Only the widths changed: the tile is still the neighbour's measured winner.
         let same_tile = PerfConfig {
             vec_a: nearest.vec_a,
@@ -398,6 +524,77 @@ mod tests {
             ..found.config
         };
         assert_eq!(same_tile, nearest);
+    }
+
+    /// Session 14's holdout (BENCHMARKS "Session 14, a clean cold L2"): without its own entry,
+    /// bwd-weight 1×1 c256→64 56×56 took the `bn=192` winner of the nearest bwd-weight 3×3 c64
+    /// problem (N = 576, three full tiles) as it was; on N = 256 its second column of blocks is
+    /// two-thirds empty, and it ran at 0.77× of the tuned config. Re-tiled, the neighbour's
+    /// config keeps its load path and split-K and takes a tile that divides N.
+    #[test]
+    fn holdout_bwd_weight_1x1_re_tiles_a_neighbour_whose_tile_does_not_fit() {
+        use crate::db::{Layered, Source, TunedDb};
+        let arch = Arch::SM_90;
+        let p: ConvProblem =
+            "convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 4 --layout NHWC"
+                .parse()
+                .unwrap();
+        let shipped = crate::db::system(arch.name).unwrap().unwrap();
+        let mut rest = TunedDb::new(arch.name);
+        for e in shipped.entries() {
+            if e.problem != p.key() {
+                rest.insert(e.clone()).unwrap();
+            }
+        }
+        let layers = Layered {
+            system: None,
+            user: Some(&rest),
+        };
+        let found = crate::lookup::find_config_in(&p, &arch, layers, None).unwrap();
+        let Source::Nearest { key, .. } = &found.source else {
+            panic!("{:?}: {}", found.source, found.reason);
+        };
+        let nearest: PerfConfig = rest.get_key(key)[0].config.parse().unwrap();
+        let n = lower(&p).gemms[0].n_len();
+        assert_ne!(n % nearest.block_n, 0, "the premise: {nearest} does not tile N = {n}");
+        assert_eq!(n % found.config.block_n, 0, "{}", found.reason);
+        assert!(found.reason.contains("bn="), "{}", found.reason);
+        // What the neighbour measured beyond the tile stays.
+        assert_eq!(
+            (found.config.split_k, found.config.ld, found.config.mma),
+            (nearest.split_k, nearest.ld, nearest.mma),
+            "{}",
+            found.reason
+        );
+    }
+
+    #[test]
+    fn tile_variants_walk_the_spaces_tile_lists_and_nothing_else() {
+        let arch = Arch::SM_90;
+        let space = crate::space::SearchSpace::default_for(&arch);
+        let tiles = TileValues::of(&[&space]);
+        let c: PerfConfig =
+            "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=4,vb=8,vc=2,lds=swz,sk=1,rs=1"
+                .parse()
+                .unwrap();
+        let v = tiles.variants(&c);
+        let product: usize = TILE_FIELDS.iter().map(|&f| space.params.codes(f).len()).product();
+        assert_eq!(v.len(), product - 1, "every combination but the config itself");
+        assert!(!v.contains(&c));
+        for x in &v {
+            let mut back = *x;
+            for f in TILE_FIELDS {
+                assert!(space.params.codes(f).contains(&x.code(f)));
+                back = PerfConfig::from_codes(&{
+                    let mut k = back.codes();
+                    k[f] = c.code(f);
+                    k
+                })
+                .unwrap();
+            }
+            assert_eq!(back, c, "only the tile fields differ");
+        }
+        assert!(TileValues::none().variants(&c).is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@
 pub mod fallback;
 mod quick;
 
-use fallback::Pick;
+use fallback::{Pick, TileValues};
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
@@ -27,7 +27,7 @@ use crate::legality;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, SearchSpace};
+use crate::space::{enumerate_lowered, extra_spaces, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
 pub struct LegalityCheck;
@@ -165,32 +165,33 @@ pub fn find_config_in_space(
     } else {
         ""
     };
-    match fallback::rank(problem, arch, &near, &quick, &in_space) {
+    let tiles = match space {
+        Some(s) => TileValues::of(&[s]),
+        None => {
+            let default = SearchSpace::default_for(arch);
+            let mut spaces = vec![&default];
+            spaces.extend(extra_spaces(&lower(problem), arch));
+            TileValues::of(&spaces)
+        }
+    };
+    match fallback::rank(problem, arch, &near, &quick, &tiles, &in_space) {
         Some(Pick::Neighbour {
             from: n,
             config,
             us,
         }) => {
-            let adapted = if config == n.config {
+            let (now, was) = fallback::differences(&n.config, &config);
+            let adapted = if now.is_empty() {
                 String::new()
             } else {
-                format!(
-                    ", its vector widths adapted to this problem (va={} vb={} vc={}; tuned \
-                     there: va={} vb={} vc={})",
-                    config.vec_a,
-                    config.vec_b,
-                    config.vec_c,
-                    n.config.vec_a,
-                    n.config.vec_b,
-                    n.config.vec_c
-                )
+                format!(", fitted to this problem ({now}; tuned there: {was})")
             };
             return Ok(Found {
                 config,
                 reason: format!(
                     "{why}; of the legal configs{within} of the {} nearest tuned problems (by \
                      GEMM shape, filter, stride, channels per group, layouts; with their \
-                     vector widths varied) and the quick list, the cost model ranks first \
+                     vector widths varied, and re-tiled) and the quick list, the cost model ranks first \
                      ({us:.1} µs predicted) the one of {} (distance {:.2}){adapted}",
                     near.len(),
                     n.key,
