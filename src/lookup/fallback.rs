@@ -556,7 +556,11 @@ mod tests {
         };
         let nearest: PerfConfig = rest.get_key(key)[0].config.parse().unwrap();
         let n = lower(&p).gemms[0].n_len();
-        assert_ne!(n % nearest.block_n, 0, "the premise: {nearest} does not tile N = {n}");
+        assert_ne!(
+            n % nearest.block_n,
+            0,
+            "the premise: {nearest} does not tile N = {n}"
+        );
         assert_eq!(n % found.config.block_n, 0, "{}", found.reason);
         assert!(found.reason.contains("bn="), "{}", found.reason);
         // What the neighbour measured beyond the tile stays.
@@ -578,8 +582,15 @@ mod tests {
                 .parse()
                 .unwrap();
         let v = tiles.variants(&c);
-        let product: usize = TILE_FIELDS.iter().map(|&f| space.params.codes(f).len()).product();
-        assert_eq!(v.len(), product - 1, "every combination but the config itself");
+        let product: usize = TILE_FIELDS
+            .iter()
+            .map(|&f| space.params.codes(f).len())
+            .product();
+        assert_eq!(
+            v.len(),
+            product - 1,
+            "every combination but the config itself"
+        );
         assert!(!v.contains(&c));
         for x in &v {
             let mut back = *x;
