@@ -57,12 +57,21 @@ impl fmt::Display for PerfConfig {
         let fields = Field::ALL.into_iter().filter(|g| g.since() <= version);
         for (i, g) in fields.enumerate() {
             let sep = if i == 0 { "" } else { "," };
-            match g.domain() {
-                Domain::Named(names) => write!(f, "{sep}{}={}", g.key(), names[codes[g] as usize])?,
-                Domain::Number | Domain::PowerOfTwo => write!(f, "{sep}{}={}", g.key(), codes[g])?,
-            }
+            write!(f, "{sep}{}={}", g.key(), g.value_text(codes[g]))?;
         }
         Ok(())
+    }
+}
+
+impl Field {
+    /// The value with code `code` as the string form writes it: the number, or the name.
+    pub fn value_text(self, code: u32) -> String {
+        match self.domain() {
+            Domain::Named(names) => names
+                .get(code as usize)
+                .map_or_else(|| format!("?{code}"), |n| n.to_string()),
+            Domain::Number | Domain::PowerOfTwo => code.to_string(),
+        }
     }
 }
 

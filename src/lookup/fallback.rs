@@ -224,25 +224,21 @@ impl TileValues {
     }
 }
 
-/// The fields where `picked` differs from `tuned`, as `key=value` both ways
-/// (`"bn=64 st=8"`, `"bn=192 st=7"`); empty when they are the same config.
+/// The fields where `picked` differs from `tuned`, as `key=value` for each (`"bn=64 st=8"`,
+/// `"bn=192 st=7"`); both empty when they are the same config.
 pub fn differences(tuned: &PerfConfig, picked: &PerfConfig) -> (String, String) {
-    let (a, b) = (tuned.to_string(), picked.to_string());
-    let fields = |s: &str| -> Vec<String> {
-        let body = s.split_once(':').map_or(s, |(_, b)| b);
-        body.split(',').map(str::to_string).collect()
+    let changed: Vec<Field> = Field::ALL
+        .into_iter()
+        .filter(|&f| tuned.code(f) != picked.code(f))
+        .collect();
+    let text = |c: &PerfConfig| {
+        changed
+            .iter()
+            .map(|&f| format!("{}={}", f.key(), f.value_text(c.code(f))))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
-    let (fa, fb) = (fields(&a), fields(&b));
-    let (mut was, mut now) = (Vec::new(), Vec::new());
-    for f in &fb {
-        let key = f.split('=').next().unwrap_or_default();
-        let old = fa.iter().find(|g| g.split('=').next() == Some(key));
-        if old != Some(f) {
-            now.push(f.clone());
-            was.push(old.cloned().unwrap_or_else(|| format!("{key}=(default)")));
-        }
-    }
-    (now.join(" "), was.join(" "))
+    (text(picked), text(tuned))
 }
 
 /// The [`NEIGHBOURS`] nearest tuned problems of the same direction and type (trusted entries
