@@ -14,6 +14,8 @@ SECTIONS="--section SpeedOfLight --section LaunchStats --section ComputeWorkload
 KEEP="  [a-zA-Z_].*\(|Duration|Grid Size|Block Size|Cluster Size|Registers Per|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Executed Instructions |Issue Slots Busy|Issued Ipc|Warp Cycles Per Issued|Stall [A-Z]|Bank Conflicts|Tensor|No Eligible|Active Warps Per"
 P="convbfp16 -F 1 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 --layout NHWC"
 echo "$P" > "$R/problems.txt"
+say "== cuDNN back to back: do its kernels overlap (PDL)? $(el)"
+timeout 60 python3 scripts/session15/overlap.py "$R/problems.txt" 2>&1 | grep -v Warning | tee -a "$S"
 say "== cuDNN $(el)"
 if [ -x "$NCU" ]; then
   timeout 120 "$NCU" --profile-from-start off --clock-control none $SECTIONS --print-details all \
