@@ -15,7 +15,9 @@ KEEP="  [a-zA-Z_].*\(|Duration|Grid Size|Block Size|Cluster Size|Registers Per|C
 P="convbfp16 -F 1 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 --layout NHWC"
 echo "$P" > "$R/problems.txt"
 say "== cuDNN back to back: do its kernels overlap (PDL)? $(el)"
-timeout 60 python3 scripts/session15/overlap.py "$R/problems.txt" 2>&1 | grep -v Warning | tee -a "$S"
+printf '%s\n' "$P" "convbfp16 -F 1 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 --layout NHWC" \
+  "convbfp16 -F 1 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 --layout NHWC" > "$R/overlap.txt"
+timeout 60 python3 scripts/session15/overlap.py "$R/overlap.txt" 2>&1 | grep -v Warning | tee -a "$S"
 say "== cuDNN $(el)"
 if [ -x "$NCU" ]; then
   timeout 120 "$NCU" --profile-from-start off --clock-control none $SECTIONS --print-details all \
