@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Session 15, device call 1 (H200, < 590 s): re-tune every entry of the shipped database under
 # the read-sweep timing (session 14's `runtime::l2_sweep`; the entries were tuned after a memset
-# flush). The built-in space, default strategy, `--time 12` a problem (`--time-total 540`). The
+# flush). The built-in space, default strategy, `--time 10` a problem (`--time-total 450`). The
 # build carries the shipped database, so each search measures the shipped winner first (the
 # lookup config): the journal holds old and new configs timed in the same run.
 #   Usage (repo root, on the device): bash scripts/session15/call1.sh
-#   Results: $OUT/retune/{db.toml,j.jsonl,report.json,tune.log}, $OUT/summary.txt.
+#   Results: $OUT/retune/ (and a copy in target/session15/retune for call 2):{db.toml,j.jsonl,report.json,tune.log}, $OUT/summary.txt.
 set -uo pipefail
 . scripts/session11/lib.sh
 R=$OUT/retune; mkdir -p "$R"
@@ -14,9 +14,11 @@ import tomllib
 for e in tomllib.load(open('tuned-db/sm_90.toml', 'rb'))['entry']:
     print(e['problem'])" > "$R/problems.txt"
 say "== retune $(wc -l < "$R/problems.txt") problems $(el)"
-timeout 560 "$B" --problems "$R/problems.txt" --arch sm_90 --time 12 --time-total 540 \
+timeout 480 "$B" --problems "$R/problems.txt" --arch sm_90 --time 10 --time-total 450 \
   --db "$R/db.toml" --journal "$R/j.jsonl" --report "$R/report.json" > "$R/tune.log" 2>&1
 say "tune rc=$? $(el)"
 grep "^summary" "$R/tune.log" | cut -c1-200 | tee -a "$S"
 rm -f "$R"/*.lock
+# Kept on the device for call 2 (while the machine stays warm): target/ is not carried over.
+mkdir -p target/session15 && cp -r "$R" target/session15/
 say "== done $(el)"
