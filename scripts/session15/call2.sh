@@ -8,7 +8,8 @@
 #     graph replays, each output checked against PyTorch f64 first (wheel in .whl/);
 #  2. scripts/fallback-holdout.sh 8 on it with this build, OLD_BIN = the session's base build
 #     (the fallback before re-tiling);
-#  3. scripts/db-vs-cudnn.sh on it (the tuner's own timing against cuDNN graph replays), as
+#  3. scripts/session15/loo.sh: leave-one-out fallback picks that re-tiling changed, timed;
+#  4. scripts/db-vs-cudnn.sh on it (the tuner's own timing against cuDNN graph replays), as
 #     far as the call's time allows.
 #   Usage (repo root, on the device): bash scripts/session15/call2.sh
 set -uo pipefail
@@ -35,6 +36,10 @@ OLD_BIN=$PWD/target/base/convtune OUT=$OUT timeout 120 bash scripts/fallback-hol
   > "$OUT/holdout.log" 2>&1
 say "rc=$? $(el)"; tail -14 "$OUT/holdout.log" | tee -a "$S"
 tar czf "$OUT/holdout.tgz" -C "$OUT" holdout 2>/dev/null && rm -rf "$OUT/holdout"
+say "== fallback leave-one-out on the picks re-tiling changed $(el)"
+BIN=$B OUT=$OUT timeout 150 bash scripts/session15/loo.sh > "$OUT/loo.log" 2>&1
+say "rc=$? $(el)"; cut -c1-160 "$OUT/loo.log" | tee -a "$S"
+tar czf "$OUT/loo.tgz" -C "$OUT" loo 2>/dev/null && rm -rf "$OUT/loo"
 left=$(( 530 - $(date +%s) + t0 ))
 say "== 3 db vs cuDNN (${left} s left) $(el)"
 if [ "$left" -gt 60 ]; then

@@ -35,6 +35,8 @@ pub const QUICK_MARGIN: f64 = 0.85;
 /// cost model predicts it at least this much faster (time ratio): the tuned tile carries a
 /// measurement, the re-tiled one the model's say-so.
 pub const RETILE_MARGIN: f64 = 0.85;
+/// How far a re-tiling may move a tile side from the neighbour's: at most this factor either way.
+pub const RETILE_REACH: u32 = 4;
 /// The fields a re-tiling changes: the block tile, the warp tile (which must divide it) and the
 /// pipeline depth (which the tile's shared memory bounds).
 pub const TILE_FIELDS: [Field; 5] = [
@@ -188,19 +190,38 @@ impl TileValues {
         TileValues(Default::default())
     }
 
-    /// `c` with every combination of tile values, `c` itself excluded; combinations that are
-    /// no config (a code outside a field's domain) are skipped. Legality is the caller's.
+    /// `c` with every combination of tile values near its own, `c` itself excluded: each block
+    /// and warp tile side within a factor [`RETILE_REACH`] of `c`'s (the neighbour measured
+    /// tiles of about that size; the model alone is not trusted across scales: on leave-one-out
+    /// over the shipped database, unbounded re-tiling took a 64×16 tile for a 1×1 layer whose
+    /// neighbour ran 128×192), any stages. Combinations that are no config (a code outside a
+    /// field's domain) are skipped. Legality is the caller's.
     pub fn variants(&self, c: &PerfConfig) -> Vec<PerfConfig> {
         let mut out = Vec::new();
         let mut codes = c.codes();
-        let lens: Vec<usize> = self.0.iter().map(Vec::len).collect();
+        let lists: Vec<Vec<u32>> = TILE_FIELDS
+            .iter()
+            .zip(&self.0)
+            .map(|(&f, values)| {
+                let own = c.code(f);
+                values
+                    .iter()
+                    .copied()
+                    .filter(|&v| {
+                        f == Field::Stages
+                            || (v <= own.saturating_mul(RETILE_REACH) && own <= v * RETILE_REACH)
+                    })
+                    .collect()
+            })
+            .collect();
+        let lens: Vec<usize> = lists.iter().map(Vec::len).collect();
         if lens.contains(&0) {
             return out;
         }
         let mut ix = [0usize; TILE_FIELDS.len()];
         loop {
             for (k, f) in TILE_FIELDS.iter().enumerate() {
-                codes[*f] = self.0[k][ix[k]];
+                codes[*f] = lists[k][ix[k]];
             }
             if let Some(v) = PerfConfig::from_codes(&codes) {
                 if v != *c {
@@ -578,20 +599,42 @@ mod tests {
                 .parse()
                 .unwrap();
         let v = tiles.variants(&c);
+        let near = |f: Field, v: u32| {
+            f == Field::Stages || (v <= RETILE_REACH * c.code(f) && c.code(f) <= RETILE_REACH * v)
+        };
         let product: usize = TILE_FIELDS
             .iter()
-            .map(|&f| space.params.codes(f).len())
+            .map(|&f| {
+                space
+                    .params
+                    .codes(f)
+                    .into_iter()
+                    .filter(|&v| near(f, v))
+                    .count()
+            })
             .product();
         assert_eq!(
             v.len(),
             product - 1,
-            "every combination but the config itself"
+            "every near combination but the config itself"
         );
         assert!(!v.contains(&c));
+        let big = PerfConfig {
+            block_m: 256,
+            warp_m: 64,
+            ..c
+        };
+        let from_big = tiles.variants(&big);
+        assert!(from_big.iter().any(|x| x.block_m == 64));
+        assert!(
+            !from_big.iter().any(|x| x.block_m < 64),
+            "at most a factor 4 down"
+        );
         for x in &v {
             let mut back = *x;
             for f in TILE_FIELDS {
                 assert!(space.params.codes(f).contains(&x.code(f)));
+                assert!(near(f, x.code(f)), "{x}");
                 back = PerfConfig::from_codes(&{
                     let mut k = back.codes();
                     k[f] = c.code(f);
