@@ -8,7 +8,7 @@
 #  4. re-tune every shipped entry under the read-sweep timing with the time left (default
 #     strategy, built-in space; the build carries the shipped database, so each search measures
 #     the shipped winner first and the journal holds old and new configs timed in the same run).
-#   Usage (repo root, on the device): bash scripts/session15/call3.sh
+#   Usage (repo root, on the device): [LIMIT=seconds the call may run, default 590] bash scripts/session15/call3.sh
 #   Results: $OUT/summary.txt, $OUT/{holdout,loo}.tgz, $OUT/retune/.
 set -uo pipefail
 . scripts/session11/lib.sh
@@ -30,7 +30,7 @@ python3 -c "
 import tomllib
 for e in tomllib.load(open('tuned-db/sm_90.toml', 'rb'))['entry']:
     print(e['problem'])" > "$R/problems.txt"
-total=$(( 560 - $(date +%s) + t0 ))
+total=$(( ${LIMIT:-590} - 30 - $(date +%s) + t0 ))
 say "== 4 retune $(wc -l < "$R/problems.txt") problems, --time-total $total $(el)"
 if [ "$total" -gt 60 ]; then
   timeout $(( total + 15 )) "$B" --problems "$R/problems.txt" --arch sm_90 --time 10 --time-total "$total" \
