@@ -394,6 +394,21 @@ pub fn rank(
 mod tests {
     use super::*;
 
+    /// The shipped database without `p`'s entry, and that entry's config.
+    fn shipped_without(p: &ConvProblem, arch: &Arch) -> (crate::db::TunedDb, Option<PerfConfig>) {
+        let shipped = crate::db::system(arch.name).unwrap().unwrap();
+        let mut rest = crate::db::TunedDb::new(arch.name);
+        let mut tuned = None;
+        for e in shipped.entries() {
+            if e.problem == p.key() {
+                tuned = Some(e.config.parse::<PerfConfig>().unwrap());
+            } else {
+                rest.insert(e.clone()).unwrap();
+            }
+        }
+        (rest, tuned)
+    }
+
     fn features(p: &str) -> Features {
         Features::of(&lower(&p.parse().unwrap()))
     }
@@ -456,19 +471,13 @@ mod tests {
         // (tuned with va=2, the filter on TMA there); its phases copy the filter with
         // cp.async, and the model, which hides a producer's copies, had va=2 and va=8 level.
         // The tie goes to the wider vectors (va=2 ran 2.8x slower than tuned on the H200).
-        use crate::db::{Layered, TunedDb};
+        use crate::db::Layered;
         let arch = Arch::SM_90;
         let p: ConvProblem = "convbfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 \
                               -v 2 -F 2 --layout NHWC"
             .parse()
             .unwrap();
-        let shipped = crate::db::system(arch.name).unwrap().unwrap();
-        let mut rest = TunedDb::new(arch.name);
-        for e in shipped.entries() {
-            if e.problem != p.key() {
-                rest.insert(e.clone()).unwrap();
-            }
-        }
+        let (rest, _) = shipped_without(&p, &arch);
         let layers = Layered {
             system: None,
             user: Some(&rest),
@@ -498,22 +507,13 @@ mod tests {
 
     #[test]
     fn holdout_1x1_c256_takes_a_neighbour_config_with_its_own_widths() {
-        use crate::db::{Layered, Source, TunedDb};
+        use crate::db::{Layered, Source};
         let arch = Arch::SM_90;
         let p: ConvProblem =
             "convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 1 --layout NHWC"
                 .parse()
                 .unwrap();
-        let shipped = crate::db::system(arch.name).unwrap().unwrap();
-        let mut rest = TunedDb::new(arch.name);
-        let mut tuned = None;
-        for e in shipped.entries() {
-            if e.problem == p.key() {
-                tuned = Some(e.config.parse::<PerfConfig>().unwrap());
-            } else {
-                rest.insert(e.clone()).unwrap();
-            }
-        }
+        let (rest, tuned) = shipped_without(&p, &arch);
         let tuned = tuned.expect("the shipped database has the held-out entry");
         let layers = Layered {
             system: None,
@@ -550,19 +550,13 @@ mod tests {
     /// config keeps its load path and split-K and takes a tile that divides N.
     #[test]
     fn holdout_bwd_weight_1x1_re_tiles_a_neighbour_whose_tile_does_not_fit() {
-        use crate::db::{Layered, Source, TunedDb};
+        use crate::db::{Layered, Source};
         let arch = Arch::SM_90;
         let p: ConvProblem =
             "convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 4 --layout NHWC"
                 .parse()
                 .unwrap();
-        let shipped = crate::db::system(arch.name).unwrap().unwrap();
-        let mut rest = TunedDb::new(arch.name);
-        for e in shipped.entries() {
-            if e.problem != p.key() {
-                rest.insert(e.clone()).unwrap();
-            }
-        }
+        let (rest, _) = shipped_without(&p, &arch);
         let layers = Layered {
             system: None,
             user: Some(&rest),
