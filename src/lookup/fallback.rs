@@ -529,7 +529,7 @@ mod tests {
         // At least the tuned width (where A is a TMA box the width is free, and ties go wide).
         assert!(found.config.vec_a >= tuned.vec_a, "{}", found.reason);
         assert!(
-            found.reason.contains("fitted to this problem (va="),
+            found.reason.contains("fitted to this problem (v"),
             "{}",
             found.reason
         );
