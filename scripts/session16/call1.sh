@@ -7,7 +7,8 @@
 #  2. scripts/fallback-holdout.sh 8 on the re-tuned database;
 #  3. Nsight Compute on cuDNN's kernel and on ours for fwd 1x1 c1024->256 14x14 (GEMM 256 x
 #     12544 x 1024, one wave of 131-132 tiles in both): the new shipped 256x96 tile and the
-#     128x192 tile cuDNN uses.
+#     128x192 tile cuDNN uses, with and without a 2-block cluster (cl=2m multicasts the
+#     activations both M halves share, as cuDNN's 2x1 cluster does); the 128x192 variants timed.
 #   Usage (repo root, on the device): bash scripts/session16/call1.sh
 #   Results: $OUT/summary.txt, $OUT/{dbrun,diag}.tgz.
 set -uo pipefail
@@ -36,14 +37,20 @@ if [ -x "$NCU" ] && [ "$(left)" -gt 120 ]; then
 fi
 cat > "$R/ours.txt" <<'C'
 shipped-256x96|v3:bm=256,bn=96,bk=64,wm=128,wn=96,st=4,va=4,vb=8,vc=4,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws
+wg1-128x192-pk1-cl2m|v5:bm=128,bn=192,bk=64,wm=64,wn=192,st=5,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1,red=atomic,ld=ws,pk=1,xf=none,cl=2m
 wg1-128x192-pk1|v4:bm=128,bn=192,bk=64,wm=64,wn=192,st=5,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1,red=atomic,ld=ws,pk=1,xf=none
+wg1-128x192-pk1-cl2n|v5:bm=128,bn=192,bk=64,wm=64,wn=192,st=5,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1,red=atomic,ld=ws,pk=1,xf=none,cl=2n
 C
 while IFS='|' read -r n c; do
-  [ "$(left)" -gt 70 ] || { say "$n: skipped, $(left) s left"; continue; }
+  [ "$(left)" -gt 25 ] || { say "$n: skipped, $(left) s left"; continue; }
   say "== $n $(el)"
   "$B" space --problem "$P" --arch sm_90 --pin "$c" > "$R/$n.space.toml" 2>> "$R/errors.txt" || { say "$n: not pinned: $(tail -1 "$R/errors.txt")"; continue; }
   "$B" compile --problem "$P" --arch sm_90 --config "$c" -o "$R/$n.ptx" > /dev/null 2>&1
-  [ -x "$NCU" ] || continue
+  timeout 40 "$B" --problems "$R/problems.txt" --space "$R/$n.space.toml" --strategy exhaustive --full-timing \
+    --db "$R/db.toml" --journal "$R/journal.jsonl" --report "$R/$n.report.json" --quiet > "$R/$n.tune.txt" 2>&1
+  say "$n: $(grep -h '^summary' "$R/$n.tune.txt" | grep -o 'best [0-9.]* us')"
+  case $n in wg1-128x192-pk1|wg1-128x192-pk1-cl2n) continue ;; esac  # timed only
+  [ -x "$NCU" ] && [ "$(left)" -gt 70 ] || continue
   timeout 60 "$NCU" --target-processes all --clock-control none -k "regex:convtune_gemm" -c 2 $SECTIONS \
     --print-details all "$B" --problems "$R/problems.txt" --space "$R/$n.space.toml" --strategy exhaustive \
     --full-timing --db "$R/db-ncu.toml" --journal "$R/journal-ncu.jsonl" --quiet > "$R/$n.ncu.txt" 2>&1
