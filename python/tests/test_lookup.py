@@ -1,7 +1,7 @@
 import pytest
 
 import convtune
-from conftest import SEED_003, SEED_003_SHIPPED
+from conftest import SEED_003, SEED_003_FIELDS, SEED_003_SHIPPED
 
 
 def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
@@ -11,11 +11,13 @@ def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
     assert r["nearest"] is None
     assert r["problem"].endswith("-I NHWGC -f GKYXC -O NHWGC")
     f = r["fields"]
-    assert (f["block_m"], f["block_n"], f["block_k"]) == (256, 128, 64)
-    assert (f["warp_m"], f["warp_n"], f["stages"]) == (128, 128, 4)
-    assert (f["vec_a"], f["vec_b"], f["vec_c"]) == (4, 8, 8)
-    assert (f["lds"], f["split_k"], f["raster"], f["mma"], f["ld"]) == ("swz", 1, 4, "wg", "ws")
-    assert (f["persistent"], f["xf"]) == ("1", "none")
+    want = SEED_003_FIELDS
+    names = {"block_m": "bm", "block_n": "bn", "block_k": "bk", "warp_m": "wm", "warp_n": "wn",
+             "stages": "st", "vec_a": "va", "vec_b": "vb", "vec_c": "vc", "lds": "lds",
+             "split_k": "sk", "raster": "rs", "mma": "mma", "ld": "ld", "persistent": "pk",
+             "xf": "xf"}
+    for name, key in names.items():
+        assert str(f[name]) == want[key], (name, f[name], want[key])
     line = convtune.problem_string(16, 2048, 1, 512, 2048, 1, 2, direction="bwd-data",
                                    dtype="bf16", stride=(1, 2), layout="NHWGC")
     again = convtune.lookup(line, "sm_90", db=no_user_db)
