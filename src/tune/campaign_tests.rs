@@ -356,11 +356,23 @@ fn a_lookup_answer_outside_the_built_in_space_is_measured_first() {
         .unwrap()
         .unwrap();
     let fake = FakeBackend::new(&["sm_90"], 0);
-    run(options(dir.path(), 1), &fake, &[line]).unwrap();
+    let (r, _) = run(options(dir.path(), 1), &fake, &[line]).unwrap();
     let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
     let first: crate::db::JournalRecord =
         serde_json::from_str(journal.lines().next().unwrap()).unwrap();
     assert_eq!(first.config, cfg.to_string());
+    // The summary says what the winner replaces, timed in this run.
+    let s = &r.problems[0];
+    let before = s.before.as_ref().expect("the entry's config was timed");
+    assert_eq!(before.config, cfg.to_string());
+    assert_eq!(Some(before.time_us), first.time_us);
+    assert!(s.winner().unwrap().time_us <= before.time_us);
+    assert!(
+        s.line().contains("the config used before this run"),
+        "{}",
+        s.line()
+    );
+    assert_eq!(s.report_row().unwrap().before_us, Some(before.time_us));
 }
 
 #[test]

@@ -204,6 +204,7 @@ pub(super) fn tune_device(
         let mut e = s.options.enumerate(&l, arch, &s.space);
         // The untuned fallback's config is always a candidate, measured first (`start_from`).
         let first = start_from(s, &p, &l, &mut e.legal);
+        let before = first.map(|i| e.legal[i]);
         let enumerate_s = enumerating.elapsed().as_secs_f64();
         let key = p.key();
         let referencing = Instant::now();
@@ -230,7 +231,7 @@ pub(super) fn tune_device(
                     s,
                     key,
                     device,
-                    &report,
+                    (&report, None),
                     None,
                     (&mut journal, journal_path),
                     started,
@@ -309,7 +310,7 @@ pub(super) fn tune_device(
             s,
             key,
             device,
-            &report,
+            (&report, before.as_ref()),
             error,
             (&mut journal, journal_path),
             started,
@@ -323,7 +324,7 @@ fn finish_problem(
     s: &Shared<'_>,
     key: String,
     device: usize,
-    report: &TuneReport,
+    (report, before): (&TuneReport, Option<&PerfConfig>),
     journal_error: Option<String>,
     (journal, journal_path): (&mut Journal, &Path),
     started: Instant,
@@ -343,7 +344,7 @@ fn finish_problem(
             message,
         });
     }
-    let summary = ProblemSummary::new(key, device, report);
+    let summary = ProblemSummary::new(key, device, report, before);
     (s.observe)(&Event::ProblemDone(&summary));
     if let Some(row) = summary.report_row() {
         write_entry(s, &row)?;

@@ -6,6 +6,7 @@
 use super::report_file::ReportRow;
 use super::{StageTimes, TuneReport};
 use crate::codegen::CompileSteps;
+use crate::config::PerfConfig;
 use crate::runtime::Fingerprint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -118,6 +119,10 @@ pub struct ProblemSummary {
     pub stages: StageTimes,
     /// The time limit ended the search before the strategy or the budget did.
     pub out_of_time: bool,
+    /// The config `convtune lookup` answered before this run (the database's entry, or the
+    /// untuned fallback), as this run timed it: what the winner replaces, measured in the same
+    /// run and protocol, so a re-tune says what it gained without a second run.
+    pub before: Option<Ranked>,
     /// The fastest verified candidates, fastest first; the first is the winner.
     pub fastest: Vec<Ranked>,
     /// Failed candidates per outcome kind.
@@ -128,7 +133,13 @@ pub struct ProblemSummary {
 
 impl ProblemSummary {
     /// Summarises one problem's tuning run.
-    pub fn new(problem: String, device: usize, r: &TuneReport) -> ProblemSummary {
+    /// `start` is the config the search measured first (see [`ProblemSummary::before`]).
+    pub fn new(
+        problem: String,
+        device: usize,
+        r: &TuneReport,
+        start: Option<&PerfConfig>,
+    ) -> ProblemSummary {
         let mut failures = BTreeMap::new();
         for t in r
             .trials
@@ -149,6 +160,18 @@ impl ProblemSummary {
             seconds: r.elapsed.as_secs_f64(),
             stages: r.stages,
             out_of_time: r.out_of_time,
+            before: start.and_then(|c| {
+                let t = r
+                    .trials
+                    .iter()
+                    .filter(|t| t.config == *c)
+                    .find_map(|t| t.outcome.timing())?;
+                Some(Ranked {
+                    config: c.to_string(),
+                    time_us: t.median_us,
+                    tflops: t.tflops,
+                })
+            }),
             fastest: r
                 .ranked()
                 .into_iter()
@@ -184,6 +207,17 @@ impl ProblemSummary {
             .map_or("no verified candidate".to_string(), |w| {
                 format!("best {:.2} us ({:.1} TFLOP/s)", w.time_us, w.tflops)
             });
+        let best = match (&self.before, self.winner()) {
+            (Some(b), Some(w)) if b.config == w.config => {
+                format!("{best}, the config used before this run")
+            }
+            (Some(b), Some(w)) => format!(
+                "{best}, {:.2}x the config used before this run ({:.2} us)",
+                b.time_us / w.time_us,
+                b.time_us
+            ),
+            _ => best,
+        };
         format!(
             "summary: {}: {best}; {} evaluated ({} screened, {} failed) in {:.1} s{}; {}",
             self.problem,
@@ -213,6 +247,7 @@ impl ProblemSummary {
             legal: self.legal,
             seconds: self.seconds,
             device: self.device,
+            before_us: self.before.as_ref().map(|b| b.time_us),
         })
     }
 }

@@ -25,6 +25,10 @@ pub struct ReportRow {
     pub seconds: f64,
     /// Device ordinal.
     pub device: usize,
+    /// The time, in the same run, of the config used before it (the database entry or the
+    /// untuned fallback that the winner replaces); absent when that one was not timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_us: Option<f64>,
 }
 
 /// Why the report file was not written.
@@ -109,6 +113,7 @@ mod tests {
             legal: 1,
             seconds: 0.1,
             device: 0,
+            before_us: None,
         }
     }
 
