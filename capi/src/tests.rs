@@ -87,6 +87,8 @@ fn string_and_struct_find_the_shipped_seed_003_entry_in_any_layout_spelling() {
         (shipped.warp_m, shipped.warp_n, shipped.stages)
     );
     assert_eq!(from_str.raster, shipped.raster);
+    // Every field, enums included (lds, mma, red, ld, …): the struct reads back as the entry.
+    assert_eq!(config::read_fields(&from_str).unwrap(), shipped);
     assert!(text(&from_str.problem_key).ends_with("-I NHWGC -f GKYXC -O NHWGC"));
 
     for spelling in [c"NHWC", c"nhwgc", c"NHWGC"] {
