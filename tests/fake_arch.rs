@@ -36,6 +36,7 @@ const FAKE: Arch = Arch {
     features: Features {
         cp_async: true,
         ldmatrix: true,
+        stmatrix: false,
         wgmma: None,
         tma: false,
         setmaxnreg: None,

@@ -275,3 +275,52 @@ fn hopper_space_samples_wgmma_kernels_of_every_load_path() {
     assert!(sampled >= 10, "only {sampled} sampled");
     assert!(paths.len() >= 2, "load paths sampled: {paths:?}");
 }
+
+/// The staged epilogue stores whole 8×8 matrices with `stmatrix` (`.trans` where C runs along
+/// M): the instruction is in the PTX, and the emulated kernel, whose `stmatrix` scatters the
+/// rows and columns independently of the kernel side, is bit-exact. Both orientations, one
+/// and two warpgroups, `mma=wg1`; a config with plain C stores (`vc=1`) has none.
+#[test]
+fn staged_c_goes_through_stmatrix_in_both_orientations() {
+    let cases = [
+        // Forward NHWC: C's channels are the GEMM's M, so lines run along M (transposed).
+        (
+            "-n 3 -c 72 -H 5 -W 3 -k 72 -y 1 -x 1 -F 1",
+            CONFIGS[1],
+            Some(true),
+        ),
+        (
+            "-n 2 -c 16 -H 5 -W 4 -k 24 -y 3 -x 3 -p 1 -q 1 -F 1",
+            CONFIGS[5],
+            Some(true),
+        ),
+        // Backward weight NHWC: the filter's C·Y·X run along N (rows).
+        (
+            "-n 2 -c 16 -H 5 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4",
+            CONFIGS[5],
+            Some(false),
+        ),
+        (
+            "-n 2 -c 64 -H 5 -W 4 -k 64 -y 1 -x 1 -F 4",
+            "v2:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg1",
+            Some(false),
+        ),
+        (
+            "-n 3 -c 72 -H 5 -W 3 -k 72 -y 1 -x 1 -F 1",
+            CONFIGS[0],
+            None,
+        ),
+    ];
+    for (shape, c, want) in cases {
+        let p = problem(&format!("convbfp16 {shape} --layout NHWC"));
+        let c = cfg(c);
+        let compiled =
+            compile_conv(&lower(&p), &c, H200).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+        let ptx = compiled.module.ptx().unwrap();
+        let got = ptx
+            .contains("stmatrix.sync")
+            .then(|| ptx.contains("stmatrix.sync.aligned.m8n8.x4.trans"));
+        assert_eq!(got, want, "{p} {c}: stmatrix (transposed) in the PTX");
+        assert!(check(&p, &c), "{p} {c}: codegen refused the config");
+    }
+}

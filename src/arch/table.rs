@@ -104,6 +104,7 @@ const HOPPER_SETMAXNREG: RegisterRealloc = RegisterRealloc {
 const AMPERE_FEATURES: Features = Features {
     cp_async: true,
     ldmatrix: true,
+    stmatrix: false,
     wgmma: None,
     tma: false,
     setmaxnreg: None,
@@ -114,6 +115,7 @@ const AMPERE_FEATURES: Features = Features {
 const CDNA_FEATURES: Features = Features {
     cp_async: false,
     ldmatrix: false,
+    stmatrix: false,
     wgmma: None,
     tma: false,
     setmaxnreg: None,
@@ -192,6 +194,7 @@ impl Arch {
         features: Features {
             cp_async: true,
             ldmatrix: true,
+            stmatrix: true,
             wgmma: Some(HOPPER_WGMMA),
             tma: true,
             setmaxnreg: Some(HOPPER_SETMAXNREG),
