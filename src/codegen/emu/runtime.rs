@@ -413,7 +413,7 @@ pub(crate) extern "C" fn emu_stmatrix_x4(
     t.exchange(&words, |s, lane| {
         let (q, rho) = (lane / 8, lane % 8);
         let at = s[lane][0] as usize;
-        if !t.block.in_smem(at, 16) || at % 16 != 0 {
+        if !t.block.in_smem(at, 16) || !at.is_multiple_of(16) {
             t.record(&format!(
                 "stmatrix row address {at:#x} (matrix {q}) outside shared memory or not 16-byte aligned"
             ));
