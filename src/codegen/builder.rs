@@ -125,6 +125,26 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
             .unwrap_or_else(|| panic!("kernel has no `{role}` argument"))
             .into_pointer_value()
     }
+    /// Thread 0 prefetches every tensor-map parameter (`prefetch.tensormap`) before the
+    /// kernel's work starts: the producer's first TMA copy then finds the map in the descriptor
+    /// cache instead of fetching it while the pipeline is empty (CUTLASS's sm90 kernels do
+    /// the same). Nothing when the kernel has no maps.
+    pub fn prefetch_maps(&self) {
+        let maps = self
+            .args
+            .iter()
+            .filter(|a| matches!(a.kind, ArgKind::TensorMap(_)))
+            .count();
+        if maps == 0 {
+            return;
+        }
+        let tma = planned(self.spec.bulk_tensor_copy(), "a tensor-map parameter");
+        self.if_then(self.eq(self.thread_idx(), self.c(0)), |kb| {
+            for n in 0..maps {
+                tma.prefetch_map(&kb.ir, kb.map_arg(n));
+            }
+        });
+    }
     /// The `n`-th tensor-map argument (in parameter order).
     pub fn map_arg(&self, n: usize) -> PointerValue<'ctx> {
         self.args

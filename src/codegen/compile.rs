@@ -392,6 +392,7 @@ pub(crate) fn emit<'ctx>(
                 }
             }
         }
+        kb.prefetch_maps();
         match body {
             Body::Zero { role, dt, elems } => simple::emit_zero(&kb, *role, *dt, *elems),
             Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),

@@ -45,6 +45,10 @@ impl BulkTensorCopy for Nvptx {
             .add_global_metadata("nvvm.annotations", &node)
             .unwrap_or_else(|e| panic!("nvvm.annotations: {e}"));
     }
+    fn prefetch_map<'ctx>(&self, ir: &Ir<'_, 'ctx>, map: PointerValue<'ctx>) {
+        let m = ok(ir.raw().build_ptr_to_int(map, ir.ctx.i64_type(), ""));
+        Self::asm_in(ir, "prefetch.tensormap [$0];", &["l"], &[m]);
+    }
     fn store_tile<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,

@@ -348,6 +348,10 @@ pub(crate) trait BulkTensorCopy: Sync {
     /// `byval([128 x i8]) align 64` plus the `grid_constant` annotation, without which the
     /// backend copies the map to local memory and TMA reads a bad address.
     fn declare_map_param<'ctx>(&self, ir: &Ir<'_, 'ctx>, index: u32);
+    /// `prefetch.tensormap`: starts fetching the tensor map `map` (the parameter) into the
+    /// descriptor cache, so the first copy through it does not wait for the fetch. No effect
+    /// on what any copy reads or writes.
+    fn prefetch_map<'ctx>(&self, ir: &Ir<'_, 'ctx>, map: PointerValue<'ctx>);
     /// Copies the box at `coords` (elements, innermost first; one per map dimension) of the
     /// tensor map `map` (the parameter) to shared memory at `dst`, completing `box bytes` of
     /// `bar`'s transaction count when it lands. With `multicast` (a mask of cluster ranks,

@@ -498,6 +498,8 @@ impl Barriers for HostEmu {
 impl BulkTensorCopy for HostEmu {
     /// The host passes a pointer to its own 128-byte map (see `emu/tma.rs`); no attributes.
     fn declare_map_param<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _index: u32) {}
+    /// The host has no descriptor cache.
+    fn prefetch_map<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _map: PointerValue<'ctx>) {}
     fn store_tile<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,
