@@ -36,7 +36,6 @@ const FAKE: Arch = Arch {
     features: Features {
         cp_async: true,
         ldmatrix: true,
-        stmatrix: false,
         wgmma: None,
         tma: false,
         setmaxnreg: None,

@@ -12,10 +12,6 @@ pub struct Features {
     pub cp_async: bool,
     /// `ldmatrix` (sm_75+; PTX ISA "ldmatrix"): how the `mma.sync` path reads its fragments.
     pub ldmatrix: bool,
-    /// `stmatrix` (sm_90; PTX ISA "stmatrix"): a warp stores four 8×8 16-bit matrices held
-    /// in the `mma`/`wgmma` accumulator layout, one instruction where the staged epilogue
-    /// would issue sixteen 2-byte stores.
-    pub stmatrix: bool,
     /// Warpgroup MMA (`wgmma.mma_async`, sm_90a; PTX ISA "Asynchronous Warpgroup Level Matrix
     /// Multiply-Accumulate"), with the shapes it offers; `None` where there is none.
     pub wgmma: Option<WarpgroupMma>,

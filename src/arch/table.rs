@@ -104,7 +104,6 @@ const HOPPER_SETMAXNREG: RegisterRealloc = RegisterRealloc {
 const AMPERE_FEATURES: Features = Features {
     cp_async: true,
     ldmatrix: true,
-    stmatrix: false,
     wgmma: None,
     tma: false,
     setmaxnreg: None,
@@ -115,7 +114,6 @@ const AMPERE_FEATURES: Features = Features {
 const CDNA_FEATURES: Features = Features {
     cp_async: false,
     ldmatrix: false,
-    stmatrix: false,
     wgmma: None,
     tma: false,
     setmaxnreg: None,
@@ -194,7 +192,6 @@ impl Arch {
         features: Features {
             cp_async: true,
             ldmatrix: true,
-            stmatrix: true,
             wgmma: Some(HOPPER_WGMMA),
             tma: true,
             setmaxnreg: Some(HOPPER_SETMAXNREG),

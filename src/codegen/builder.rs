@@ -325,11 +325,6 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         let ptr = self.guard(Mem::Shared, ptr, 16, 16, false);
         self.warp_mma().ldmatrix_x4(&self.ir, ptr, trans)
     }
-    /// `stmatrix.x4[.trans]` of this lane's packed pairs `regs` to the rows its lanes address.
-    pub fn stmatrix_x4(&self, ptr: PointerValue<'ctx>, regs: [IntValue<'ctx>; 4], trans: bool) {
-        let ptr = self.guard(Mem::Shared, ptr, 16, 16, true);
-        self.warp_mma().stmatrix_x4(&self.ir, ptr, regs, trans)
-    }
     /// `mma.sync m16n8k16`: f32 `c` += `a` · `b` (fragments as packed i32 pairs).
     pub fn mma(
         &self,

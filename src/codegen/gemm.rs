@@ -273,24 +273,7 @@ pub(crate) fn epilogue_staged<'ctx>(
         let at = |kb: &Kb<'_, 'ctx>, line: IntValue<'ctx>, pos: IntValue<'ctx>| {
             kb.gep(et, base, kb.add(kb.mulc(line, st.stride as i64), pos))
         };
-        if st.stmatrix {
-            // One pass (`CStage::take_matrices`): every line is in it.
-            let groups = math
-                .matrix_groups(kb, !st.along_n)
-                .unwrap_or_else(|| panic!("{}: stmatrix staged without matrix groups", plan.cfg));
-            let i32t = kb.i32t();
-            let bits = |i: usize| kb.zext(kb.narrow(vals[i], dt).into_int_value(), i32t);
-            for g in groups {
-                let regs = std::array::from_fn(|q| {
-                    let hi = kb.mul(bits(g.values[2 * q + 1]), kb.c(1 << 16));
-                    kb.or(bits(g.values[2 * q]), hi)
-                });
-                let (line, pos) = split(g.row, g.col);
-                kb.stmatrix_x4(at(kb, line, pos), regs, !st.along_n);
-            }
-        }
-        let scattered = if st.stmatrix { &[][..] } else { &lay.items[..] };
-        for (&v, &(ri, ci)) in vals.iter().zip(scattered) {
+        for (&v, &(ri, ci)) in vals.iter().zip(&lay.items) {
             let (line, pos) = split(lay.rows[ri], lay.cols[ci]);
             let put = |kb: &Kb<'_, 'ctx>| {
                 kb.store(

@@ -524,65 +524,6 @@ impl<'p, 'ctx> WarpMath<'p, 'ctx> {
     }
 }
 
-/// Four 8×8 matrices of a thread's accumulators, as `stmatrix.x4` stores them.
-pub(crate) struct MatrixGroup<'ctx> {
-    /// Indices into the accumulator values (the order of [`AccLayout::items`]) of this
-    /// thread's low and high element of matrices 0..4: `[lo0, hi0, lo1, hi1, …]`.
-    pub values: [usize; 8],
-    /// The tile row and column of the first element of the 16 bytes this lane addresses
-    /// (lanes 8q..8q+7 the rows of matrix q, or with `trans` its columns).
-    pub row: IntValue<'ctx>,
-    pub col: IntValue<'ctx>,
-}
-
-impl<'p, 'ctx> WarpMath<'p, 'ctx> {
-    /// The accumulators as groups of four 8×8 matrices (two n8 column blocks × the two
-    /// 8-row halves of a 16-row fragment), for `stmatrix`; `None` unless they are in the
-    /// `mma.sync`/`wgmma` fragment layout with an even number of n8 blocks. The groups
-    /// follow [`Self::layout`]: value `(i, j, h, e)` sits at row `m0 + pitch·i + 8h + l/4`,
-    /// column `n0 + 8j + 2·(l%4) + e`, which is element `(l/4, 2·(l%4) + e)` of the 8×8
-    /// matrix at `(m0 + pitch·i + 8h, n0 + 8j)`: the layout `stmatrix` takes. With `trans`
-    /// memory holds each matrix column-major (C contiguous along M), so a lane addresses a
-    /// column of its matrix.
-    pub fn matrix_groups(&self, kb: &Kb<'_, 'ctx>, trans: bool) -> Option<Vec<MatrixGroup<'ctx>>> {
-        let c = &self.plan.cfg;
-        let (fm, pitch) = match self.plan.math {
-            Math::Wgmma { .. } => (wgmma_row_blocks(c), WGMMA_M),
-            Math::Matrix(MatrixUnit::Mma16816) => (c.warp_m / 16, 16),
-            _ => return None,
-        };
-        let fnn = c.warp_n / 8;
-        if !fnn.is_multiple_of(2) {
-            return None;
-        }
-        let q = kb.udivc(self.lane, 8);
-        let (half, pair) = (kb.uremc(q, 2), kb.udivc(q, 2));
-        let (mut row_in, mut col_in) = (kb.mulc(half, 8), kb.mulc(pair, 8));
-        let which = kb.uremc(self.lane, 8);
-        if trans {
-            col_in = kb.add(col_in, which);
-        } else {
-            row_in = kb.add(row_in, which);
-        }
-        let mut groups = Vec::new();
-        for i in 0..fm {
-            for j0 in (0..fnn).step_by(2) {
-                let values = std::array::from_fn(|x| {
-                    let (m, e) = (x / 2, x % 2);
-                    let (j, h) = (j0 as usize + m / 2, m % 2);
-                    (i as usize * fnn as usize + j) * 4 + 2 * h + e
-                });
-                groups.push(MatrixGroup {
-                    values,
-                    row: kb.add(kb.addc(self.m0, (pitch * i) as i64), row_in),
-                    col: kb.add(kb.addc(self.n0, (8 * j0) as i64), col_in),
-                });
-            }
-        }
-        Some(groups)
-    }
-}
-
 /// Rows of one `wgmma` instruction (m64nNk16).
 const WGMMA_M: u32 = 64;
 

@@ -263,23 +263,6 @@ impl WarpMma for Nvptx {
         let r = ir.intrinsic(name, &[ptr.get_type().into()], &[ptr.into()]);
         std::array::from_fn(|i| ir.field(r, i as u32).into_int_value())
     }
-    fn stmatrix_x4<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        ptr: PointerValue<'ctx>,
-        regs: [IntValue<'ctx>; 4],
-        trans: bool,
-    ) {
-        // LLVM 19 has no stmatrix intrinsic: inline PTX.
-        let at = Self::shared32(ir, ptr);
-        let t = if trans { ".trans" } else { "" };
-        Self::asm_in(
-            ir,
-            &format!("stmatrix.sync.aligned.m8n8.x4{t}.shared.b16 [$0], {{$1, $2, $3, $4}};"),
-            &["r", "r", "r", "r", "r"],
-            &[at, regs[0], regs[1], regs[2], regs[3]],
-        );
-    }
     fn mma_16816<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,

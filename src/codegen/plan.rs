@@ -21,7 +21,6 @@ pub(crate) use super::plan_load::TileLoad;
 pub(crate) use super::plan_math::Math;
 use super::smem::c_stage;
 pub(crate) use super::smem::{CStage, Smem, SmemTile};
-use super::target::MatrixUnit;
 
 // The plan's parts live beside it, one idea a file: `plan_math` (which instruction
 // multiplies), `plan_load` (how each operand's tile is copied) and `plan_smem` (where the
@@ -257,11 +256,7 @@ impl<'l> GemmPlan<'l> {
                     }
                 ))
             })?;
-            let fragments = matches!(
-                math,
-                Math::Wgmma { .. } | Math::Matrix(MatrixUnit::Mma16816)
-            );
-            Some(st.take_matrices(arch.features.stmatrix, fragments, c.warp_n, bytes))
+            Some(st)
         } else {
             None
         };

@@ -142,39 +142,12 @@ pub(crate) struct CStage {
     pub stride: u32,
     /// Lines staged per pass.
     pub lines_per_pass: u32,
-    /// The accumulators go in as whole 8×8 matrices (`stmatrix`), see [`CStage::take_matrices`].
-    pub stmatrix: bool,
 }
 
 impl CStage {
     /// Passes through shared memory.
     pub fn passes(&self) -> u32 {
         self.lines.div_ceil(self.lines_per_pass)
-    }
-
-    /// This stage with `stmatrix` where it can take it: the arch has it, the accumulators are
-    /// in the `mma.sync`/`wgmma` fragment layout (`fragments`) with warp tiles of whole n16
-    /// column pairs, elements are 16-bit, the tile goes through in one pass (the instruction
-    /// is warp-wide, with no per-line mask) and lines start 16-byte aligned. Lines along M
-    /// take the matrices transposed (`.trans`). A warp then stores 4 matrices where each lane
-    /// issued 8 two-byte stores.
-    pub fn take_matrices(
-        self,
-        has_stmatrix: bool,
-        fragments: bool,
-        warp_n: u32,
-        bytes: u32,
-    ) -> CStage {
-        let fits = has_stmatrix
-            && fragments
-            && warp_n.is_multiple_of(16)
-            && bytes == 2
-            && self.passes() == 1
-            && (self.stride * bytes).is_multiple_of(CHUNK);
-        CStage {
-            stmatrix: fits,
-            ..self
-        }
     }
 }
 
@@ -224,6 +197,5 @@ pub(super) fn c_stage(
         lines,
         stride,
         lines_per_pass: fit.min(lines as u64) as u32,
-        stmatrix: false,
     })
 }

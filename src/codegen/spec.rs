@@ -205,16 +205,6 @@ pub(crate) trait WarpMma: Sync {
         ptr: PointerValue<'ctx>,
         trans: bool,
     ) -> [IntValue<'ctx>; 4];
-    /// `stmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` to the rows this lane addresses
-    /// (`ptr`), `regs[q]` this lane's packed pair of matrix `q` (the inverse of
-    /// [`Self::ldmatrix_x4`]). Only where the arch has it (`Features::stmatrix`).
-    fn stmatrix_x4<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        ptr: PointerValue<'ctx>,
-        regs: [IntValue<'ctx>; 4],
-        trans: bool,
-    );
     /// f32 += f16/bf16 × f16/bf16; operands as packed i32 pairs.
     fn mma_16816<'ctx>(
         &self,

@@ -394,41 +394,6 @@ pub(crate) extern "C" fn emu_ldmatrix_x4(
     unsafe { std::ptr::copy_nonoverlapping(regs.as_ptr(), out, 4) };
 }
 
-/// `stmatrix.sync.aligned.m8n8.x4[.trans].shared.b16`: lanes 8q..8q+7 address the 8 memory
-/// rows (16 bytes each) of matrix q; lane l holds in register q element (l/4, 2·(l%4)) in its
-/// low half and (l/4, 2·(l%4)+1) in its high half. Memory row ρ is the matrix's row ρ, or
-/// with `.trans` its column ρ. Each lane writes the memory row it addresses, gathered from the
-/// lanes that hold it.
-pub(crate) extern "C" fn emu_stmatrix_x4(
-    ctx: *const u8,
-    ptr: *mut u8,
-    regs: *const u32,
-    trans: u32,
-) {
-    // SAFETY: as above; `regs` points to 4 u32 of the caller.
-    let t = unsafe { thread(ctx) };
-    let regs = unsafe { std::slice::from_raw_parts(regs, 4) };
-    let mut words = vec![ptr as u64];
-    words.extend(regs.iter().map(|&r| r as u64));
-    t.exchange(&words, |s, lane| {
-        let (q, rho) = (lane / 8, lane % 8);
-        let at = s[lane][0] as usize;
-        if !t.block.in_smem(at, 16) || !at.is_multiple_of(16) {
-            t.record(&format!(
-                "stmatrix row address {at:#x} (matrix {q}) outside shared memory or not 16-byte aligned"
-            ));
-            return;
-        }
-        // Element (r, c) of matrix q: lane 4r + c/2, half c%2 of its register q.
-        let elem = |r: usize, c: usize| (s[4 * r + c / 2][1 + q] >> (16 * (c % 2))) as u16;
-        for x in 0..8 {
-            let v = if trans == 0 { elem(rho, x) } else { elem(x, rho) };
-            // SAFETY: the row's 16 bytes were checked to lie in shared memory.
-            unsafe { std::ptr::write_unaligned((at + 2 * x) as *mut u16, v) };
-        }
-    });
-}
-
 /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32` (PTX ISA fragment tables):
 /// A: a_r holds row g + 8·(r%2), columns 2t + 8·(r/2) (+0 low half, +1 high half);
 /// B: b_r holds column g, rows 2t + 8·r (+0, +1); C/D: c_r at row g + 8·(r/2), column 2t + r%2;
@@ -607,7 +572,6 @@ pub(crate) fn symbols() -> Vec<(&'static str, usize)> {
         ("emu_half_to_f32", emu_half_to_f32 as *const () as usize),
         ("emu_f32_to_half", emu_f32_to_half as *const () as usize),
         ("emu_ldmatrix_x4", emu_ldmatrix_x4 as *const () as usize),
-        ("emu_stmatrix_x4", emu_stmatrix_x4 as *const () as usize),
         ("emu_mma16816", emu_mma16816 as *const () as usize),
         ("emu_mfma", emu_mfma as *const () as usize),
         ("emu_cp_async", emu_cp_async as *const () as usize),

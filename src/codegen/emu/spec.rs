@@ -281,23 +281,6 @@ impl WarpMma for HostEmu {
                 .into_int_value()
         })
     }
-    fn stmatrix_x4<'ctx>(
-        &self,
-        ir: &Ir<'_, 'ctx>,
-        ptr: PointerValue<'ctx>,
-        regs: [IntValue<'ctx>; 4],
-        trans: bool,
-    ) {
-        let i32t: BasicTypeEnum = ir.i32t().into();
-        let words = Self::array(ir, i32t, &regs.map(Into::into), 4);
-        let trans = ir.c(i64::from(trans)).into();
-        Self::rt(
-            ir,
-            "emu_stmatrix_x4",
-            None,
-            &[ptr.into(), words.into(), trans],
-        );
-    }
     fn mma_16816<'ctx>(
         &self,
         ir: &Ir<'_, 'ctx>,
