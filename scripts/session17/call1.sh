@@ -29,14 +29,7 @@ PY
 tail -45 "$OUT/dbrun.log" | cut -c1-200 | tee -a "$S"
 tar czf "$OUT/dbrun.tgz" -C "$OUT" dbrun 2>/dev/null && rm -rf "$OUT/dbrun"
 say "== 2 same harness, this build's wheel $(el)"
-site=/tmp/site
-if python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1; then
-  PYTHONPATH="$site" timeout 220 python3 scripts/same-harness.py tuned-db/sm_90.toml --json "$OUT/same.json" \
-    > "$OUT/same.log" 2>&1
-  say "rc=$? $(el)"; grep -v Warning "$OUT/same.log" | tail -12 | cut -c1-200 | tee -a "$S"
-else
-  say "wheel not installed: $(tail -2 "$OUT/pip.log")"
-fi
+same_harness 220 12
 say "== 3 cuDNN's tile shapes on the short-K 1x1 layers $(el)"
 C=$OUT/shapes; mkdir -p "$C"
 printf '%s\n' "convbfp16 -F 1 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 --layout NHWC" \

@@ -20,14 +20,7 @@ say "== 2 selfcheck --configs 2 $(el)"
 timeout 110 "$B" selfcheck --configs 2 > "$OUT/selfcheck.log" 2>&1
 say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck.log" | tail -8 | tee -a "$S"
 say "== 3 same harness, final wheel $(el)"
-site=/tmp/site
-if python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1; then
-  PYTHONPATH="$site" timeout 120 python3 scripts/same-harness.py tuned-db/sm_90.toml --json "$OUT/same.json" \
-    > "$OUT/same.log" 2>&1
-  say "rc=$? $(el)"; grep -v Warning "$OUT/same.log" | tail -4 | cut -c1-200 | tee -a "$S"
-else
-  say "wheel not installed: $(tail -2 "$OUT/pip.log")"
-fi
+same_harness 120 4
 if [ "$(left)" -gt 190 ]; then
   say "== 4 unseen problems, --time 10 each $(el)"
   # In a folder of its own: call4.sh starts its own summary.txt there.

@@ -5,7 +5,7 @@ largest cuDNN/ours ratio any kernel could reach, running at the bf16 matmul rate
 same session (the chip's practical ceiling). A layer whose ceiling is below a target ratio
 cannot meet it by kernel work.
 
-    Usage: ceiling.py SAME.json MATMUL_TFLOPS [--only REGEX] [--protocol graph|cold]
+    Usage: scripts/ceiling.py SAME.json MATMUL_TFLOPS [--only REGEX] [--protocol graph|cold]
 """
 import argparse
 import json
