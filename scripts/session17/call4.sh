@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 17, device call 4 (H200, < 200 s): the noise floor of an A/B. The final build under
-# four names through scripts/ab-builds.sh on the shipped 16-bit entries (the same protocol as
+# two names through scripts/ab-builds.sh on the shipped 16-bit entries (the same protocol as
 # call 2's A/B): any ratio away from 1 is process-to-process spread, not a kernel change.
 #   Usage (repo root, on the device): bash scripts/session17/call4.sh
 #   Results: $OUT/summary.txt, $OUT/aa.txt
