@@ -7,7 +7,7 @@ use super::report_file::ReportRow;
 use super::{StageTimes, TuneReport};
 use crate::codegen::CompileSteps;
 use crate::config::PerfConfig;
-use crate::runtime::Fingerprint;
+use crate::runtime::{Fingerprint, Timing};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -80,6 +80,17 @@ pub struct Ranked {
     pub time_us: f64,
     /// Throughput at that time.
     pub tflops: f64,
+}
+
+impl Ranked {
+    /// `config` as timed by `t`.
+    fn of(config: &PerfConfig, t: &Timing) -> Ranked {
+        Ranked {
+            config: config.to_string(),
+            time_us: t.median_us,
+            tflops: t.tflops,
+        }
+    }
 }
 
 /// A candidate that produced no timing, and why.
@@ -166,21 +177,13 @@ impl ProblemSummary {
                     .iter()
                     .filter(|t| t.config == *c)
                     .find_map(|t| t.outcome.timing())?;
-                Some(Ranked {
-                    config: c.to_string(),
-                    time_us: t.median_us,
-                    tflops: t.tflops,
-                })
+                Some(Ranked::of(c, t))
             }),
             fastest: r
                 .ranked()
                 .into_iter()
                 .take(FASTEST)
-                .map(|(c, t)| Ranked {
-                    config: c.to_string(),
-                    time_us: t.median_us,
-                    tflops: t.tflops,
-                })
+                .map(|(c, t)| Ranked::of(c, t))
                 .collect(),
             failures,
             first_failure: r
