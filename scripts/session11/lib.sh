@@ -18,3 +18,13 @@ same_harness() {
     say "wheel not installed: $(tail -2 "$OUT/pip.log")"
   fi
 }
+# tune_list DIR SECONDS: tunes DIR/problems.txt (default strategy and space, `--time 10` a problem,
+# `--time-total SECONDS`) into DIR/{db.toml,j.jsonl,report.json,tune.log} and prints each
+# problem's summary line.
+tune_list() {
+  timeout $(( $2 + 15 )) "$B" --problems "$1/problems.txt" --arch sm_90 --time 10 --time-total "$2" \
+    --db "$1/db.toml" --journal "$1/j.jsonl" --report "$1/report.json" > "$1/tune.log" 2>&1
+  say "tune rc=$? $(el)"
+  grep "^summary" "$1/tune.log" | cut -c1-220 | tee -a "$S"
+  rm -f "$1"/*.lock
+}

@@ -33,11 +33,7 @@ for e in tomllib.load(open('tuned-db/sm_90.toml', 'rb'))['entry']:
 total=$(( ${LIMIT:-590} - 30 - $(date +%s) + t0 ))
 say "== 4 retune $(wc -l < "$R/problems.txt") problems, --time-total $total $(el)"
 if [ "$total" -gt 60 ]; then
-  timeout $(( total + 15 )) "$B" --problems "$R/problems.txt" --arch sm_90 --time 10 --time-total "$total" \
-    --db "$R/db.toml" --journal "$R/j.jsonl" --report "$R/report.json" > "$R/tune.log" 2>&1
-  say "tune rc=$? $(el)"
-  grep "^summary" "$R/tune.log" | cut -c1-200 | tee -a "$S"
-  rm -f "$R"/*.lock
+  tune_list "$R" "$total"
   mkdir -p target/session15 && cp -r "$R" target/session15/
 fi
 say "== done $(el)"

@@ -68,10 +68,6 @@ P
 total=$(( $(left) - 25 ))
 say "== 4 re-tune $(wc -l < "$R/problems.txt") weakest layers, --time 10, --time-total $total $(el)"
 if [ "$total" -gt 40 ]; then
-  timeout $(( total + 15 )) "$B" --problems "$R/problems.txt" --arch sm_90 --time 10 --time-total "$total" \
-    --db "$R/db.toml" --journal "$R/j.jsonl" --report "$R/report.json" > "$R/tune.log" 2>&1
-  say "tune rc=$? $(el)"
-  grep "^summary" "$R/tune.log" | cut -c1-220 | tee -a "$S"
-  rm -f "$R"/*.lock
+  tune_list "$R" "$total"
 fi
 say "== done $(el)"
