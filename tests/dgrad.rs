@@ -158,3 +158,52 @@ fn packed_groups_are_exact() {
     assert!(n >= 40, "{n} candidates ran");
     println!("{n} packed-group candidates agree bit-exactly");
 }
+
+/// The phases of a one-launch kernel share one body whose lengths and offsets are picked at
+/// run time (issue 16): a four-phase kernel is about the size of a one-phase one, not four
+/// times it. Sizes, not times: the assembler's time follows the code it is given.
+#[test]
+fn phases_share_one_body() {
+    use convtune::codegen::compile_conv;
+    let c = cfg("v1:bm=32,bn=64,bk=32,wm=16,wn=64,st=4,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1");
+    let ptx = |line: &str| {
+        let p = problem(line);
+        let l = lower(&p);
+        let k = compile_conv(&l, &c, H200).unwrap_or_else(|e| panic!("{p}: {e}"));
+        (l.gemms.len(), k.module.ptx().unwrap().len())
+    };
+    let (phases, four) =
+        ptx("conv -F 2 -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3");
+    let (one, single) =
+        ptx("conv -F 2 -n 16 -c 64 -H 16 -W 16 -k 64 -y 5 -x 5 -p 2 -q 2 -u 1 -v 1");
+    assert_eq!((phases, one), (4, 1));
+    assert!(
+        (four as f64) < 1.6 * single as f64,
+        "4 phases: {four} bytes of PTX, 1 phase: {single}"
+    );
+}
+
+/// A shared body that skips one phase's blocks (or the zeroing) leaves NaN-poisoned elements
+/// the emulator's comparison sees, on both targets.
+#[test]
+fn a_skipped_phase_of_a_shared_body_is_caught() {
+    use convtune::codegen::emu;
+    use convtune::codegen::{with_phased_fault, PhasedFault};
+    let four = problem("conv -n 2 -c 16 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2");
+    let zeroed =
+        problem("conv -n 1 -c 8 -H 9 -W 9 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 2");
+    let c = cfg(CONFIGS[0]);
+    let mut cases: Vec<_> = (0..4).map(|i| (&four, PhasedFault::SkipPhase(i))).collect();
+    cases.push((&zeroed, PhasedFault::SkipZero));
+    for like in [H200, MI200] {
+        for &(p, fault) in &cases {
+            let mut t = common::data(p, 5);
+            let want = convtune::reference::direct_conv(p, &t[0], &t[1], &t[2]);
+            with_phased_fault(fault, || emu::emulate_conv(&lower(p), &c, like, &mut t))
+                .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            let w = p.direction().written() as usize;
+            let bad = common::mismatches(p, &t[w], &want).len();
+            assert!(bad > 0, "{p} {c} {like}: {fault:?} went unnoticed");
+        }
+    }
+}

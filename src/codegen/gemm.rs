@@ -188,7 +188,7 @@ pub(crate) fn epilogue<'ctx>(
     n0: IntValue<'ctx>,
 ) {
     let gemm = plan.gemm;
-    let addr = Addressing::new(plan.problem, gemm, &gemm.c);
+    let addr = Addressing::of(kb, plan, &gemm.c);
     let lay = math.layout(kb);
     let vals = vals.unwrap_or_else(|| math.values(kb));
     let gpart = addr.part(kb, Dim::G, g, false);
@@ -250,7 +250,7 @@ pub(crate) fn epilogue_staged<'ctx>(
         Some(at) => kb.gep_bytes(kb.shared_base(), at as i64),
     };
     let gemm = plan.gemm;
-    let addr = Addressing::new(plan.problem, gemm, &gemm.c);
+    let addr = Addressing::of(kb, plan, &gemm.c);
     let gpart = addr.part(kb, Dim::G, g, false);
     let out = kb.tensor(gemm.c.tensor);
     let vty = kb.vec_ty(dt, st.vec);

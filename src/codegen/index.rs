@@ -8,17 +8,25 @@
 //! valid address) before anyone dereferences it.
 
 use super::builder::Kb;
+use super::phase_consts::Phases;
+use super::plan::GemmPlan;
 use crate::lowering::{Dim, Gemm, GemmDim, Operand};
 use crate::problem::ConvProblem;
 use inkwell::values::IntValue;
 
-/// How one operand (A, B or C) of one GEMM is addressed.
-pub(crate) struct Addressing<'l> {
-    op: &'l Operand,
-    dims: &'l [GemmDim; 4],
+/// How one operand (A, B or C) of one GEMM is addressed; of the phases of a one-launch
+/// kernel's shared body, the same operand of every phase's GEMM, whose axes and terms agree
+/// and whose lengths and offsets are picked at run time ([`Phases`]).
+pub(crate) struct Addressing<'l, 'ctx> {
+    /// The operand, one per phase.
+    ops: Vec<&'l Operand>,
+    /// Its GEMM's dimensions, one per phase.
+    dims: Vec<&'l [GemmDim; 4]>,
+    phases: Phases<'ctx>,
     extent: [u32; 5],
     stride: [i64; 5],
-    /// Logical dimensions whose coordinate can leave the tensor (padding): checked.
+    /// Logical dimensions whose coordinate can leave the tensor (padding) in some phase:
+    /// checked.
     check: [bool; 5],
 }
 
@@ -32,52 +40,95 @@ pub(crate) struct Part<'ctx> {
     in_range: Option<IntValue<'ctx>>,
 }
 
-impl<'l> Addressing<'l> {
-    /// The addressing of `op`, an operand of `gemm` in problem `p`.
+impl<'l, 'ctx> Addressing<'l, 'ctx> {
+    /// The addressing of `op`, an operand of `gemm` in problem `p` (a kernel of one phase).
     pub fn new(p: &ConvProblem, gemm: &'l Gemm, op: &'l Operand) -> Self {
-        let extent = p.logical_dims(op.tensor);
-        let stride = p.strides(op.tensor).map(|s| s as i64);
-        let check = std::array::from_fn(|t| op.coords[t].may_leave(extent[t], &gemm.dims));
+        Self::phased(p, vec![(gemm, op)], Phases::one())
+    }
+
+    /// The addressing of `op`, an operand of `plan.gemm`, in the block being emitted: of that
+    /// operand in every phase when the plan is a shared phase body.
+    pub fn of(kb: &Kb<'_, 'ctx>, plan: &GemmPlan<'l>, op: &Operand) -> Self {
+        let which = [&plan.gemm.a, &plan.gemm.b, &plan.gemm.c]
+            .iter()
+            .position(|o| std::ptr::eq(*o, op))
+            .unwrap_or_else(|| panic!("an operand of another GEMM"));
+        let of = |g: &'l Gemm| (g, [&g.a, &g.b, &g.c][which]);
+        match &plan.shared {
+            None => Self::new(plan.problem, plan.gemm, of(plan.gemm).1),
+            Some(shared) => Self::phased(
+                plan.problem,
+                shared.gemms.iter().map(|&g| of(g)).collect(),
+                shared.phases(kb),
+            ),
+        }
+    }
+
+    /// The addressing of one operand over phases: `(gemm, operand)` per phase, alike but for
+    /// axis lengths and offsets.
+    pub fn phased(
+        p: &ConvProblem,
+        ops: Vec<(&'l Gemm, &'l Operand)>,
+        phases: Phases<'ctx>,
+    ) -> Self {
+        assert_eq!(ops.len(), phases.count(), "one operand per phase");
+        let tensor = ops[0].1.tensor;
+        let extent = p.logical_dims(tensor);
+        let stride = p.strides(tensor).map(|s| s as i64);
+        let check = std::array::from_fn(|t| {
+            ops.iter()
+                .any(|(g, op)| op.coords[t].may_leave(extent[t], &g.dims))
+        });
         Addressing {
-            op,
-            dims: &gemm.dims,
+            dims: ops.iter().map(|(g, _)| &g.dims).collect(),
+            ops: ops.into_iter().map(|(_, op)| op).collect(),
+            phases,
             extent,
             stride,
             check,
         }
     }
 
+    /// The operand of the first phase: terms and coefficients, the same in every phase.
+    fn op(&self) -> &'l Operand {
+        self.ops[0]
+    }
+
+    /// One value per phase.
+    fn per_phase<T>(&self, f: impl Fn(usize) -> T) -> Vec<T> {
+        (0..self.ops.len()).map(f).collect()
+    }
+
     /// The contribution of index `idx` along GEMM dimension `d`. `edge` says that `idx` may be
     /// ≥ the dimension's length (a partial tile): then the part carries that check too, and the
     /// axes decomposed from such an index are never used unchecked.
-    pub fn part<'ctx>(
-        &self,
-        kb: &Kb<'_, 'ctx>,
-        d: Dim,
-        idx: IntValue<'ctx>,
-        edge: bool,
-    ) -> Part<'ctx> {
-        let axes = &self.dims[d as usize].axes;
-        let n = axes.len();
+    pub fn part(&self, kb: &Kb<'_, 'ctx>, d: Dim, idx: IntValue<'ctx>, edge: bool) -> Part<'ctx> {
+        let n = self.dims[0][d as usize].axes.len();
+        let len = |ph: usize, pos: usize| self.dims[ph][d as usize].axes[pos].len;
         let uses = |t: usize, pos: usize| {
-            self.op.coords[t]
+            self.op().coords[t]
                 .terms
                 .iter()
                 .any(|(r, _)| r.dim == d && r.pos == pos)
         };
-        // inner[pos]: product of the lengths of the axes inside `pos`.
-        let mut inner = vec![1u32; n];
-        for pos in (0..n.saturating_sub(1)).rev() {
-            inner[pos] = inner[pos + 1].saturating_mul(axes[pos + 1].len);
-        }
+        // inner[phase][pos]: product of the lengths of the axes inside `pos`.
+        let inner: Vec<Vec<u32>> = self.per_phase(|ph| {
+            let mut inner = vec![1u32; n];
+            for pos in (0..n.saturating_sub(1)).rev() {
+                inner[pos] = inner[pos + 1].saturating_mul(len(ph, pos + 1));
+            }
+            inner
+        });
+        let ph = &self.phases;
         // Axes p..=q read as one number: idx / inner[q] % Π len[p..=q] (the outermost needs no
         // modulo: idx < len, or the part is invalid).
         let digits = |p: usize, q: usize| {
-            let r = kb.udivc(idx, inner[q]);
+            let r = ph.udiv(kb, idx, &self.per_phase(|i| inner[i][q]));
             if p == 0 {
                 r
             } else {
-                kb.uremc(r, axes[p..=q].iter().map(|a| a.len).product())
+                let span = self.per_phase(|i| (p..=q).map(|pos| len(i, pos)).product());
+                ph.urem(kb, r, &span)
             }
         };
         // Only the axes a bounds check reads are emitted one by one.
@@ -86,13 +137,13 @@ impl<'l> Addressing<'l> {
             .collect();
         // Linear offset: Σ_axis w_axis · axis, w = Σ_t coef · stride_t. A run of axes whose
         // weights nest (w_outer = w_inner · len_inner, as n, ho, wo do in an unpadded NHWC
-        // pixel index) contributes w_inner · ((idx / inner) % Π len): one division for the
-        // run instead of one per axis.
+        // pixel index) in every phase contributes w_inner · ((idx / inner) % Π len): one
+        // division for the run instead of one per axis.
         let w: Vec<i64> = (0..n)
             .map(|pos| {
                 (0..5)
                     .map(|t| {
-                        self.op.coords[t]
+                        self.op().coords[t]
                             .terms
                             .iter()
                             .filter(|(r, _)| r.dim == d && r.pos == pos)
@@ -111,10 +162,12 @@ impl<'l> Addressing<'l> {
             }
             // Extend the run outwards from q while the weights nest.
             let mut p = q;
-            let mut span = axes[q].len as i64;
-            while p > 0 && w[p - 1] == w[q].saturating_mul(span) {
+            let mut span = self.per_phase(|i| len(i, q) as i64);
+            while p > 0 && span.iter().all(|&s| w[p - 1] == w[q].saturating_mul(s)) {
                 p -= 1;
-                span = span.saturating_mul(axes[p].len as i64);
+                for (i, s) in span.iter_mut().enumerate() {
+                    *s = s.saturating_mul(len(i, p) as i64);
+                }
             }
             let v = match value[q] {
                 Some(v) if p == q => v,
@@ -128,7 +181,7 @@ impl<'l> Addressing<'l> {
                 return None;
             }
             let mut acc: Option<IntValue<'ctx>> = None;
-            for (r, c) in &self.op.coords[t].terms {
+            for (r, c) in &self.op().coords[t].terms {
                 if r.dim != d {
                     continue;
                 }
@@ -142,23 +195,27 @@ impl<'l> Addressing<'l> {
             }
             acc
         });
-        let in_range = edge.then(|| kb.ultc(idx, self.dims[d as usize].len()));
+        let in_range =
+            edge.then(|| ph.ult(kb, idx, &self.per_phase(|i| self.dims[i][d as usize].len())));
         Part { lin, raw, in_range }
     }
 
     /// Combines the parts of every GEMM dimension the operand uses into `(valid, offset)`:
     /// `valid` is i1 (in the tensor and inside the GEMM), `offset` the element offset, 0 when
     /// not valid.
-    pub fn resolve<'ctx>(
+    pub fn resolve(
         &self,
         kb: &Kb<'_, 'ctx>,
         parts: &[&Part<'ctx>],
     ) -> (IntValue<'ctx>, IntValue<'ctx>) {
-        let base: i64 = (0..5)
-            .map(|t| self.op.coords[t].offset * self.stride[t])
-            .sum();
-        // i32 wrapping is exact for in-bounds results (module doc); keep the low 32 bits.
-        let mut off = kb.c(base as i32 as i64);
+        let base = self.per_phase(|i| {
+            let b: i64 = (0..5)
+                .map(|t| self.ops[i].coords[t].offset * self.stride[t])
+                .sum();
+            // i32 wrapping is exact for in-bounds results (module doc); keep the low 32 bits.
+            b as i32 as i64
+        });
+        let mut off = self.phases.pick(kb, &base);
         for p in parts {
             off = kb.add(off, p.lin);
         }
@@ -167,7 +224,9 @@ impl<'l> Addressing<'l> {
             if !self.check[t] {
                 continue;
             }
-            let mut c = kb.c(self.op.coords[t].offset);
+            let mut c = self
+                .phases
+                .pick(kb, &self.per_phase(|i| self.ops[i].coords[t].offset));
             for p in parts {
                 if let Some(r) = p.raw[t] {
                     c = kb.add(c, r);
@@ -188,6 +247,7 @@ mod tests {
     use super::*;
     use crate::abi::{ArgRole, CONV_ARGS};
     use crate::codegen::builder::Kb;
+    use crate::codegen::phase_consts::Phases;
     use crate::codegen::{emu::spec::HostEmu, machine, Target};
     use crate::lowering::lower;
     use inkwell::{context::Context, OptimizationLevel};
@@ -279,6 +339,109 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// For every operand of a strided bwd-data lowering, JIT the shared addressing of all its
+    /// sub-GEMMs with the phase read at run time, and compare it with each phase's
+    /// [`Operand::offset`] at every coordinate of that phase (and one past its edge).
+    fn shared_agrees_with_every_phase(p: &ConvProblem) {
+        let l = lower(p);
+        assert!(l.gemms.len() > 1, "{p}: one phase");
+        let spec = HostEmu::new(Target::of(crate::arch::Arch::SM_90));
+        let tm = machine::machine(&spec).unwrap();
+        for which in 0..3 {
+            let [d0, d1] = l.gemms[0].operands()[which].1;
+            let ctx = Context::create();
+            let m = machine::new_module(&ctx, &spec, &tm, "index").unwrap();
+            // Argument 0: i32 (phase, g, i0, i1) quads and their count; argument 2: (valid,
+            // offset) pairs.
+            let kb = Kb::kernel(&ctx, &m, &spec, "addr", CONV_ARGS, &[ArgRole::Output]);
+            let i32t = kb.i32t().into();
+            fn arg<'c>(kb: &Kb<'_, 'c>, i: IntValue<'c>, j: i64) -> IntValue<'c> {
+                let i32t = kb.i32t().into();
+                let at = kb.gep(i32t, kb.arg(ArgRole::Input), kb.addc(kb.mulc(i, 4), j));
+                kb.get(at, i32t).into_int_value()
+            }
+            let count = arg(&kb, kb.c(0), 0);
+            kb.for_range(kb.c(1), count, |kb, i| {
+                let phases = Phases::new(arg(kb, i, 0), l.gemms.len());
+                let ops = l.gemms.iter().map(|g| (g, g.operands()[which].0)).collect();
+                let a = Addressing::phased(p, ops, phases);
+                let pg = a.part(kb, Dim::G, arg(kb, i, 1), false);
+                let p0 = a.part(kb, d0, arg(kb, i, 2), true);
+                let p1 = a.part(kb, d1, arg(kb, i, 3), true);
+                let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
+                let valid = kb.zext(valid, kb.i32t());
+                for (j, v) in [(0, valid), (1, off)] {
+                    kb.set(
+                        kb.gep(i32t, kb.arg(ArgRole::Output), kb.addc(kb.mulc(i, 2), j)),
+                        v.into(),
+                    );
+                }
+            });
+            kb.finish();
+            machine::optimize(&m, &tm).unwrap();
+            let ee = m
+                .create_jit_execution_engine(OptimizationLevel::None)
+                .unwrap();
+            type F = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
+            // SAFETY: `addr` was emitted above with this signature.
+            let f = unsafe {
+                std::mem::transmute::<usize, F>(ee.get_function_address("addr").unwrap())
+            };
+            let mut input = vec![0i32; 4];
+            for (ph, gemm) in l.gemms.iter().enumerate() {
+                for g in 0..gemm.g_len() {
+                    for i0 in 0..=gemm.len(d0) {
+                        for i1 in 0..=gemm.len(d1) {
+                            input.extend([ph as i32, g as i32, i0 as i32, i1 as i32]);
+                        }
+                    }
+                }
+            }
+            input[0] = (input.len() / 4) as i32;
+            let mut output = vec![0i32; input.len() / 2];
+            let null = std::ptr::null_mut();
+            // SAFETY: buffers sized for every entry, as the function reads and writes.
+            unsafe {
+                f(
+                    input.as_mut_ptr() as *mut u8,
+                    null,
+                    output.as_mut_ptr() as *mut u8,
+                    null,
+                    null,
+                )
+            };
+            let mut coords: [Vec<u32>; 4] = Default::default();
+            for (n, t) in input.chunks(4).enumerate().skip(1) {
+                let gemm = &l.gemms[t[0] as usize];
+                let op = gemm.operands()[which].0;
+                let idx = [(Dim::G, t[1] as u32), (d0, t[2] as u32), (d1, t[3] as u32)];
+                let inside = idx.iter().all(|&(d, v)| v < gemm.len(d));
+                let want = inside
+                    .then(|| {
+                        for &(d, v) in &idx {
+                            gemm.dims[d as usize].decompose(v, &mut coords[d as usize]);
+                        }
+                        op.offset(p, &coords)
+                    })
+                    .flatten();
+                let got = (output[2 * n] != 0).then_some(output[2 * n + 1] as u64);
+                assert_eq!(got, want, "{p}: phase {} {:?} at {idx:?}", t[0], op.tensor);
+            }
+        }
+    }
+
+    #[test]
+    fn shared_addressing_matches_every_phase() {
+        for line in [
+            "conv -n 2 -c 6 -H 9 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2",
+            "conv -n 1 -c 4 -H 11 -W 10 -k 3 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2",
+            "convbfp16 -n 1 -c 8 -H 10 -W 7 -k 8 -y 3 -x 2 -p 1 -q 0 -u 2 -v 3 -l 1 -j 2 -F 2 --layout NHWC",
+            "conv -n 1 -c 6 -H 7 -W 7 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2 -F 2 --layout NHWC",
+        ] {
+            shared_agrees_with_every_phase(&line.parse().unwrap());
         }
     }
 

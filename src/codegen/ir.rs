@@ -181,6 +181,15 @@ impl<'a, 'ctx> Ir<'a, 'ctx> {
     pub fn udiv(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
         ok(self.b.build_int_unsigned_div(a, b, ""))
     }
+    /// The high 32 bits of the 64-bit product a · b, unsigned (`mul.hi.u32`).
+    pub fn umulhi(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        let i64t = self.ctx.i64_type();
+        let p = self.mul(self.zext(a, i64t), self.zext(b, i64t));
+        let hi = ok(self
+            .b
+            .build_right_shift(p, i64t.const_int(32, false), false, ""));
+        ok(self.b.build_int_truncate(hi, self.i32t(), ""))
+    }
     /// a mod b, unsigned.
     pub fn urem(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
         ok(self.b.build_int_unsigned_rem(a, b, ""))

@@ -84,7 +84,7 @@ struct Slot<'ctx> {
 pub(crate) struct Loader<'a, 'ctx> {
     /// The decisions of the plan.
     pub load: TileLoad,
-    addr: Addressing<'a>,
+    addr: Addressing<'a, 'ctx>,
     tensor: PointerValue<'ctx>,
     dt: DType,
     /// This operand's shared-memory tile.
@@ -109,7 +109,7 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
     ) -> Self {
         let is_a = std::ptr::eq(op, &plan.gemm.a);
         let load = if is_a { plan.a } else { plan.b };
-        let addr = Addressing::new(plan.problem, plan.gemm, op);
+        let addr = Addressing::of(kb, plan, op);
         let edge_rows = plan.edge[if is_a { 0 } else { 1 }];
         let bk = plan.cfg.block_k;
         let mut slots = Vec::new();

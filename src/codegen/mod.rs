@@ -51,6 +51,7 @@ mod nvptx;
 mod nvptx_barriers;
 mod nvptx_tma;
 mod nvptx_wgmma;
+mod phase_consts;
 mod phased;
 mod plan;
 mod plan_load;

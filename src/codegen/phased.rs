@@ -37,7 +37,7 @@
 
 use super::builder::{Kb, Mem};
 use super::gemm::{emit_fault, emit_gemm_body, write_unit};
-use super::plan::{GemmPlan, SchedulerKind};
+use super::plan::{GemmPlan, SchedulerKind, SharedPhases};
 use super::schedule::RasterScheduler;
 use super::schedule::TileScheduler;
 use super::schedule_persistent::PersistentScheduler;
@@ -136,6 +136,9 @@ pub(crate) struct PhasedPlan<'l> {
     /// The persistent walk over every phase's work units (`ld=ws|wspp`, `pk=1`), or `None`
     /// for a block per tile.
     pub walk: Option<PersistentGrid>,
+    /// The one body every phase's blocks run, when the phases can share one
+    /// ([`SharedPhases::body`]); `None`: a body per phase.
+    pub shared: Option<GemmPlan<'l>>,
 }
 
 /// A part of the one-launch kernel left out on purpose, for the tests that prove the
@@ -187,13 +190,16 @@ impl<'l> PhasedPlan<'l> {
         let threads = plans[0].threads;
         let z = RasterScheduler.grid(&plans[0])[2];
         let mut next = 0u64;
+        let mut firsts = Vec::new();
         for plan in &mut plans {
             debug_assert_eq!(plan.threads, threads);
             plan.scheduler = SchedulerKind::Phase {
                 first_block: next as u32,
             };
+            firsts.push(next as u32);
             next += RasterScheduler.grid(plan)[0];
         }
+        let shared = SharedPhases::body(&plans, &firsts);
         let zero = ZeroFill::of(lowering, threads, z, next as u32);
         if let Some(z) = &zero {
             next += z.blocks as u64;
@@ -206,6 +212,7 @@ impl<'l> PhasedPlan<'l> {
             shared_bytes,
             grid: [next, 1, z],
             walk: None,
+            shared,
         })
     }
 
@@ -257,6 +264,7 @@ impl<'l> PhasedPlan<'l> {
             shared_bytes,
             grid: [walk.blocks as u64, 1, 1],
             walk: Some(walk),
+            shared: None,
         })
     }
 
@@ -284,7 +292,26 @@ pub(crate) fn emit_phased<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, fault: boo
         return;
     }
     let bid = kb.block_idx(0);
-    for (i, phase) in plan.phases.iter().enumerate() {
+    if let Some(body) = &plan.shared {
+        // Every phase's blocks: those before the zeroing's.
+        let blocks = plan
+            .zero
+            .as_ref()
+            .map_or(plan.grid[0], |z| z.first_block as u64);
+        let mut run = in_range(kb, bid, 0, blocks);
+        if let Some(i) = (0..plan.phases.len()).find(|&i| skipped(i)) {
+            let phase = body.shared.as_ref().map(|s| s.phases(kb).index(kb));
+            let phase = phase.unwrap_or_else(|| unreachable!("a shared body has phases"));
+            run = kb.all(&[run, kb.xor(kb.eq(phase, kb.c(i as i64)), kb.cbool(true))]);
+        }
+        kb.if_then(run, |kb| emit_gemm_body(kb, body, fault));
+    }
+    let phases = if plan.shared.is_some() {
+        &[][..]
+    } else {
+        &plan.phases[..]
+    };
+    for (i, phase) in phases.iter().enumerate() {
         let SchedulerKind::Phase { first_block } = phase.scheduler else {
             unreachable!("PhasedPlan::new schedules every phase")
         };
@@ -410,6 +437,10 @@ mod tests {
             |plan| {
                 let k: Vec<u32> = plan.phases.iter().map(|g| g.gemm.k_len()).collect();
                 assert_eq!(k, [16 * 4, 16 * 2, 16 * 2, 16]);
+                let body = plan.shared.as_ref().expect("the phases share one body");
+                let shared = body.shared.as_ref().unwrap();
+                assert_eq!(shared.k_tiles, [4, 2, 2, 1]);
+                assert_eq!(shared.gemms.len(), 4);
                 let mut next = 0;
                 for g in &plan.phases {
                     assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });
@@ -473,6 +504,7 @@ mod tests {
             panic!("not one launch")
         };
         let walk = plan.walk.unwrap();
+        assert!(plan.shared.is_none(), "the walk keeps a body per phase");
         let (mut next, mut maps) = (0, 0);
         for g in &plan.phases {
             assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });

@@ -3,6 +3,7 @@
 //! reason that names the field) keeps the emitters free of error paths, and lets callers ask
 //! for launch shapes and shared-memory sizes without compiling.
 
+pub(crate) use super::phase_consts::SharedPhases;
 use super::plan_load::{tile_load, tma_plan};
 use super::plan_math::plan_math;
 use super::plan_smem::{operand_tiles, Layout};
@@ -116,6 +117,10 @@ pub(crate) struct GemmPlan<'l> {
     /// kernel's tensor maps: 0, but for a phase of a one-launch kernel that follows phases
     /// with maps of their own ([`super::phased`]).
     pub first_map: usize,
+    /// The phases this plan's body serves in a one-launch kernel whose phases share one body
+    /// ([`super::phase_consts`]): their GEMMs, first blocks and tile counts, picked at run
+    /// time; `None` for a plan of one GEMM.
+    pub shared: Option<SharedPhases<'l>>,
 }
 
 impl GemmPlan<'_> {
@@ -416,6 +421,7 @@ impl<'l> GemmPlan<'l> {
             tma_store,
             ws,
             first_map: 0,
+            shared: None,
         })
     }
 }

@@ -10,7 +10,9 @@
 
 use super::builder::Kb;
 use super::plan::{GemmPlan, SchedulerKind};
-use super::schedule::{raster_k_range, raster_tile, RasterScheduler, Tile, TileScheduler};
+use super::schedule::{
+    raster_k_range, raster_over, raster_tile, RasterScheduler, Tile, TileScheduler,
+};
 use super::schedule_persistent::PersistentScheduler;
 use inkwell::values::IntValue;
 
@@ -74,8 +76,33 @@ impl TileScheduler for PhaseScheduler {
     }
 
     fn tile<'ctx>(&self, kb: &Kb<'_, 'ctx>, plan: &GemmPlan) -> Tile<'ctx> {
-        let local = kb.addc(kb.block_idx(0), -(first_block(plan) as i64));
-        raster_tile(kb, plan, local)
+        let Some(shared) = &plan.shared else {
+            let local = kb.addc(kb.block_idx(0), -(first_block(plan) as i64));
+            return raster_tile(kb, plan, local);
+        };
+        // A shared body: the raster of the block's phase, each phase's computed and the
+        // block's chosen (once per block, so the cost is a few instructions).
+        let ph = shared.phases(kb);
+        let wide = |v: &[u32]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
+        let local = kb.sub(kb.block_idx(0), ph.pick(kb, &wide(&shared.first_blocks)));
+        let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
+            .map(|i| {
+                let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
+                raster_over(kb, plan.cfg.raster, tiles, local)
+            })
+            .unzip();
+        let per_group: Vec<i64> = (0..ph.count())
+            .map(|i| shared.tiles_m[i] as i64 * shared.tiles_n[i] as i64)
+            .collect();
+        let g = kb.block_idx(2);
+        Tile {
+            m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
+            n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
+            g,
+            slice: None,
+            index: kb.add(kb.mul(g, ph.pick(kb, &per_group)), local),
+            z: g,
+        }
     }
 
     fn k_range<'ctx>(
@@ -84,6 +111,12 @@ impl TileScheduler for PhaseScheduler {
         plan: &GemmPlan,
         tile: &Tile<'ctx>,
     ) -> (IntValue<'ctx>, IntValue<'ctx>) {
-        raster_k_range(kb, plan, tile)
+        match &plan.shared {
+            None => raster_k_range(kb, plan, tile),
+            Some(shared) => {
+                let k: Vec<i64> = shared.k_tiles.iter().map(|&k| k as i64).collect();
+                (kb.c(0), shared.phases(kb).pick(kb, &k))
+            }
+        }
     }
 }

@@ -145,10 +145,11 @@ pub(super) fn lower(p: &ConvProblem) -> Lowering {
     // stride.
     if td[0].slice_len() > 0 && td[1].slice_len() > 0 {
         let [ys, xs] = [0, 1].map(|d| phases(&td[d], filter[d]));
+        let alike = ys.len() * xs.len() > 1;
         for &py in &ys {
             for &px in &xs {
                 let id = gemms.len() as u32;
-                gemms.push(sub_gemm(p, &td, [py, px], id));
+                gemms.push(sub_gemm(p, &td, [py, px], id, alike));
             }
         }
     }
@@ -189,6 +190,13 @@ impl Phase {
             Phase::Fixed(_, dot) | Phase::Merged { dot, .. } => dot,
         }
     }
+    /// The run's first class and its number of classes.
+    fn run(self) -> (u32, u32) {
+        match self {
+            Phase::Fixed(i, _) => (i, 1),
+            Phase::Merged { first, classes, .. } => (first, classes),
+        }
+    }
 }
 
 /// The residue classes of one spatial dimension, as the sub-GEMMs cover them: one sub-GEMM
@@ -222,7 +230,12 @@ fn phases(t: &TildaDim, filter: u32) -> Vec<Phase> {
     runs
 }
 
-fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) -> Gemm {
+/// Sub-GEMM `id` of `p` for the class runs `phases`. With `alike` (a lowering of several
+/// sub-GEMMs) a class alone is an axis of length 1 too, so that every sub-GEMM has the same
+/// axes and terms and they differ only in lengths and constant offsets: the one-launch kernel
+/// then runs them all with one body whose constants are picked at run time
+/// ([`crate::codegen`]'s shared phases). A lowering of one sub-GEMM keeps the shorter form.
+fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32, alike: bool) -> Gemm {
     let s = p.sizes();
     let k = ("k", p.k_per_group());
     let (yd, xd) = (("ydot", phases[0].dot()), ("xdot", phases[1].dot()));
@@ -235,10 +248,8 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) ->
     // memory, (class, c) stays one contiguous run when the dilation is 1.
     let class_axes = [("iy", 0), ("ix", 1)]
         .into_iter()
-        .filter_map(|(name, d)| match phases[d] {
-            Phase::Merged { classes, .. } => Some((name, classes)),
-            Phase::Fixed(..) => None,
-        });
+        .filter(|&(_, d)| alike || matches!(phases[d], Phase::Merged { .. }))
+        .map(|(name, d)| (name, phases[d].run().1));
     let m_axes: Vec<(&'static str, u32)> = class_axes.chain([("c", p.c_per_group())]).collect();
     let dims: [GemmDim; 4] = [
         dim(&[("g", s.groups)]),
@@ -254,11 +265,14 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32) ->
     let one = |n: &str| Affine::axis(ax(n));
     // `base + i · coef` for the residue class `i` of dimension `d`: a constant, or the run's
     // first class plus the class axis.
-    let class = |d: usize, base: Affine, coef: i64| match phases[d] {
-        Phase::Fixed(i, _) => base.add(i as i64 * coef),
-        Phase::Merged { first, .. } => base
-            .plus(ax(["iy", "ix"][d]), coef)
-            .add(first as i64 * coef),
+    let class = |d: usize, base: Affine, coef: i64| {
+        let (first, classes) = phases[d].run();
+        let base = if alike || classes > 1 {
+            base.plus(ax(["iy", "ix"][d]), coef)
+        } else {
+            base
+        };
+        base.add(first as i64 * coef)
     };
     let tap = |d: usize, dot: &str| class(d, Affine::zero().plus(ax(dot), td[d].tilda as i64), 1);
     let out_pixel = |d: usize, t: &str, dot: &str| {
