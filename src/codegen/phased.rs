@@ -2,10 +2,14 @@
 //! stride phases). The sub-GEMMs of a lowering (one per residue class, [`crate::lowering`])
 //! and the zeroing of the input-gradient pixels that none of them writes all run in one grid:
 //! block `b` along x belongs to the phase whose range of the prefix sum of the phases' tile
-//! counts holds it, and the blocks after the last phase zero uncovered pixels. Each phase is
-//! known at compile time, so its GEMM body is the ordinary one with its own constants (K
-//! length, index maps), emitted in a branch of its own; the blocks of a phase are a raster
-//! of its tiles ([`super::schedule_phase::PhaseScheduler`]).
+//! counts holds it, and the blocks after the last phase zero uncovered pixels. The blocks of
+//! a phase are a raster of its tiles ([`super::schedule_phase::PhaseScheduler`]). The
+//! phases' GEMMs differ only in lengths and offsets, so every phase's blocks run one GEMM
+//! body whose constants (K length, tile counts, index maps) are picked at run time from the
+//! block's phase ([`super::phase_consts`]): the kernel is about the size of a one-phase one,
+//! where a body per phase made it, and the assembler's time, grow with the phases. Plans
+//! that cannot share a body (the persistent walk below) keep a body per phase, each in a
+//! branch of its own.
 //!
 //! Phases and zeroing write disjoint elements, so no order among blocks is needed. Phases
 //! with the longest reduction come first: their blocks start in the first wave and the short
