@@ -252,184 +252,117 @@ mod tests {
     use crate::lowering::lower;
     use inkwell::{context::Context, OptimizationLevel};
 
-    /// For every operand of every sub-GEMM of `p`, JIT `(g, row, k) → (valid, offset)` for the
-    /// host and compare it with [`Operand::offset`] at every coordinate, including indices one
-    /// past the GEMM edge (which must be invalid).
-    fn agrees_with_offset(p: &ConvProblem) {
-        let l = lower(p);
+    /// JIT `(phase, g, i0, i1) → (valid, offset)` of operand `which` (A, B, C) addressed over
+    /// `gemms` (one per phase; one GEMM: a kernel of one phase) for the host, and compare it
+    /// with each phase's [`Operand::offset`] at every coordinate of that phase, including
+    /// indices one past its GEMM edge (which must be invalid).
+    fn addressing_agrees(p: &ConvProblem, gemms: &[&Gemm], which: usize) {
         let spec = HostEmu::new(Target::of(crate::arch::Arch::SM_90));
         let tm = machine::machine(&spec).unwrap();
-        for gemm in &l.gemms {
-            for (op, [d0, d1]) in gemm.operands() {
-                let ctx = Context::create();
-                let m = machine::new_module(&ctx, &spec, &tm, "index").unwrap();
-                // Argument 0: i32 (g, i0, i1) triples; argument 2: i32 (valid, offset) pairs.
-                let kb = Kb::kernel(&ctx, &m, &spec, "addr", CONV_ARGS, &[ArgRole::Output]);
-                let lens = [gemm.g_len(), gemm.len(d0) + 1, gemm.len(d1) + 1];
-                let count = lens.iter().product::<u32>();
-                let i32t = kb.i32t().into();
-                kb.for_range(kb.c(0), kb.c(count as i64), |kb, i| {
-                    let arg = |j: i64| {
-                        let at = kb.gep(i32t, kb.arg(ArgRole::Input), kb.addc(kb.mulc(i, 3), j));
-                        kb.get(at, i32t).into_int_value()
-                    };
-                    let a = Addressing::new(p, gemm, op);
-                    let pg = a.part(kb, Dim::G, arg(0), false);
-                    let p0 = a.part(kb, d0, arg(1), true);
-                    let p1 = a.part(kb, d1, arg(2), true);
-                    let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
-                    let valid = kb.zext(valid, kb.i32t());
-                    for (j, v) in [(0, valid), (1, off)] {
-                        kb.set(
-                            kb.gep(i32t, kb.arg(ArgRole::Output), kb.addc(kb.mulc(i, 2), j)),
-                            v.into(),
-                        );
-                    }
-                });
-                kb.finish();
-                machine::optimize(&m, &tm).unwrap();
-                let ee = m
-                    .create_jit_execution_engine(OptimizationLevel::None)
-                    .unwrap();
-                type F = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
-                // SAFETY: `addr` was emitted above with this signature.
-                let f = unsafe {
-                    std::mem::transmute::<usize, F>(ee.get_function_address("addr").unwrap())
-                };
-                let mut input = Vec::new();
-                for g in 0..lens[0] {
-                    for i0 in 0..lens[1] {
-                        for i1 in 0..lens[2] {
-                            input.extend([g as i32, i0 as i32, i1 as i32]);
-                        }
-                    }
-                }
-                let mut output = vec![0i32; 2 * count as usize];
-                let null = std::ptr::null_mut();
-                // SAFETY: buffers sized for `count` entries, as the function reads and writes.
-                unsafe {
-                    f(
-                        input.as_mut_ptr() as *mut u8,
-                        null,
-                        output.as_mut_ptr() as *mut u8,
-                        null,
-                        null,
-                    )
-                };
-                let mut coords: [Vec<u32>; 4] = Default::default();
-                for (n, t) in input.chunks(3).enumerate() {
-                    let idx = [(Dim::G, t[0] as u32), (d0, t[1] as u32), (d1, t[2] as u32)];
-                    let inside = idx.iter().all(|&(d, v)| v < gemm.len(d));
-                    let want = if inside {
-                        for &(d, v) in &idx {
-                            gemm.dims[d as usize].decompose(v, &mut coords[d as usize]);
-                        }
-                        op.offset(p, &coords)
-                    } else {
-                        None
-                    };
-                    let got = (output[2 * n] != 0).then_some(output[2 * n + 1] as u64);
-                    assert_eq!(
-                        got, want,
-                        "{p}: GEMM {} {:?} at {idx:?}",
-                        gemm.id, op.tensor
-                    );
-                    if got.is_none() {
-                        assert_eq!(output[2 * n + 1], 0, "invalid offsets are replaced by 0");
+        let [d0, d1] = gemms[0].operands()[which].1;
+        let ctx = Context::create();
+        let m = machine::new_module(&ctx, &spec, &tm, "index").unwrap();
+        // Argument 0: the count, then i32 (phase, g, i0, i1) quads; argument 2: (valid,
+        // offset) pairs.
+        let kb = Kb::kernel(&ctx, &m, &spec, "addr", CONV_ARGS, &[ArgRole::Output]);
+        let i32t = kb.i32t().into();
+        fn arg<'c>(kb: &Kb<'_, 'c>, i: IntValue<'c>, j: i64) -> IntValue<'c> {
+            let i32t = kb.i32t().into();
+            let at = kb.gep(i32t, kb.arg(ArgRole::Input), kb.addc(kb.mulc(i, 4), j));
+            kb.get(at, i32t).into_int_value()
+        }
+        let count = arg(&kb, kb.c(0), 0);
+        kb.for_range(kb.c(1), count, |kb, i| {
+            let phases = Phases::new(arg(kb, i, 0), gemms.len());
+            let ops = gemms.iter().map(|&g| (g, g.operands()[which].0)).collect();
+            let a = Addressing::phased(p, ops, phases);
+            let pg = a.part(kb, Dim::G, arg(kb, i, 1), false);
+            let p0 = a.part(kb, d0, arg(kb, i, 2), true);
+            let p1 = a.part(kb, d1, arg(kb, i, 3), true);
+            let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
+            let valid = kb.zext(valid, kb.i32t());
+            for (j, v) in [(0, valid), (1, off)] {
+                kb.set(
+                    kb.gep(i32t, kb.arg(ArgRole::Output), kb.addc(kb.mulc(i, 2), j)),
+                    v.into(),
+                );
+            }
+        });
+        kb.finish();
+        machine::optimize(&m, &tm).unwrap();
+        let ee = m
+            .create_jit_execution_engine(OptimizationLevel::None)
+            .unwrap();
+        type F = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
+        // SAFETY: `addr` was emitted above with this signature.
+        let f =
+            unsafe { std::mem::transmute::<usize, F>(ee.get_function_address("addr").unwrap()) };
+        let mut input = vec![0i32; 4];
+        for (ph, gemm) in gemms.iter().enumerate() {
+            for g in 0..gemm.g_len() {
+                for i0 in 0..=gemm.len(d0) {
+                    for i1 in 0..=gemm.len(d1) {
+                        input.extend([ph as i32, g as i32, i0 as i32, i1 as i32]);
                     }
                 }
             }
         }
+        input[0] = (input.len() / 4) as i32;
+        let mut output = vec![0i32; input.len() / 2];
+        let null = std::ptr::null_mut();
+        // SAFETY: buffers sized for every entry, as the function reads and writes.
+        unsafe {
+            f(
+                input.as_mut_ptr() as *mut u8,
+                null,
+                output.as_mut_ptr() as *mut u8,
+                null,
+                null,
+            )
+        };
+        let mut coords: [Vec<u32>; 4] = Default::default();
+        for (n, t) in input.chunks(4).enumerate().skip(1) {
+            let gemm = gemms[t[0] as usize];
+            let op = gemm.operands()[which].0;
+            let idx = [(Dim::G, t[1] as u32), (d0, t[2] as u32), (d1, t[3] as u32)];
+            let inside = idx.iter().all(|&(d, v)| v < gemm.len(d));
+            let want = inside
+                .then(|| {
+                    for &(d, v) in &idx {
+                        gemm.dims[d as usize].decompose(v, &mut coords[d as usize]);
+                    }
+                    op.offset(p, &coords)
+                })
+                .flatten();
+            let got = (output[2 * n] != 0).then_some(output[2 * n + 1] as u64);
+            assert_eq!(
+                got, want,
+                "{p}: GEMM {} {:?} at {idx:?}",
+                gemm.id, op.tensor
+            );
+            if got.is_none() {
+                assert_eq!(output[2 * n + 1], 0, "invalid offsets are replaced by 0");
+            }
+        }
     }
 
-    /// For every operand of a strided bwd-data lowering, JIT the shared addressing of all its
-    /// sub-GEMMs with the phase read at run time, and compare it with each phase's
-    /// [`Operand::offset`] at every coordinate of that phase (and one past its edge).
+    /// Every operand of every sub-GEMM of `p`, each GEMM alone.
+    fn agrees_with_offset(p: &ConvProblem) {
+        for gemm in &lower(p).gemms {
+            for which in 0..3 {
+                addressing_agrees(p, &[gemm], which);
+            }
+        }
+    }
+
+    /// Every operand of a strided bwd-data lowering, addressed over all its sub-GEMMs with the
+    /// phase read at run time.
     fn shared_agrees_with_every_phase(p: &ConvProblem) {
         let l = lower(p);
         assert!(l.gemms.len() > 1, "{p}: one phase");
-        let spec = HostEmu::new(Target::of(crate::arch::Arch::SM_90));
-        let tm = machine::machine(&spec).unwrap();
+        let gemms: Vec<&Gemm> = l.gemms.iter().collect();
         for which in 0..3 {
-            let [d0, d1] = l.gemms[0].operands()[which].1;
-            let ctx = Context::create();
-            let m = machine::new_module(&ctx, &spec, &tm, "index").unwrap();
-            // Argument 0: i32 (phase, g, i0, i1) quads and their count; argument 2: (valid,
-            // offset) pairs.
-            let kb = Kb::kernel(&ctx, &m, &spec, "addr", CONV_ARGS, &[ArgRole::Output]);
-            let i32t = kb.i32t().into();
-            fn arg<'c>(kb: &Kb<'_, 'c>, i: IntValue<'c>, j: i64) -> IntValue<'c> {
-                let i32t = kb.i32t().into();
-                let at = kb.gep(i32t, kb.arg(ArgRole::Input), kb.addc(kb.mulc(i, 4), j));
-                kb.get(at, i32t).into_int_value()
-            }
-            let count = arg(&kb, kb.c(0), 0);
-            kb.for_range(kb.c(1), count, |kb, i| {
-                let phases = Phases::new(arg(kb, i, 0), l.gemms.len());
-                let ops = l.gemms.iter().map(|g| (g, g.operands()[which].0)).collect();
-                let a = Addressing::phased(p, ops, phases);
-                let pg = a.part(kb, Dim::G, arg(kb, i, 1), false);
-                let p0 = a.part(kb, d0, arg(kb, i, 2), true);
-                let p1 = a.part(kb, d1, arg(kb, i, 3), true);
-                let (valid, off) = a.resolve(kb, &[&pg, &p0, &p1]);
-                let valid = kb.zext(valid, kb.i32t());
-                for (j, v) in [(0, valid), (1, off)] {
-                    kb.set(
-                        kb.gep(i32t, kb.arg(ArgRole::Output), kb.addc(kb.mulc(i, 2), j)),
-                        v.into(),
-                    );
-                }
-            });
-            kb.finish();
-            machine::optimize(&m, &tm).unwrap();
-            let ee = m
-                .create_jit_execution_engine(OptimizationLevel::None)
-                .unwrap();
-            type F = unsafe extern "C" fn(*mut u8, *mut u8, *mut u8, *mut u8, *const u8);
-            // SAFETY: `addr` was emitted above with this signature.
-            let f = unsafe {
-                std::mem::transmute::<usize, F>(ee.get_function_address("addr").unwrap())
-            };
-            let mut input = vec![0i32; 4];
-            for (ph, gemm) in l.gemms.iter().enumerate() {
-                for g in 0..gemm.g_len() {
-                    for i0 in 0..=gemm.len(d0) {
-                        for i1 in 0..=gemm.len(d1) {
-                            input.extend([ph as i32, g as i32, i0 as i32, i1 as i32]);
-                        }
-                    }
-                }
-            }
-            input[0] = (input.len() / 4) as i32;
-            let mut output = vec![0i32; input.len() / 2];
-            let null = std::ptr::null_mut();
-            // SAFETY: buffers sized for every entry, as the function reads and writes.
-            unsafe {
-                f(
-                    input.as_mut_ptr() as *mut u8,
-                    null,
-                    output.as_mut_ptr() as *mut u8,
-                    null,
-                    null,
-                )
-            };
-            let mut coords: [Vec<u32>; 4] = Default::default();
-            for (n, t) in input.chunks(4).enumerate().skip(1) {
-                let gemm = &l.gemms[t[0] as usize];
-                let op = gemm.operands()[which].0;
-                let idx = [(Dim::G, t[1] as u32), (d0, t[2] as u32), (d1, t[3] as u32)];
-                let inside = idx.iter().all(|&(d, v)| v < gemm.len(d));
-                let want = inside
-                    .then(|| {
-                        for &(d, v) in &idx {
-                            gemm.dims[d as usize].decompose(v, &mut coords[d as usize]);
-                        }
-                        op.offset(p, &coords)
-                    })
-                    .flatten();
-                let got = (output[2 * n] != 0).then_some(output[2 * n + 1] as u64);
-                assert_eq!(got, want, "{p}: phase {} {:?} at {idx:?}", t[0], op.tensor);
-            }
+            addressing_agrees(p, &gemms, which);
         }
     }
 
