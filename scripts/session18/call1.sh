@@ -16,9 +16,7 @@ set -uo pipefail
 left() { echo $(( ${LIMIT:-580} - $(date +%s) + t0 )); }
 A=target/base/convtune
 say "== 1 gpu lib tests $(el)"
-xz -dc .carry/libtests.xz > /tmp/libtests && chmod +x /tmp/libtests
-timeout 120 /tmp/libtests runtime::gpu_tests runtime::ptxas --test-threads=1 > "$OUT/libtests.log" 2>&1
-say "rc=$? $(el)"; grep -E "test result|panicked|FAILED" "$OUT/libtests.log" | tee -a "$S"
+gpu_lib_tests
 say "== 2a selfcheck --configs 2 $(el)"
 timeout 120 "$B" selfcheck --configs 2 > "$OUT/selfcheck.log" 2>&1
 say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck.log" | tail -8 | tee -a "$S"

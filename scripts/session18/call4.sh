@@ -14,18 +14,11 @@ set -uo pipefail
 . scripts/session11/lib.sh
 left() { echo $(( ${LIMIT:-580} - $(date +%s) + t0 )); }
 say "== 0 gpu lib tests (the warm protocol's check among them) $(el)"
-xz -dc .carry/libtests.xz > /tmp/libtests && chmod +x /tmp/libtests
-timeout 120 /tmp/libtests runtime::gpu_tests runtime::ptxas --test-threads=1 --nocapture > "$OUT/libtests.log" 2>&1
-say "rc=$? $(el)"; grep -E "test result|panicked|FAILED|warm L2" "$OUT/libtests.log" | cut -c1-200 | tee -a "$S"
+gpu_lib_tests
 ONLY='^convbfp16 -F (1 -n 64 -c (1024 -H 14|512 -H 7|256 -H 28 -W 28 -k 256 -y 3 .* -g 1 )|2 -n 16 -c 2048)'
 W=$OUT/warm; mkdir -p "$W"
 cp tuned-db/sm_90.toml "$W/warm.toml"
-python3 - "$ONLY" > "$W/problems.txt" <<'PY'
-import re, sys, tomllib
-for e in tomllib.load(open("tuned-db/sm_90.toml", "rb"))["entry"]:
-    if re.search(sys.argv[1], e["problem"]):
-        print(e["problem"])
-PY
+db_problems "$ONLY" > "$W/problems.txt"
 say "== 1a tune --l2 warm --time 20: $(wc -l < "$W/problems.txt") problems $(el)"
 timeout 140 "$B" --problems "$W/problems.txt" --arch sm_90 --l2 warm --time 20 --db "$W/warm.toml" \
   --journal /tmp/warm.jsonl --report "$W/report.json" > /tmp/warm.log 2>&1
