@@ -41,11 +41,11 @@
 
 use super::builder::{Kb, Mem};
 use super::gemm::{emit_fault, emit_gemm_body, write_unit};
-use super::plan::{GemmPlan, SchedulerKind, SharedPhases};
+use super::plan::{GemmPlan, SchedulerKind};
 use super::schedule::RasterScheduler;
 use super::schedule::TileScheduler;
 use super::schedule_persistent::PersistentScheduler;
-use super::schedule_phase::{in_range, PhaseScheduler};
+use super::schedule_phase::{in_range, shared_body, PhaseScheduler};
 use super::simple::fill_width;
 use super::ws::Work;
 use super::CodegenError;
@@ -141,7 +141,7 @@ pub(crate) struct PhasedPlan<'l> {
     /// for a block per tile.
     pub walk: Option<PersistentGrid>,
     /// The one body every phase's blocks run, when the phases can share one
-    /// ([`SharedPhases::body`]); `None`: a body per phase.
+    /// ([`shared_body`]); `None`: a body per phase.
     pub shared: Option<GemmPlan<'l>>,
 }
 
@@ -203,7 +203,7 @@ impl<'l> PhasedPlan<'l> {
             firsts.push(next as u32);
             next += RasterScheduler.grid(plan)[0];
         }
-        let shared = SharedPhases::body(&plans, &firsts);
+        let shared = shared_body(&plans, &firsts);
         let zero = ZeroFill::of(lowering, threads, z, next as u32);
         if let Some(z) = &zero {
             next += z.blocks as u64;

@@ -9,11 +9,13 @@
 //! `u − first_block` ([`PhaseScheduler::unit_tile`]).
 
 use super::builder::Kb;
-use super::plan::{GemmPlan, SchedulerKind};
+use super::phase_consts::SharedPhases;
+use super::plan::{GemmPlan, MainLoopKind, SchedulerKind};
 use super::schedule::{
     raster_k_range, raster_over, raster_tile, RasterScheduler, Tile, TileScheduler,
 };
 use super::schedule_persistent::PersistentScheduler;
+use crate::lowering::Gemm;
 use inkwell::values::IntValue;
 
 /// [`RasterScheduler`] shifted by the phase's first block.
@@ -119,4 +121,66 @@ impl TileScheduler for PhaseScheduler {
             }
         }
     }
+}
+
+/// The one body of `plans` (the phases in grid order, each scheduled at its first block),
+/// when they can share one: every decision but the GEMM's lengths and offsets the same,
+/// the GEMMs alike in axes and terms, a block per tile with `cp.async` or register loads.
+/// The body is the first plan's, with an edge check wherever some phase needs one.
+pub(crate) fn shared_body<'l>(
+    plans: &[GemmPlan<'l>],
+    first_blocks: &[u32],
+) -> Option<GemmPlan<'l>> {
+    let lead = plans.first()?;
+    let alike = |g: &GemmPlan| {
+        g.main_loop == MainLoopKind::Multistage
+            && g.tma == [None, None]
+            && g.tma_store.is_none()
+            && g.ws.is_none()
+            && g.fixup.is_none()
+            && g.atomic.is_none()
+            && (g.threads, g.math, g.a, g.b, g.smem, g.c_stage)
+                == (
+                    lead.threads,
+                    lead.math,
+                    lead.a,
+                    lead.b,
+                    lead.smem,
+                    lead.c_stage,
+                )
+            && alike_gemms(g.gemm, lead.gemm)
+    };
+    if plans.len() < 2 || !plans.iter().all(alike) {
+        return None;
+    }
+    let per = |f: &dyn Fn(&GemmPlan) -> u32| plans.iter().map(f).collect::<Vec<u32>>();
+    let mut body = lead.clone();
+    body.edge = std::array::from_fn(|i| plans.iter().any(|g| g.edge[i]));
+    body.shared = Some(SharedPhases {
+        gemms: plans.iter().map(|g| g.gemm).collect(),
+        first_blocks: first_blocks.to_vec(),
+        tiles_m: per(&|g| g.tiles_m),
+        tiles_n: per(&|g| g.tiles_n),
+        k_tiles: per(&|g| g.k_tiles),
+    });
+    Some(body)
+}
+
+/// Whether two GEMMs have the same axes (names, in order) and the same terms with the same
+/// coefficients in every operand coordinate, and every length below 2^31 (what
+/// [`Phases::udiv`] needs of an index): they then differ only in lengths and offsets.
+fn alike_gemms(a: &Gemm, b: &Gemm) -> bool {
+    let names = |g: &Gemm| {
+        g.dims
+            .iter()
+            .map(|d| d.axes.iter().map(|x| x.name).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
+    let terms = |g: &Gemm| {
+        [&g.a, &g.b, &g.c]
+            .map(|op| (op.tensor, op.coords.clone().map(|c| c.terms)))
+            .to_vec()
+    };
+    let small = |g: &Gemm| g.dims.iter().all(|d| (d.len() as u64) < 1 << 30);
+    names(a) == names(b) && terms(a) == terms(b) && small(a) && small(b)
 }
