@@ -41,8 +41,6 @@ struct FakeDevice {
     fault_at: usize,
     measured: Arc<AtomicUsize>,
     problem_set: bool,
-    /// The cache protocol it was told: its timings record the state it implies.
-    l2: crate::runtime::L2Protocol,
 }
 
 impl DeviceBackend for FakeBackend {
@@ -81,15 +79,11 @@ impl DeviceBackend for FakeBackend {
             fault_at: self.fault_at,
             measured: self.measured.clone(),
             problem_set: false,
-            l2: Default::default(),
         }))
     }
 }
 
 impl MeasureDevice for FakeDevice {
-    fn set_l2(&mut self, l2: crate::runtime::L2Protocol) {
-        self.l2 = l2;
-    }
     fn set_problem(
         &mut self,
         _: &ConvProblem,
@@ -123,7 +117,7 @@ impl MeasureDevice for FakeDevice {
             rel_err: 0.0,
             screened: false,
             resources: vec![],
-            cache: self.l2.state(crate::runtime::cold_cache(Vendor::Nvidia)),
+            cache: crate::runtime::cold_cache(Vendor::Nvidia),
         }))
     }
 }
@@ -285,33 +279,6 @@ fn a_resume_measures_again_what_was_timed_in_another_cache_state() {
         "the three old timings again, not the fault: {s}"
     );
     assert_eq!((s.evaluated, s.resumed, s.failed), (4, 1, 1), "{s}");
-}
-
-/// `--l2 warm` after a cold run measures the timed candidates again (a cold time is not a warm
-/// one) and journals them warm; a second warm run reuses them all.
-#[test]
-fn a_warm_run_does_not_reuse_cold_times() {
-    let dir = tempfile::tempdir().unwrap();
-    let fake = FakeBackend::new(&["sm_90"], 2);
-    run(options(dir.path(), 4), &fake, &[PROBLEM]).unwrap();
-    assert_eq!(fake.measured(), 4);
-    let warm = || CampaignOptions {
-        l2: crate::runtime::L2Protocol::Warm,
-        ..options(dir.path(), 4)
-    };
-    let fake = FakeBackend::new(&["sm_90"], 0);
-    let (second, _) = run(warm(), &fake, &[PROBLEM]).unwrap();
-    let s = &second.problems[0];
-    assert_eq!(
-        fake.measured(),
-        3,
-        "the three cold timings again, not the fault: {s}"
-    );
-    let text = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
-    assert_eq!(text.matches(r#""cache":"warm""#).count(), 3, "{text}");
-    let fake = FakeBackend::new(&["sm_90"], 0);
-    run(warm(), &fake, &[PROBLEM]).unwrap();
-    assert_eq!(fake.measured(), 0, "every warm time reused");
 }
 
 /// The lookup's config (what a compiler uses untuned) is the first candidate measured: one
