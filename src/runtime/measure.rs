@@ -539,10 +539,7 @@ impl Measurer {
     }
 
     /// `n` runs, each after a sweep of the L2 and bracketed by events; returns their times in µs.
-    /// Warm ([`L2Protocol::sampling`]): bursts of calls with no sweep, each burst's time per
-    /// call.
     fn timed_runs(&mut self, loaded: &LoadedPlan, n: usize) -> Result<Vec<f64>, RunError> {
-        let (calls, n) = self.l2.sampling(n);
         while self.events.len() < n {
             let ev = |ctx: &Arc<CudaContext>| {
                 ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
@@ -560,9 +557,7 @@ impl Measurer {
             if let Err(e) = started {
                 return Err(self.fault("sweeping the L2 before a timed run".into(), e));
             }
-            for _ in 0..calls {
-                self.run(loaded)?;
-            }
+            self.run(loaded)?;
             if let Err(e) = self.events[i].1.record(&self.stream) {
                 return Err(self.fault("recording a timing event".into(), e));
             }
@@ -570,7 +565,7 @@ impl Measurer {
         let mut times = Vec::with_capacity(n);
         for i in 0..n {
             match self.events[i].0.elapsed_ms(&self.events[i].1) {
-                Ok(ms) => times.push(ms as f64 * 1000.0 / calls as f64),
+                Ok(ms) => times.push(ms as f64 * 1000.0),
                 Err(e) => return Err(self.fault("timed run".into(), e)),
             }
         }

@@ -40,19 +40,6 @@ pub enum L2Protocol {
 }
 
 impl L2Protocol {
-    /// Calls of the plan between one pair of timing events, and samples for `n` timed runs:
-    /// cold, one call a sample (the flush sits between calls, outside the events); warm, a
-    /// burst of back-to-back calls a sample, so that the time is what a call costs in a stream
-    /// of them, as in a graph replay, without an event pair's cost on every call (on the H200
-    /// about a microsecond, a tenth of a short-K layer).
-    pub fn sampling(self, n: usize) -> (usize, usize) {
-        const WARM_BURST: usize = 8;
-        match self {
-            L2Protocol::Cold => (1, n),
-            L2Protocol::Warm => (WARM_BURST, n.div_ceil(WARM_BURST).max(3)),
-        }
-    }
-
     /// The state a timed run starts in under this protocol, on a device whose flush leaves
     /// `flushed`.
     pub fn state(self, flushed: ColdCache) -> ColdCache {
@@ -202,23 +189,6 @@ impl std::fmt::Display for Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn warm_timing_keeps_the_call_count_in_bursts() {
-        assert_eq!(L2Protocol::Cold.sampling(40), (1, 40));
-        let (calls, samples) = L2Protocol::Warm.sampling(40);
-        assert!(
-            calls > 1 && calls * samples >= 40 && samples >= 3,
-            "{calls} x {samples}"
-        );
-        assert_eq!(
-            L2Protocol::Warm.sampling(1).1,
-            3,
-            "a median needs a few samples"
-        );
-        assert_eq!(L2Protocol::Warm.state(ColdCache::Clean), ColdCache::Warm);
-        assert_eq!(L2Protocol::Cold.state(ColdCache::Dirty), ColdCache::Dirty);
-    }
 
     #[test]
     fn outcomes_round_trip_and_describe_themselves() {

@@ -473,7 +473,6 @@ impl<A: HipApi> HipMeasurer<A> {
         loaded: &Loaded,
         n: usize,
     ) -> Result<Vec<f64>, RunError> {
-        let (calls, n) = self.l2.sampling(n);
         while self.events.len() < n {
             let a = self
                 .api
@@ -498,9 +497,7 @@ impl<A: HipApi> HipMeasurer<A> {
             if let Err(e) = r {
                 return Err(self.fault("flushing the cache before a timed run", e));
             }
-            for _ in 0..calls {
-                self.run(plan, loaded)?;
-            }
+            self.run(plan, loaded)?;
             if let Err(e) = self.api.event_record(stop, self.stream) {
                 return Err(self.fault("recording a timing event", e));
             }
@@ -509,7 +506,7 @@ impl<A: HipApi> HipMeasurer<A> {
         for i in 0..n {
             let (start, stop) = self.events[i];
             match self.api.elapsed_ms(start, stop) {
-                Ok(ms) => times.push(ms as f64 * 1000.0 / calls as f64),
+                Ok(ms) => times.push(ms as f64 * 1000.0),
                 Err(e) => return Err(self.fault("timed run", e)),
             }
         }
