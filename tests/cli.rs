@@ -55,24 +55,6 @@ fn unknown_flag_and_missing_gpu_are_errors() {
 }
 
 #[test]
-fn the_cache_protocol_is_cold_or_warm() {
-    let o = convtune(&[
-        "--l2",
-        "hot",
-        "--problem",
-        "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("possible values: cold, warm"),
-        "{}",
-        stderr(&o)
-    );
-    let o = convtune(&["--help"]);
-    assert!(stdout(&o).contains("--l2 <L2>"), "{}", stdout(&o));
-}
-
-#[test]
 fn dry_run_for_gfx90a_compiles_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.toml");

@@ -5,7 +5,6 @@ use super::{bad_input, ArchArg};
 use anyhow::anyhow;
 use convtune::arch::Arch;
 use convtune::problem::{read_problem_file, ConvProblem};
-use convtune::runtime::L2Protocol;
 use convtune::tune::{
     Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, TuneOptions,
 };
@@ -42,11 +41,6 @@ pub struct TuneArgs {
     /// Search strategy.
     #[arg(long, default_value = "guided")]
     pub strategy: String,
-    /// What the cache holds when each timed run starts: `cold` (emptied first: what one call
-    /// costs on its own) or `warm` (runs back to back: what a call costs when the same layer
-    /// is replayed, as in a CUDA graph). The database's times are in that protocol.
-    #[arg(long, value_enum, default_value = "cold")]
-    pub l2: L2Protocol,
     /// Seed for random inputs and randomised strategies.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -123,7 +117,6 @@ fn campaign(args: TuneArgs) -> anyhow::Result<Campaign> {
         space: args.arch.space,
         strategy: args.strategy,
         seed: args.seed,
-        l2: args.l2,
         tune: TuneOptions {
             budget: args.budget,
             time_limit: args.time.map(Duration::from_secs_f64),

@@ -13,7 +13,7 @@ use super::device::cuda_devices;
 use super::error::RuntimeError;
 use super::fingerprint::Fingerprint;
 use super::hip::hip_devices;
-use super::outcome::{ColdCache, L2Protocol, MeasureStages, Outcome};
+use super::outcome::{ColdCache, MeasureStages, Outcome};
 use super::plan::LaunchPlan;
 use super::worker::Worker;
 use crate::arch::Vendor;
@@ -80,15 +80,9 @@ pub trait MeasureDevice {
     /// then is [`Outcome::OutOfTime`], a problem set-up [`RuntimeError::OutOfTime`]. `None`
     /// lifts it. By default ignored (a device whose waits are all short).
     fn set_deadline(&mut self, _deadline: Option<Instant>) {}
-    /// Times the candidates of the problems set up from now on under `l2`. By default
-    /// ignored (a device that times nothing for real).
-    fn set_l2(&mut self, _l2: L2Protocol) {}
 }
 
 impl MeasureDevice for Worker {
-    fn set_l2(&mut self, l2: L2Protocol) {
-        Worker::set_l2(self, l2)
-    }
     fn set_problem(
         &mut self,
         problem: &ConvProblem,

@@ -19,7 +19,7 @@ use super::error::{describe, is_sticky, RuntimeError};
 use super::gpu_compare::GpuCheck;
 use super::host::{self, compare, POISON};
 use super::l2_sweep::L2Sweep;
-use super::outcome::{ColdCache, L2Protocol, MeasureStages, Outcome, Timing};
+use super::outcome::{ColdCache, MeasureStages, Outcome, Timing};
 use super::plan::{KernelResources, LaunchPlan};
 use super::preload::{threads_from_env, Preloader};
 use super::ptxas::{Image, Ptxas};
@@ -79,16 +79,9 @@ pub struct Measurer {
     lost: Option<String>,
     /// Assembles the modules of the candidates announced next while this one is timed.
     preloader: Preloader<Image>,
-    /// What the cache holds when a timed run starts (cold: swept before each run).
-    l2: L2Protocol,
 }
 
 impl Measurer {
-    /// Times every later candidate under `l2`.
-    pub fn set_l2(&mut self, l2: L2Protocol) {
-        self.l2 = l2;
-    }
-
     /// Opens device `ordinal`: context, stream and the L2 sweep.
     pub fn new(ordinal: usize) -> Result<Measurer, RuntimeError> {
         init_driver()?;
@@ -120,7 +113,6 @@ impl Measurer {
             state: None,
             lost: None,
             preloader,
-            l2: L2Protocol::Cold,
         })
     }
 
@@ -534,7 +526,7 @@ impl Measurer {
             },
             rel_err: 0.0,
             resources: loaded.resources.clone(),
-            cache: self.l2.state(COLD_CACHE),
+            cache: COLD_CACHE,
         })
     }
 
@@ -549,10 +541,7 @@ impl Measurer {
             self.events.push(pair);
         }
         for i in 0..n {
-            let swept = match self.l2 {
-                L2Protocol::Cold => self.sweep.run(&self.stream),
-                L2Protocol::Warm => Ok(()),
-            };
+            let swept = self.sweep.run(&self.stream);
             let started = swept.and_then(|()| self.events[i].0.record(&self.stream));
             if let Err(e) = started {
                 return Err(self.fault("sweeping the L2 before a timed run".into(), e));

@@ -60,7 +60,7 @@ pub use error::RuntimeError;
 pub use fingerprint::Fingerprint;
 pub use jit_cache::jit_cache_env;
 pub use measure::Measurer;
-pub use outcome::{ColdCache, L2Protocol, MeasureStages, Outcome, Timing};
+pub use outcome::{ColdCache, MeasureStages, Outcome, Timing};
 pub use plan::{KernelResources, Launch, LaunchPlan, SHARED_OPT_IN_ABOVE};
 pub use preload::JIT_THREADS_ENV;
 pub use ptxas::{Assembled, Ptxas, FATAL_WARNINGS, PTXAS_ENV};

@@ -19,35 +19,6 @@ pub enum ColdCache {
     Dirty,
     /// Swept by a read of an unrelated buffer: cold and clean (`runtime::l2_sweep`).
     Clean,
-    /// Not flushed: each timed run follows the one before it, so it finds the operands the
-    /// last run left in the cache, as back-to-back replays of a CUDA graph do
-    /// ([`L2Protocol::Warm`]).
-    Warm,
-}
-
-/// How the cache is left before each timed run: what a tuned time means. Cold (the default)
-/// ranks kernels by what one call costs on its own; warm by what a call costs in a stream of
-/// the same call, which is what a user who replays a CUDA graph of the layer sees (on the H200
-/// the operands of many layers fit in its 60 MB L2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum L2Protocol {
-    /// The cache is emptied of the problem's data before each timed run.
-    #[default]
-    Cold,
-    /// Timed runs follow each other with nothing in between.
-    Warm,
-}
-
-impl L2Protocol {
-    /// The state a timed run starts in under this protocol, on a device whose flush leaves
-    /// `flushed`.
-    pub fn state(self, flushed: ColdCache) -> ColdCache {
-        match self {
-            L2Protocol::Cold => flushed,
-            L2Protocol::Warm => ColdCache::Warm,
-        }
-    }
 }
 
 /// Device-event timings of a candidate that produced the right answer.

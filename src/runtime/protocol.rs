@@ -5,7 +5,7 @@
 //! kept as diagnostics.
 
 use super::device::DeviceInfo;
-use super::outcome::{L2Protocol, MeasureStages, Outcome};
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use crate::abi::Module;
 use crate::problem::ConvProblem;
@@ -72,9 +72,6 @@ pub(crate) enum Request {
         problem: ConvProblem,
         reference: LaunchPlan,
         seed: u64,
-        /// The cache protocol of every later timing (absent in requests of older tuners: cold).
-        #[serde(default)]
-        l2: L2Protocol,
     },
     /// Check and time one candidate; one whose short first measurement is slower than
     /// `screen_us` is not timed in full (absent in requests of older tuners: always in full).

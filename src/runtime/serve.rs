@@ -8,7 +8,7 @@ use super::device::DeviceInfo;
 use super::error::RuntimeError;
 use super::hip::{open_runtime, HipLib, HipMeasurer};
 use super::measure::Measurer;
-use super::outcome::{L2Protocol, MeasureStages, Outcome};
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use super::protocol::{encode_response, read_request, Request, Response, MAX_REQUEST_BYTES};
 use crate::abi::Module;
@@ -24,8 +24,6 @@ pub(crate) const EXIT_CONTEXT_LOST: i32 = 4;
 
 /// What the serving loop needs from a device: the measurer in production, a fake in tests.
 pub(crate) trait Backend {
-    /// Times every later candidate under `l2` (a fake that times nothing ignores it).
-    fn set_l2(&mut self, _l2: L2Protocol) {}
     fn set_problem(
         &mut self,
         problem: &ConvProblem,
@@ -52,9 +50,6 @@ pub(crate) trait Backend {
 }
 
 impl Backend for Measurer {
-    fn set_l2(&mut self, l2: L2Protocol) {
-        Measurer::set_l2(self, l2)
-    }
     fn set_problem(
         &mut self,
         problem: &ConvProblem,
@@ -92,9 +87,6 @@ pub fn worker_main(device: usize) -> i32 {
 }
 
 impl Backend for HipMeasurer<HipLib> {
-    fn set_l2(&mut self, l2: L2Protocol) {
-        HipMeasurer::set_l2(self, l2)
-    }
     fn set_problem(
         &mut self,
         problem: &ConvProblem,
@@ -186,14 +178,10 @@ pub(crate) fn serve<B: Backend>(
                 problem,
                 reference,
                 seed,
-                l2,
-            }) => {
-                backend.set_l2(l2);
-                match backend.set_problem(&problem, &reference, seed) {
-                    Ok(reference_us) => Response::ProblemSet { reference_us },
-                    Err(e) => error(e, &backend),
-                }
-            }
+            }) => match backend.set_problem(&problem, &reference, seed) {
+                Ok(reference_us) => Response::ProblemSet { reference_us },
+                Err(e) => error(e, &backend),
+            },
             Ok(Request::Measure { plan, screen_us }) => {
                 match backend.measure_with(&plan, screen_us) {
                     Ok((outcome, stages)) => Response::Measured { outcome, stages },
@@ -230,14 +218,9 @@ mod tests {
     struct Fake {
         problem_set: bool,
         lost: bool,
-        /// The cache protocol it was told (its reference takes half as long warm).
-        l2: L2Protocol,
     }
 
     impl Backend for Fake {
-        fn set_l2(&mut self, l2: L2Protocol) {
-            self.l2 = l2;
-        }
         fn set_problem(
             &mut self,
             _: &ConvProblem,
@@ -245,10 +228,7 @@ mod tests {
             _: u64,
         ) -> Result<f64, RuntimeError> {
             self.problem_set = true;
-            Ok(match self.l2 {
-                L2Protocol::Cold => 12.5,
-                L2Protocol::Warm => 6.25,
-            })
+            Ok(12.5)
         }
         fn measure(&mut self, plan: &LaunchPlan) -> Result<Outcome, RuntimeError> {
             if !self.problem_set {
@@ -338,7 +318,6 @@ mod tests {
             problem: p,
             reference: plan("ref"),
             seed: 1,
-            l2: L2Protocol::Cold,
         })
         .unwrap()
         .replace("\"groups\":1", "\"groups\":0");
@@ -408,7 +387,6 @@ mod tests {
                 problem: p,
                 reference: plan("ref"),
                 seed: 1,
-                l2: L2Protocol::Cold,
             },
             Request::Measure {
                 plan: plan("wrong"),
@@ -443,38 +421,6 @@ mod tests {
     }
 
     #[test]
-    fn set_problem_carries_the_cache_protocol_cold_by_default() {
-        let p: ConvProblem = "conv -F 1 -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3"
-            .parse()
-            .unwrap();
-        let set = |l2| Request::SetProblem {
-            problem: p,
-            reference: plan("ref"),
-            seed: 1,
-            l2,
-        };
-        // A tuner older than the field sends none: cold.
-        let old = serde_json::to_string(&set(L2Protocol::Warm))
-            .unwrap()
-            .replace(",\"l2\":\"warm\"", "");
-        assert!(!old.contains("l2"), "{old}");
-        let mut input = requests(&[set(L2Protocol::Warm)]);
-        input.extend(old.as_bytes());
-        input.push(b'\n');
-        input.extend(requests(&[set(L2Protocol::Warm), set(L2Protocol::Cold)]));
-        let (code, r) = run(Ok((device(), Fake::default())), &input);
-        assert_eq!(code, EXIT_OK);
-        let times: Vec<f64> = r
-            .iter()
-            .filter_map(|r| match r {
-                Response::ProblemSet { reference_us } => Some(*reference_us),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(times, [6.25, 12.5, 6.25, 12.5]);
-    }
-
-    #[test]
     fn a_fault_is_answered_then_the_worker_exits() {
         let p: ConvProblem = "conv -F 1 -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3"
             .parse()
@@ -484,7 +430,6 @@ mod tests {
                 problem: p,
                 reference: plan("ref"),
                 seed: 1,
-                l2: L2Protocol::Cold,
             },
             Request::Measure {
                 plan: plan("fault"),

@@ -21,7 +21,7 @@ pub use limits::WorkerOptions;
 
 use super::device::DeviceInfo;
 use super::error::RuntimeError;
-use super::outcome::{L2Protocol, MeasureStages, Outcome};
+use super::outcome::{MeasureStages, Outcome};
 use super::plan::{KernelResources, LaunchPlan};
 use super::protocol::{Request, Response};
 use crate::problem::ConvProblem;
@@ -49,8 +49,6 @@ pub struct Worker {
     deadline: Option<Instant>,
     /// The reaper of a child killed at the deadline, joined (briefly) before the next starts.
     reaping: Option<JoinHandle<()>>,
-    /// The cache protocol sent with the next `SetProblem` ([`Worker::set_l2`]).
-    l2: L2Protocol,
 }
 
 /// How long a new child waits for the one killed before it to be gone.
@@ -108,7 +106,6 @@ impl Worker {
             restarts: 0,
             deadline: None,
             reaping: None,
-            l2: L2Protocol::Cold,
         })
     }
 
@@ -120,11 +117,6 @@ impl Worker {
     /// How many times a dead or stuck worker has been replaced.
     pub fn restarts(&self) -> u32 {
         self.restarts
-    }
-
-    /// Times the candidates of the problems set up from now on under `l2`.
-    pub fn set_l2(&mut self, l2: L2Protocol) {
-        self.l2 = l2;
     }
 
     /// Sets up a problem in the worker (see [`Measurer::set_problem`](super::Measurer::set_problem));
@@ -139,7 +131,6 @@ impl Worker {
             problem: *problem,
             reference: reference.clone(),
             seed,
-            l2: self.l2,
         })?;
         self.problem = None;
         self.preloaded.clear();

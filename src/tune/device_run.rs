@@ -211,7 +211,6 @@ pub(super) fn tune_device(
         let reference = reference_plan(&p, arch).map_err(CampaignError::Reference)?;
         // The deadline caps the reference run as well as every candidate's measurement.
         dev.set_deadline(deadline);
-        dev.set_l2(s.options.l2);
         let reference_us = match dev.set_problem(&p, &reference, opts.seed) {
             Ok(us) => us,
             Err(RuntimeError::OutOfTime { .. }) => {
@@ -272,7 +271,7 @@ pub(super) fn tune_device(
             journal: &mut journal,
             error: None,
             started,
-            cache: s.options.l2.state(cold_cache(arch.vendor)),
+            cache: cold_cache(arch.vendor),
         };
         // The compiler thread outlives the search when the deadline cuts it off (see
         // `tune::spawn_compiler`), so it owns what it reads.
@@ -336,7 +335,7 @@ fn finish_problem(
         journal,
         error: journal_error,
         started,
-        cache: s.options.l2.state(cold_cache(s.arch.vendor)),
+        cache: cold_cache(s.arch.vendor),
     };
     rec.record_stages(&report.stages);
     if let Some(message) = rec.error {

@@ -4,7 +4,6 @@
 use super::devices::{Devices, Shard};
 use super::TuneOptions;
 use crate::arch::Arch;
-use crate::runtime::L2Protocol;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,8 +18,6 @@ pub struct CampaignOptions {
     pub strategy: String,
     /// Seed for the random inputs and the randomised strategies.
     pub seed: u64,
-    /// What the cache holds when each timed run starts: what the tuned times mean.
-    pub l2: L2Protocol,
     /// Budget, time limit, batch size and progress bar of each problem's search.
     pub tune: TuneOptions,
     /// Wall time of the whole list: each problem gets at most its share of what is left, and
@@ -49,7 +46,6 @@ impl Default for CampaignOptions {
             space: None,
             strategy: "guided".into(),
             seed: 1,
-            l2: L2Protocol::Cold,
             tune: TuneOptions::default(),
             time_total: None,
             devices: Devices::One(0),

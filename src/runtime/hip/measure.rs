@@ -25,7 +25,7 @@ use crate::problem::{ConvProblem, Tensor};
 use crate::reference::random_tensor_par;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::host::{self, compare, POISON};
-use crate::runtime::outcome::{ColdCache, L2Protocol, Outcome, Timing};
+use crate::runtime::outcome::{ColdCache, Outcome, Timing};
 use crate::runtime::plan::{KernelResources, LaunchPlan};
 use rand::{rngs::StdRng, SeedableRng};
 
@@ -82,16 +82,9 @@ pub struct HipMeasurer<A: HipApi> {
     events: Vec<(u64, u64)>,
     state: Option<ProblemState>,
     lost: Option<String>,
-    /// What the cache holds when a timed run starts.
-    l2: L2Protocol,
 }
 
 impl<A: HipApi> HipMeasurer<A> {
-    /// Times every later candidate under `l2` (cold: flushed before each run).
-    pub fn set_l2(&mut self, l2: L2Protocol) {
-        self.l2 = l2;
-    }
-
     /// Opens device `ordinal` through `api`: its facts, a stream and the cache-flush buffer.
     pub fn new(api: A, ordinal: usize) -> Result<Self, RuntimeError> {
         let device = device(&api, ordinal as i32)?;
@@ -116,7 +109,6 @@ impl<A: HipApi> HipMeasurer<A> {
             events: Vec::new(),
             state: None,
             lost: None,
-            l2: L2Protocol::Cold,
         })
     }
 
@@ -462,7 +454,7 @@ impl<A: HipApi> HipMeasurer<A> {
             // Adaptive timing is not wired into the HIP worker yet: always a full median.
             screened: false,
             resources: loaded.resources.clone(),
-            cache: self.l2.state(COLD_CACHE),
+            cache: COLD_CACHE,
         })
     }
 
@@ -486,14 +478,10 @@ impl<A: HipApi> HipMeasurer<A> {
         }
         for i in 0..n {
             let (start, stop) = self.events[i];
-            let flushed = match self.l2 {
-                L2Protocol::Cold => {
-                    self.api
-                        .memset(self.flush.ptr, i as u8, self.flush.bytes, self.stream)
-                }
-                L2Protocol::Warm => Ok(()),
-            };
-            let r = flushed.and_then(|()| self.api.event_record(start, self.stream));
+            let r = self
+                .api
+                .memset(self.flush.ptr, i as u8, self.flush.bytes, self.stream)
+                .and_then(|()| self.api.event_record(start, self.stream));
             if let Err(e) = r {
                 return Err(self.fault("flushing the cache before a timed run", e));
             }
