@@ -29,11 +29,11 @@ tune_list() {
   rm -f "$1"/*.lock
 }
 # gpu_lib_tests: the library's GPU tests from the carried test binary (.carry/libtests.xz), output
-# in $OUT/libtests.log, the result lines (and the warm-timing line) in the summary.
+# in $OUT/libtests.log, the result lines in the summary.
 gpu_lib_tests() {
   xz -dc .carry/libtests.xz > /tmp/libtests && chmod +x /tmp/libtests
   timeout 120 /tmp/libtests runtime::gpu_tests runtime::ptxas --test-threads=1 --nocapture > "$OUT/libtests.log" 2>&1
-  say "rc=$? $(el)"; grep -E "test result|panicked|FAILED|warm L2" "$OUT/libtests.log" | cut -c1-200 | tee -a "$S"
+  say "rc=$? $(el)"; grep -E "test result|panicked|FAILED" "$OUT/libtests.log" | cut -c1-200 | tee -a "$S"
 }
 # db_problems REGEX: the problems of the shipped database that match REGEX, one a line.
 db_problems() {
