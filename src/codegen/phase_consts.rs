@@ -79,21 +79,15 @@ impl<'ctx> Phases<'ctx> {
         self.index.unwrap_or_else(|| kb.c(0))
     }
 
-    /// The block's phase's entry of `vals` (one per phase), as an i32.
-    pub fn pick(&self, kb: &Kb<'_, 'ctx>, vals: &[i64]) -> IntValue<'ctx> {
-        assert_eq!(vals.len(), self.count, "one constant per phase");
-        let (Some(index), Some((&last, rest))) = (self.index, vals.split_last()) else {
+    /// The block's phase's entry of `vals` (one constant per phase), as an i32: a literal
+    /// when every phase has the same.
+    pub fn pick<T: Copy + Into<i64>>(&self, kb: &Kb<'_, 'ctx>, vals: &[T]) -> IntValue<'ctx> {
+        let vals: Vec<i64> = vals.iter().map(|&v| v.into()).collect();
+        if vals.iter().all(|&v| v == vals[0]) {
+            assert_eq!(vals.len(), self.count, "one constant per phase");
             return kb.c(vals[0]);
-        };
-        if rest.iter().all(|&v| v == last) {
-            return kb.c(last);
         }
-        rest.iter()
-            .enumerate()
-            .rev()
-            .fold(kb.c(last), |acc, (i, &v)| {
-                kb.seli(kb.eq(index, kb.c(i as i64)), kb.c(v), acc)
-            })
+        self.choose(kb, &vals.iter().map(|&v| kb.c(v)).collect::<Vec<_>>())
     }
 
     /// The block's phase's entry of `vals` (one value per phase).
@@ -112,11 +106,11 @@ impl<'ctx> Phases<'ctx> {
         if divs.iter().all(|&d| d == divs[0]) {
             return kb.udivc(x, divs[0]);
         }
-        let (m, s): (Vec<i64>, Vec<i64>) = divs
+        let (m, s): (Vec<u32>, Vec<u32>) = divs
             .iter()
             .map(|&d| {
                 let Magic { mul, shift } = Magic::of(d);
-                (mul as i64, shift as i64)
+                (mul, shift)
             })
             .unzip();
         let hi = kb.umulhi(x, self.pick(kb, &m));
@@ -128,14 +122,12 @@ impl<'ctx> Phases<'ctx> {
         if divs.iter().all(|&d| d == divs[0]) {
             return kb.uremc(x, divs[0]);
         }
-        let d: Vec<i64> = divs.iter().map(|&d| d as i64).collect();
-        kb.sub(x, kb.mul(self.udiv(kb, x, divs), self.pick(kb, &d)))
+        kb.sub(x, kb.mul(self.udiv(kb, x, divs), self.pick(kb, divs)))
     }
 
     /// `x < len` for the block's phase's `len` of `lens`, unsigned.
     pub fn ult(&self, kb: &Kb<'_, 'ctx>, x: IntValue<'ctx>, lens: &[u32]) -> IntValue<'ctx> {
-        let l: Vec<i64> = lens.iter().map(|&l| l as i64).collect();
-        kb.ult(x, self.pick(kb, &l))
+        kb.ult(x, self.pick(kb, lens))
     }
 }
 

@@ -304,26 +304,22 @@ pub(crate) fn emit_phased<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, fault: boo
             .map_or(plan.grid[0], |z| z.first_block as u64);
         let mut run = in_range(kb, bid, 0, blocks);
         if let Some(i) = (0..plan.phases.len()).find(|&i| skipped(i)) {
-            let phase = body.shared.as_ref().map(|s| s.phases(kb).index(kb));
-            let phase = phase.unwrap_or_else(|| unreachable!("a shared body has phases"));
+            let shared = body.shared.as_ref().expect("a shared body has phases");
+            let phase = shared.phases(kb).index(kb);
             run = kb.all(&[run, kb.xor(kb.eq(phase, kb.c(i as i64)), kb.cbool(true))]);
         }
         kb.if_then(run, |kb| emit_gemm_body(kb, body, fault));
-    }
-    let phases = if plan.shared.is_some() {
-        &[][..]
     } else {
-        &plan.phases[..]
-    };
-    for (i, phase) in phases.iter().enumerate() {
-        let SchedulerKind::Phase { first_block } = phase.scheduler else {
-            unreachable!("PhasedPlan::new schedules every phase")
-        };
-        let blocks = RasterScheduler.grid(phase)[0];
-        if !skipped(i) {
-            kb.if_then(in_range(kb, bid, first_block, blocks), |kb| {
-                emit_gemm_body(kb, phase, fault)
-            });
+        for (i, phase) in plan.phases.iter().enumerate() {
+            let SchedulerKind::Phase { first_block } = phase.scheduler else {
+                unreachable!("PhasedPlan::new schedules every phase")
+            };
+            let blocks = RasterScheduler.grid(phase)[0];
+            if !skipped(i) {
+                kb.if_then(in_range(kb, bid, first_block, blocks), |kb| {
+                    emit_gemm_body(kb, phase, fault)
+                });
+            }
         }
     }
     if let Some(z) = zeroing(plan) {

@@ -85,8 +85,7 @@ impl TileScheduler for PhaseScheduler {
         // A shared body: the raster of the block's phase, each phase's computed and the
         // block's chosen (once per block, so the cost is a few instructions).
         let ph = shared.phases(kb);
-        let wide = |v: &[u32]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
-        let local = kb.sub(kb.block_idx(0), ph.pick(kb, &wide(&shared.first_blocks)));
+        let local = kb.sub(kb.block_idx(0), ph.pick(kb, &shared.first_blocks));
         let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
             .map(|i| {
                 let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
@@ -115,10 +114,7 @@ impl TileScheduler for PhaseScheduler {
     ) -> (IntValue<'ctx>, IntValue<'ctx>) {
         match &plan.shared {
             None => raster_k_range(kb, plan, tile),
-            Some(shared) => {
-                let k: Vec<i64> = shared.k_tiles.iter().map(|&k| k as i64).collect();
-                (kb.c(0), shared.phases(kb).pick(kb, &k))
-            }
+            Some(shared) => (kb.c(0), shared.phases(kb).pick(kb, &shared.k_tiles)),
         }
     }
 }

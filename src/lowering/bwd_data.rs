@@ -246,9 +246,10 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32, al
     };
     // Merged residue classes are row axes outside the channel: with channels innermost in
     // memory, (class, c) stays one contiguous run when the dilation is 1.
+    let has_axis = |d: usize| alike || phases[d].run().1 > 1;
     let class_axes = [("iy", 0), ("ix", 1)]
         .into_iter()
-        .filter(|&(_, d)| alike || matches!(phases[d], Phase::Merged { .. }))
+        .filter(|&(_, d)| has_axis(d))
         .map(|(name, d)| (name, phases[d].run().1));
     let m_axes: Vec<(&'static str, u32)> = class_axes.chain([("c", p.c_per_group())]).collect();
     let dims: [GemmDim; 4] = [
@@ -266,13 +267,12 @@ fn sub_gemm(p: &ConvProblem, td: &[TildaDim; 2], phases: [Phase; 2], id: u32, al
     // `base + i · coef` for the residue class `i` of dimension `d`: a constant, or the run's
     // first class plus the class axis.
     let class = |d: usize, base: Affine, coef: i64| {
-        let (first, classes) = phases[d].run();
-        let base = if alike || classes > 1 {
+        let base = if has_axis(d) {
             base.plus(ax(["iy", "ix"][d]), coef)
         } else {
             base
         };
-        base.add(first as i64 * coef)
+        base.add(phases[d].run().0 as i64 * coef)
     };
     let tap = |d: usize, dot: &str| class(d, Affine::zero().plus(ax(dot), td[d].tilda as i64), 1);
     let out_pixel = |d: usize, t: &str, dot: &str| {
