@@ -17,7 +17,7 @@
 pub mod fallback;
 mod quick;
 
-use fallback::{Pick, TileValues};
+use fallback::{Guess, Pick, TileValues};
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
@@ -154,12 +154,16 @@ pub fn find_config_in_space(
         why
     };
     let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
-    let near = fallback::neighbours(problem, arch.name, &layers, fingerprint);
-    let quick: Vec<PerfConfig> = shipped_quick_list(arch.name)
+    let near = fallback::neighbours(problem, arch, &layers, fingerprint);
+    let default_space = SearchSpace::default_for(arch);
+    let mut guesses: Vec<(PerfConfig, Guess)> = shipped_quick_list(arch.name)
         .configs(problem.direction(), problem.dtype())
         .iter()
-        .filter_map(|t| t.parse().ok())
+        .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
         .collect();
+    guesses.extend(
+        heuristic_in(problem, arch, space.unwrap_or(&default_space)).map(|c| (c, Guess::Model)),
+    );
     let within = if space.is_some() {
         " in the given space"
     } else {
@@ -168,13 +172,12 @@ pub fn find_config_in_space(
     let tiles = match space {
         Some(s) => TileValues::of(&[s]),
         None => {
-            let default = SearchSpace::default_for(arch);
-            let mut spaces = vec![&default];
+            let mut spaces = vec![&default_space];
             spaces.extend(extra_spaces(&lower(problem), arch));
             TileValues::of(&spaces)
         }
     };
-    match fallback::rank(problem, arch, &near, &quick, &tiles, &in_space) {
+    match fallback::rank(problem, arch, &near, &guesses, &tiles, &in_space) {
         Some(Pick::Neighbour {
             from: n,
             config,
@@ -203,17 +206,21 @@ pub fn find_config_in_space(
                 },
             });
         }
-        Some(Pick::Quick(config, us)) => {
+        Some(Pick::Guess { config, us, from }) => {
+            let (source, which) = match from {
+                Guess::QuickList => (Source::QuickList, "this quick-list one"),
+                Guess::Model => (Source::Heuristic, "its own best legal config"),
+            };
             return Ok(Found {
                 config,
-                source: Source::QuickList,
+                source,
                 reason: format!(
-                    "{why}; of the legal configs{within} of the shipped quick list and the {} \
-                     nearest tuned problems, the cost model ranks this quick-list one first \
-                     ({us:.1} µs predicted)",
+                    "{why}; of the legal configs{within} of the shipped quick list, the {} \
+                     nearest tuned problems and its own best, the cost model ranks {which} \
+                     first ({us:.1} µs predicted)",
                     near.len()
                 ),
-            })
+            });
         }
         None => {}
     }
