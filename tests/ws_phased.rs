@@ -198,34 +198,3 @@ fn a_skipped_phase_or_zeroing_is_caught() {
         assert!(run(p, &c, 2, 3).is_some());
     }
 }
-
-/// The persistent walk's phases share one body too (issue 16): each phase's tensor maps and
-/// im2col coordinates are issued in a branch of the producer, the rest is emitted once, so a
-/// four-phase kernel is under twice the size of its one-phase twin (it was 4–5×). The phases here
-/// mix TMA and `cp.async` for A (the one-tap phase has a tiled map, the others none).
-#[test]
-fn the_walks_phases_share_one_body() {
-    let ptx = |line: &str, c: &str| {
-        let p = problem(line);
-        let l = lower(&p);
-        let k = convtune::codegen::compile_conv(&l, &cfg(c), Target::of(Arch::SM_90))
-            .unwrap_or_else(|e| panic!("{p}: {e}"));
-        (l.gemms.len(), k.module.ptx().unwrap().len())
-    };
-    for c in [WS2, WSPP2] {
-        let (phases, four) = ptx(
-            "convbfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 \
-             --layout NHWC",
-            c,
-        );
-        let (one, single) = ptx(
-            "convbfp16 -n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2 --layout NHWC",
-            c,
-        );
-        assert_eq!((phases, one), (4, 1));
-        assert!(
-            (four as f64) < 2.0 * single as f64,
-            "{c}: 4 phases {four} bytes of PTX, 1 phase {single}"
-        );
-    }
-}

@@ -252,14 +252,6 @@ impl<'a, 'ctx> Ir<'a, 'ctx> {
             Some(&first) => it.fold(first, |acc, &c| ok(self.b.build_and(acc, c, ""))),
         }
     }
-    /// Logical or of i1 values (false for none).
-    pub fn any(&self, conds: &[IntValue<'ctx>]) -> IntValue<'ctx> {
-        let mut it = conds.iter();
-        match it.next() {
-            None => self.cbool(false),
-            Some(&first) => it.fold(first, |acc, &c| ok(self.b.build_or(acc, c, ""))),
-        }
-    }
     /// cond ? a : b for i32.
     pub fn seli(
         &self,

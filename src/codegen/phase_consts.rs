@@ -12,7 +12,6 @@
 //! kernel with one phase) stays a literal, so the IR of a one-phase kernel is what it was.
 
 use super::builder::Kb;
-use crate::lowering::tma::TmaTile;
 use crate::lowering::Gemm;
 use inkwell::values::IntValue;
 
@@ -21,7 +20,7 @@ use inkwell::values::IntValue;
 pub(crate) struct SharedPhases<'l> {
     /// Each phase's GEMM.
     pub gemms: Vec<&'l Gemm>,
-    /// Each phase's first block along x (on a persistent walk, its first work unit).
+    /// Each phase's first block along x.
     pub first_blocks: Vec<u32>,
     /// Each phase's block tiles along M.
     pub tiles_m: Vec<u32>,
@@ -29,20 +28,15 @@ pub(crate) struct SharedPhases<'l> {
     pub tiles_n: Vec<u32>,
     /// Each phase's K tiles.
     pub k_tiles: Vec<u32>,
-    /// Each phase's first tensor-map parameter ([`super::plan::GemmPlan::first_map`]).
-    pub first_maps: Vec<usize>,
-    /// Each phase's TMA tiles of A and B (`None`: that phase copies the operand with
-    /// `cp.async`): the boxes' coordinates and maps are the phase's own.
-    pub tma: Vec<[Option<TmaTile>; 2]>,
 }
 
 impl SharedPhases<'_> {
-    /// The phase of the block (inside a persistent walk, of the work unit) being emitted:
-    /// how many phases after the first start at or before its x index (its unit).
+    /// The phase of the block being emitted: how many phases after the first start at or
+    /// before its x index.
     pub fn phases<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> Phases<'ctx> {
-        let at = kb.walk_unit().unwrap_or_else(|| kb.block_idx(0));
+        let bid = kb.block_idx(0);
         let index = self.first_blocks[1..].iter().fold(kb.c(0), |acc, &first| {
-            let past = kb.xor(kb.ultc(at, first), kb.cbool(true));
+            let past = kb.xor(kb.ultc(bid, first), kb.cbool(true));
             kb.add(acc, kb.zext(past, kb.i32t()))
         });
         Phases::new(index, self.gemms.len())

@@ -8,7 +8,7 @@
 //! body whose constants (K length, tile counts, index maps) are picked at run time from the
 //! block's phase ([`super::phase_consts`]): the kernel is about the size of a one-phase one,
 //! where a body per phase made it, and the assembler's time, grow with the phases. Plans
-//! that cannot share a body ([`shared_body`] says which) keep a body per phase, each in a
+//! that cannot share a body (the persistent walk below) keep a body per phase, each in a
 //! branch of its own.
 //!
 //! Phases and zeroing write disjoint elements, so no order among blocks is needed. Phases
@@ -28,10 +28,7 @@
 //! across units *and* phases (the ring is one block-global counter of K tiles, whatever GEMM
 //! they belong to); the consumers multiply and write with the phase's plan. The stages, the
 //! mbarriers and the epilogue regions are laid out alike in every phase (one config), the
-//! epilogue region taken as the largest phase's. The walk's phases share one body too, its
-//! constants picked by the *unit's* phase ([`Kb::set_walk_unit`]); only the producer's TMA
-//! issue branches per phase (each phase's maps, its im2col taps, and an operand some phases
-//! copy with `cp.async` where another has a map).
+//! epilogue region taken as the largest phase's.
 //!
 //! The zeroing of uncovered pixels on that path runs on the consumer warpgroups *before*
 //! their first GEMM unit, in chunks walked like units (block `b` zeroes chunks `b, b +
@@ -143,7 +140,7 @@ pub(crate) struct PhasedPlan<'l> {
     /// The persistent walk over every phase's work units (`ld=ws|wspp`, `pk=1`), or `None`
     /// for a block per tile.
     pub walk: Option<PersistentGrid>,
-    /// The one body every phase's blocks (or walk units) run, when the phases can share one
+    /// The one body every phase's blocks run, when the phases can share one
     /// ([`shared_body`]); `None`: a body per phase.
     pub shared: Option<GemmPlan<'l>>,
 }
@@ -264,14 +261,6 @@ impl<'l> PhasedPlan<'l> {
             arch.compute_units,
             ws.resident_blocks(arch, shared_bytes),
         );
-        let firsts: Vec<u32> = plans
-            .iter()
-            .map(|g| match g.scheduler {
-                SchedulerKind::Phase { first_block } => first_block,
-                _ => unreachable!("every phase was scheduled above"),
-            })
-            .collect();
-        let shared = shared_body(&plans, &firsts);
         Ok(PhasedPlan {
             zero: ZeroFill::of(lowering, ws.consumers, 1, 0),
             phases: plans,
@@ -279,7 +268,7 @@ impl<'l> PhasedPlan<'l> {
             shared_bytes,
             grid: [walk.blocks as u64, 1, 1],
             walk: Some(walk),
-            shared,
+            shared: None,
         })
     }
 
@@ -515,16 +504,7 @@ mod tests {
             panic!("not one launch")
         };
         let walk = plan.walk.unwrap();
-        // One body walks every phase's units, each phase's tensor maps picked by the unit.
-        let body = plan
-            .shared
-            .as_ref()
-            .expect("the walk's phases share one body");
-        let shared = body.shared.as_ref().unwrap();
-        assert_eq!(
-            shared.first_maps,
-            plan.phases.iter().map(|g| g.first_map).collect::<Vec<_>>()
-        );
+        assert!(plan.shared.is_none(), "the walk keeps a body per phase");
         let (mut next, mut maps) = (0, 0);
         for g in &plan.phases {
             assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });

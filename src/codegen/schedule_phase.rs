@@ -66,34 +66,8 @@ impl PhaseScheduler {
         plan: &GemmPlan,
         unit: IntValue<'ctx>,
     ) -> Tile<'ctx> {
-        let Some(shared) = &plan.shared else {
-            let local = kb.addc(unit, -(first_block(plan) as i64));
-            return PersistentScheduler.unit_tile(kb, plan, local);
-        };
-        // A shared body (the caller emits it for `unit`: [`Kb::set_walk_unit`]): the unit's
-        // phase's persistent unit, each phase's raster computed and the unit's chosen.
-        let ph = shared.phases(kb);
-        let local = kb.sub(unit, ph.pick(kb, &shared.first_blocks));
-        let per_z: Vec<u32> = (0..ph.count())
-            .map(|i| shared.tiles_m[i] * shared.tiles_n[i])
-            .collect();
-        let bid = ph.urem(kb, local, &per_z);
-        let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
-            .map(|i| {
-                let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
-                raster_over(kb, plan.cfg.raster, tiles, bid)
-            })
-            .unzip();
-        // No split-K in one launch: the unit's z is its group.
-        let g = ph.udiv(kb, local, &per_z);
-        Tile {
-            m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
-            n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
-            g,
-            slice: None,
-            index: kb.add(kb.mul(g, ph.pick(kb, &per_z)), bid),
-            z: g,
-        }
+        let local = kb.addc(unit, -(first_block(plan) as i64));
+        PersistentScheduler.unit_tile(kb, plan, local)
     }
 }
 
@@ -145,58 +119,38 @@ impl TileScheduler for PhaseScheduler {
     }
 }
 
-/// The one body of `plans` (the phases in grid order, each scheduled at its first block or,
-/// on the persistent walk, its first work unit), when they can share one: every decision but
-/// the GEMM's lengths and offsets the same, the GEMMs alike in axes and terms, and the loads
-/// a block per tile's `cp.async` or register copies, or the warp-specialised walk's (whose
-/// TMA boxes the producer issues per phase: [`SharedPhases::tma`]). The body is the first
-/// plan's, with an edge check wherever some phase needs one.
+/// The one body of `plans` (the phases in grid order, each scheduled at its first block),
+/// when they can share one: every decision but the GEMM's lengths and offsets the same,
+/// the GEMMs alike in axes and terms, a block per tile with `cp.async` or register loads.
+/// The body is the first plan's, with an edge check wherever some phase needs one.
 pub(crate) fn shared_body<'l>(
     plans: &[GemmPlan<'l>],
     first_blocks: &[u32],
 ) -> Option<GemmPlan<'l>> {
     let lead = plans.first()?;
-    // A walk's phases may load an operand with TMA in some phases and `cp.async` in others
-    // (a phase of one filter tap has a tiled map where the others have none): the producer
-    // branches on the phase where it issues. What they must share: the ring and how each
-    // operand lands in it, and the copies of an operand wherever it is on `cp.async`.
-    let copied = |op: usize| {
-        let loads: Vec<_> = plans
-            .iter()
-            .filter(|g| g.tma[op].is_none())
-            .map(|g| if op == 0 { g.a } else { g.b })
-            .collect();
-        loads
-            .windows(2)
-            .all(|w| w[0] == w[1])
-            .then(|| loads.first().copied())
-    };
-    let loads_alike = |g: &GemmPlan| match g.main_loop {
-        MainLoopKind::Multistage => g.tma == [None, None] && g.ws.is_none(),
-        MainLoopKind::Ws => matches!(g.scheduler, SchedulerKind::Phase { .. }) && g.ws == lead.ws,
-        MainLoopKind::Tma => false,
-    };
     let alike = |g: &GemmPlan| {
-        g.main_loop == lead.main_loop
-            && loads_alike(g)
+        g.main_loop == MainLoopKind::Multistage
+            && g.tma == [None, None]
             && g.tma_store.is_none()
+            && g.ws.is_none()
             && g.fixup.is_none()
             && g.atomic.is_none()
-            && (g.threads, g.math, g.smem, g.c_stage)
-                == (lead.threads, lead.math, lead.smem, lead.c_stage)
+            && (g.threads, g.math, g.a, g.b, g.smem, g.c_stage)
+                == (
+                    lead.threads,
+                    lead.math,
+                    lead.a,
+                    lead.b,
+                    lead.smem,
+                    lead.c_stage,
+                )
             && alike_gemms(g.gemm, lead.gemm)
-    };
-    let (Some(a), Some(b)) = (copied(0), copied(1)) else {
-        return None;
     };
     if plans.len() < 2 || !plans.iter().all(alike) {
         return None;
     }
     let per = |f: &dyn Fn(&GemmPlan) -> u32| plans.iter().map(f).collect::<Vec<u32>>();
     let mut body = lead.clone();
-    // The copies of an operand some phase copies (the lead may have a map for it instead).
-    body.a = a.unwrap_or(lead.a);
-    body.b = b.unwrap_or(lead.b);
     body.edge = std::array::from_fn(|i| plans.iter().any(|g| g.edge[i]));
     body.shared = Some(SharedPhases {
         gemms: plans.iter().map(|g| g.gemm).collect(),
@@ -204,8 +158,6 @@ pub(crate) fn shared_body<'l>(
         tiles_m: per(&|g| g.tiles_m),
         tiles_n: per(&|g| g.tiles_n),
         k_tiles: per(&|g| g.k_tiles),
-        first_maps: plans.iter().map(|g| g.first_map).collect(),
-        tma: plans.iter().map(|g| g.tma).collect(),
     });
     Some(body)
 }

@@ -43,6 +43,8 @@ pub(crate) struct Issue<'p, 'a, 'ctx> {
     pub leader: IntValue<'ctx>,
     /// The first of the plan's mbarriers.
     pub bars: PointerValue<'ctx>,
+    /// Bytes every TMA box of a stage writes (the expected transaction count).
+    pub bytes: u32,
     /// In a cluster: the operand its blocks share (0: A, 1: B) and this block's rank. The
     /// block of rank `r` issues the copies `j` of that operand with `j % 2 == r` (all of a
     /// one-copy tile for rank 0) and multicasts them to both blocks, so every block's stage
@@ -69,10 +71,7 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
     }
 
     /// The leader's part of K tile `kt` into `stage`: one arrival on `bar` announcing every
-    /// TMA box's bytes (the expected transaction count), then the boxes, completing on `bar`.
-    /// A shared phase body ([`GemmPlan::shared`]) issues the unit's phase's boxes, one branch
-    /// per phase: the phases' maps are kernel parameters of their own, and an im2col box's
-    /// coordinates follow its phase's taps.
+    /// TMA box's bytes, then the boxes, completing on `bar`.
     pub fn issue_tma(
         &self,
         kb: &Kb<'_, 'ctx>,
@@ -80,56 +79,36 @@ impl<'ctx> Issue<'_, '_, 'ctx> {
         stage: IntValue<'ctx>,
         bar: PointerValue<'ctx>,
     ) {
-        let boxes = |kb: &Kb<'_, 'ctx>, tma: &[Option<TmaTile>; 2], first_map: usize| {
-            kb.mbarrier_arrive_expect_tx(bar, tma.iter().flatten().map(|t| t.stage_bytes()).sum());
-            let mut map = first_map;
-            for (i, (l, t)) in self.loaders.iter().zip(tma).enumerate() {
+        kb.if_then(self.leader, |kb| {
+            kb.mbarrier_arrive_expect_tx(bar, self.bytes);
+            let mut map = 0;
+            for (i, (l, t)) in self.loaders.iter().zip(&self.plan.tma).enumerate() {
                 let Some(t) = t else { continue };
                 let rank = self
                     .multicast
                     .and_then(|(shared, rank)| (shared == i).then_some(rank));
-                issue_box(kb, self.plan, l, t, kb.map_arg(map), kt, stage, bar, rank);
+                issue_box(
+                    kb,
+                    self.plan,
+                    l,
+                    t,
+                    kb.map_arg(self.plan.first_map + map),
+                    kt,
+                    stage,
+                    bar,
+                    rank,
+                );
                 map += 1;
             }
-        };
-        kb.if_then(self.leader, |kb| match &self.plan.shared {
-            Some(shared) => {
-                let phase = shared.phases(kb).index(kb);
-                for (p, (tma, &first)) in shared.tma.iter().zip(&shared.first_maps).enumerate() {
-                    kb.if_then(kb.eq(phase, kb.c(p as i64)), |kb| boxes(kb, tma, first));
-                }
-            }
-            None => boxes(kb, &self.plan.tma, self.plan.first_map),
         });
     }
 
     /// The `cp.async` copies of the operands without a tensor map, from every thread of the
-    /// loaders' [`super::plan::TileLoad::threads`]; no commit. A shared phase body copies an
-    /// operand in the phases that have no tensor map for it.
+    /// loaders' [`super::plan::TileLoad::threads`]; no commit.
     pub fn issue_cp(&self, kb: &Kb<'_, 'ctx>, kt: IntValue<'ctx>, stage: IntValue<'ctx>) {
-        for (op, l) in self.loaders.iter().enumerate() {
-            match &self.plan.shared {
-                Some(shared) => {
-                    let phase = shared.phases(kb).index(kb);
-                    let cp: Vec<i64> = (0..shared.tma.len())
-                        .filter(|&p| shared.tma[p][op].is_none())
-                        .map(|p| p as i64)
-                        .collect();
-                    if cp.len() == shared.tma.len() {
-                        l.issue_async(kb, kt, stage);
-                    } else if !cp.is_empty() {
-                        let here = cp
-                            .iter()
-                            .map(|&p| kb.eq(phase, kb.c(p)))
-                            .collect::<Vec<_>>();
-                        kb.if_then(kb.any(&here), |kb| l.issue_async(kb, kt, stage));
-                    }
-                }
-                None => {
-                    if self.plan.tma[op].is_none() {
-                        l.issue_async(kb, kt, stage);
-                    }
-                }
+        for (l, t) in self.loaders.iter().zip(&self.plan.tma) {
+            if t.is_none() {
+                l.issue_async(kb, kt, stage);
             }
         }
     }
@@ -298,6 +277,7 @@ impl MainLoop for TmaLoop {
             loaders: [a, b],
             leader: kb.eq(kb.thread_idx(), kb.c(0)),
             bars: kb.gep_bytes(kb.shared_base(), bars_at as i64),
+            bytes: plan.tma.iter().flatten().map(|t| t.stage_bytes()).sum(),
             multicast: None,
         };
         kb.if_then(io.leader, |kb| {

@@ -187,6 +187,7 @@ fn issue<'p, 'a, 'ctx>(
         loaders,
         leader: kb.eq(ptid, kb.c(0)),
         bars,
+        bytes: plan.tma.iter().flatten().map(|t| t.stage_bytes()).sum(),
         multicast: plan.cfg.cluster.shared_operand().zip(rank),
     }
 }
@@ -246,23 +247,6 @@ pub(super) fn walk<'ctx>(
             // No cluster: the `cl` rule refuses one-launch phase walks.
             kb.for_range(kb.c(0), sched.units_of_block(kb, pg, 1), |kb, i| {
                 let unit = sched.unit(kb, pg, 1, i);
-                if let Some(body) = &pp.shared {
-                    // One body, its constants picked by the unit's phase.
-                    kb.set_walk_unit(Some(unit));
-                    let mut run = kb.cbool(true);
-                    if let Some(p) = (0..pp.phases.len()).find(|&p| super::phased::skipped(p)) {
-                        let shared = body.shared.as_ref().expect("a shared body has phases");
-                        let phase = shared.phases(kb).index(kb);
-                        run = kb.xor(kb.eq(phase, kb.c(p as i64)), kb.cbool(true));
-                    }
-                    kb.if_then(run, |kb| {
-                        let tile = PhaseScheduler.unit_tile(kb, body, unit);
-                        let k = PhaseScheduler.k_range(kb, body, &tile);
-                        visit(kb, body, &Unit::of_tile(tile, k), Some(i));
-                    });
-                    kb.set_walk_unit(None);
-                    return;
-                }
                 // One branch per phase, its body emitted with the phase's constants.
                 for (p, phase) in pp.phases.iter().enumerate() {
                     if super::phased::skipped(p) {
