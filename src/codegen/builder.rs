@@ -41,6 +41,10 @@ pub(crate) struct Kb<'a, 'ctx> {
     /// Per tensor, the workspace byte offset that holds it instead of its argument (a layout
     /// transform's channels-last copy: [`Kb::redirect`]).
     redirect: Cell<[Option<u64>; 3]>,
+    /// The work unit a persistent walk is emitting a body for: a one-launch kernel's phases
+    /// are then laid out along the walk's units instead of the grid's blocks (see
+    /// [`Kb::set_walk_unit`]).
+    walk_unit: Cell<Option<IntValue<'ctx>>>,
 }
 
 impl<'a, 'ctx> Deref for Kb<'a, 'ctx> {
@@ -109,6 +113,7 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
             spec,
             args,
             scope: Cell::new(None),
+            walk_unit: Cell::new(None),
             redirect: Cell::new([None; 3]),
         }
     }
@@ -283,6 +288,16 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     /// stays as it is.
     pub fn set_barrier_scope(&self, scope: Option<(u32, u32)>) {
         self.scope.set(scope)
+    }
+    /// Makes the code emitted next belong to work unit `unit` of a persistent walk (`None`:
+    /// to the block again): the position a shared phase body
+    /// ([`super::phase_consts::SharedPhases`]) finds its phase from.
+    pub fn set_walk_unit(&self, unit: Option<IntValue<'ctx>>) {
+        self.walk_unit.set(unit)
+    }
+    /// The walk's work unit being emitted, if any ([`Kb::set_walk_unit`]).
+    pub fn walk_unit(&self) -> Option<IntValue<'ctx>> {
+        self.walk_unit.get()
     }
     /// The block's dynamic shared memory.
     pub fn shared_base(&self) -> PointerValue<'ctx> {

@@ -20,7 +20,7 @@ use inkwell::values::IntValue;
 pub(crate) struct SharedPhases<'l> {
     /// Each phase's GEMM.
     pub gemms: Vec<&'l Gemm>,
-    /// Each phase's first block along x.
+    /// Each phase's first block along x (on a persistent walk, its first work unit).
     pub first_blocks: Vec<u32>,
     /// Each phase's block tiles along M.
     pub tiles_m: Vec<u32>,
@@ -31,12 +31,12 @@ pub(crate) struct SharedPhases<'l> {
 }
 
 impl SharedPhases<'_> {
-    /// The phase of the block being emitted: how many phases after the first start at or
-    /// before its x index.
+    /// The phase of the block (inside a persistent walk, of the work unit) being emitted:
+    /// how many phases after the first start at or before its x index (its unit).
     pub fn phases<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> Phases<'ctx> {
-        let bid = kb.block_idx(0);
+        let at = kb.walk_unit().unwrap_or_else(|| kb.block_idx(0));
         let index = self.first_blocks[1..].iter().fold(kb.c(0), |acc, &first| {
-            let past = kb.xor(kb.ultc(bid, first), kb.cbool(true));
+            let past = kb.xor(kb.ultc(at, first), kb.cbool(true));
             kb.add(acc, kb.zext(past, kb.i32t()))
         });
         Phases::new(index, self.gemms.len())

@@ -8,7 +8,7 @@
 //! body whose constants (K length, tile counts, index maps) are picked at run time from the
 //! block's phase ([`super::phase_consts`]): the kernel is about the size of a one-phase one,
 //! where a body per phase made it, and the assembler's time, grow with the phases. Plans
-//! that cannot share a body (the persistent walk below) keep a body per phase, each in a
+//! that cannot share a body ([`shared_body`] says which) keep a body per phase, each in a
 //! branch of its own.
 //!
 //! Phases and zeroing write disjoint elements, so no order among blocks is needed. Phases
@@ -28,7 +28,10 @@
 //! across units *and* phases (the ring is one block-global counter of K tiles, whatever GEMM
 //! they belong to); the consumers multiply and write with the phase's plan. The stages, the
 //! mbarriers and the epilogue regions are laid out alike in every phase (one config), the
-//! epilogue region taken as the largest phase's.
+//! epilogue region taken as the largest phase's. The walk's phases share one body too, its
+//! constants picked by the *unit's* phase ([`Kb::set_walk_unit`]); only the producer's TMA
+//! issue branches per phase (each phase's maps, its im2col taps, and an operand some phases
+//! copy with `cp.async` where another has a map).
 //!
 //! The zeroing of uncovered pixels on that path runs on the consumer warpgroups *before*
 //! their first GEMM unit, in chunks walked like units (block `b` zeroes chunks `b, b +
@@ -140,7 +143,7 @@ pub(crate) struct PhasedPlan<'l> {
     /// The persistent walk over every phase's work units (`ld=ws|wspp`, `pk=1`), or `None`
     /// for a block per tile.
     pub walk: Option<PersistentGrid>,
-    /// The one body every phase's blocks run, when the phases can share one
+    /// The one body every phase's blocks (or walk units) run, when the phases can share one
     /// ([`shared_body`]); `None`: a body per phase.
     pub shared: Option<GemmPlan<'l>>,
 }
@@ -261,6 +264,14 @@ impl<'l> PhasedPlan<'l> {
             arch.compute_units,
             ws.resident_blocks(arch, shared_bytes),
         );
+        let firsts: Vec<u32> = plans
+            .iter()
+            .map(|g| match g.scheduler {
+                SchedulerKind::Phase { first_block } => first_block,
+                _ => unreachable!("every phase was scheduled above"),
+            })
+            .collect();
+        let shared = shared_body(&plans, &firsts);
         Ok(PhasedPlan {
             zero: ZeroFill::of(lowering, ws.consumers, 1, 0),
             phases: plans,
@@ -268,7 +279,7 @@ impl<'l> PhasedPlan<'l> {
             shared_bytes,
             grid: [walk.blocks as u64, 1, 1],
             walk: Some(walk),
-            shared: None,
+            shared,
         })
     }
 
@@ -504,7 +515,19 @@ mod tests {
             panic!("not one launch")
         };
         let walk = plan.walk.unwrap();
-        assert!(plan.shared.is_none(), "the walk keeps a body per phase");
+        // The consumers run one body for every phase's units (`mma=wg`); with a wgmma group
+        // in flight (`mma=wg1`) a body per phase (see `shared_body`).
+        assert!(plan.shared.is_some(), "the walk's consumers share one body");
+        let in_flight = PerfConfig {
+            mma: crate::config::MmaPath::WgmmaInFlight,
+            stages: 3,
+            ..ws
+        };
+        let launches1 = crate::codegen::compile::plan(job(&in_flight), spec.as_ref()).unwrap();
+        let Body::Phased(plan1) = &launches1.kernels[0].1 else {
+            panic!("not one launch")
+        };
+        assert!(plan1.shared.is_none(), "{in_flight}");
         let (mut next, mut maps) = (0, 0);
         for g in &plan.phases {
             assert_eq!(g.scheduler, SchedulerKind::Phase { first_block: next });

@@ -10,7 +10,7 @@
 
 use super::builder::Kb;
 use super::phase_consts::SharedPhases;
-use super::plan::{GemmPlan, MainLoopKind, SchedulerKind};
+use super::plan::{GemmPlan, MainLoopKind, Math, SchedulerKind};
 use super::schedule::{
     raster_k_range, raster_over, raster_tile, RasterScheduler, Tile, TileScheduler,
 };
@@ -66,8 +66,34 @@ impl PhaseScheduler {
         plan: &GemmPlan,
         unit: IntValue<'ctx>,
     ) -> Tile<'ctx> {
-        let local = kb.addc(unit, -(first_block(plan) as i64));
-        PersistentScheduler.unit_tile(kb, plan, local)
+        let Some(shared) = &plan.shared else {
+            let local = kb.addc(unit, -(first_block(plan) as i64));
+            return PersistentScheduler.unit_tile(kb, plan, local);
+        };
+        // A shared body (the caller emits it for `unit`: [`Kb::set_walk_unit`]): the unit's
+        // phase's persistent unit, each phase's raster computed and the unit's chosen.
+        let ph = shared.phases(kb);
+        let local = kb.sub(unit, ph.pick(kb, &shared.first_blocks));
+        let per_z: Vec<u32> = (0..ph.count())
+            .map(|i| shared.tiles_m[i] * shared.tiles_n[i])
+            .collect();
+        let bid = ph.urem(kb, local, &per_z);
+        let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
+            .map(|i| {
+                let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
+                raster_over(kb, plan.cfg.raster, tiles, bid)
+            })
+            .unzip();
+        // No split-K in one launch: the unit's z is its group.
+        let g = ph.udiv(kb, local, &per_z);
+        Tile {
+            m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
+            n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
+            g,
+            slice: None,
+            index: kb.add(kb.mul(g, ph.pick(kb, &per_z)), bid),
+            z: g,
+        }
     }
 }
 
@@ -119,31 +145,46 @@ impl TileScheduler for PhaseScheduler {
     }
 }
 
-/// The one body of `plans` (the phases in grid order, each scheduled at its first block),
-/// when they can share one: every decision but the GEMM's lengths and offsets the same,
-/// the GEMMs alike in axes and terms, a block per tile with `cp.async` or register loads.
-/// The body is the first plan's, with an edge check wherever some phase needs one.
+/// The one body of `plans` (the phases in grid order, each scheduled at its first block or,
+/// on the persistent walk, its first work unit), when they can share one: every decision but
+/// the GEMM's lengths and offsets the same, the GEMMs alike in axes and terms. A block per
+/// tile shares its whole body, so its loads must be alike too (`cp.async` or register
+/// copies). On the warp-specialised walk only the consumers share one (the producer keeps a
+/// branch per phase, see [`super::ws::Body`]), so the loads may differ; and only without a
+/// `wgmma` group in flight across K tiles (`mma=wg`): with `mma=wg1` ptxas serialised the
+/// shared consumers' pipeline (C7514) on 4 of 12 sampled configs where the bodies per phase
+/// had none, and the shipped bf16 3×3 s2 entry ran 0.91× (session 19). The body is the first
+/// plan's, with an edge check wherever some phase needs one.
 pub(crate) fn shared_body<'l>(
     plans: &[GemmPlan<'l>],
     first_blocks: &[u32],
 ) -> Option<GemmPlan<'l>> {
     let lead = plans.first()?;
+    let path_alike = |g: &GemmPlan| match g.main_loop {
+        MainLoopKind::Multistage => {
+            g.tma == [None, None] && g.ws.is_none() && (g.a, g.b) == (lead.a, lead.b)
+        }
+        MainLoopKind::Ws => {
+            matches!(g.scheduler, SchedulerKind::Phase { .. })
+                && g.ws == lead.ws
+                && matches!(
+                    g.math,
+                    Math::Wgmma {
+                        in_flight: false,
+                        ..
+                    }
+                )
+        }
+        MainLoopKind::Tma => false,
+    };
     let alike = |g: &GemmPlan| {
-        g.main_loop == MainLoopKind::Multistage
-            && g.tma == [None, None]
+        g.main_loop == lead.main_loop
+            && path_alike(g)
             && g.tma_store.is_none()
-            && g.ws.is_none()
             && g.fixup.is_none()
             && g.atomic.is_none()
-            && (g.threads, g.math, g.a, g.b, g.smem, g.c_stage)
-                == (
-                    lead.threads,
-                    lead.math,
-                    lead.a,
-                    lead.b,
-                    lead.smem,
-                    lead.c_stage,
-                )
+            && (g.threads, g.math, g.smem, g.c_stage)
+                == (lead.threads, lead.math, lead.smem, lead.c_stage)
             && alike_gemms(g.gemm, lead.gemm)
     };
     if plans.len() < 2 || !plans.iter().all(alike) {

@@ -192,6 +192,17 @@ fn issue<'p, 'a, 'ctx>(
     }
 }
 
+/// How a walk over a one-launch kernel's phases emits them: one body whose constants the
+/// unit's phase picks ([`PhasedPlan::shared`], where the phases can share one), or a branch
+/// per phase with the phase's constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Body {
+    /// The shared body, where there is one.
+    Shared,
+    /// A branch per phase.
+    PerPhase,
+}
+
 /// Where a unit sits in the block's walk (what [`walk`] passes its body besides the unit).
 pub(super) struct Step<'ctx> {
     /// The ring counter of the unit's first K tile (the K tiles of the units before it,
@@ -211,6 +222,7 @@ pub(super) fn walk<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     work: &Work<'_, 'ctx>,
+    bodies: Body,
     body: impl Fn(&Kb<'_, 'ctx>, &GemmPlan, &Unit<'ctx>, &Step<'ctx>),
 ) -> IntValue<'ctx> {
     let i32t = kb.i32t();
@@ -247,6 +259,23 @@ pub(super) fn walk<'ctx>(
             // No cluster: the `cl` rule refuses one-launch phase walks.
             kb.for_range(kb.c(0), sched.units_of_block(kb, pg, 1), |kb, i| {
                 let unit = sched.unit(kb, pg, 1, i);
+                if let Some(body) = pp.shared.as_ref().filter(|_| bodies == Body::Shared) {
+                    // One body, its constants picked by the unit's phase.
+                    kb.set_walk_unit(Some(unit));
+                    let mut run = kb.cbool(true);
+                    if let Some(p) = (0..pp.phases.len()).find(|&p| super::phased::skipped(p)) {
+                        let shared = body.shared.as_ref().expect("a shared body has phases");
+                        let phase = shared.phases(kb).index(kb);
+                        run = kb.xor(kb.eq(phase, kb.c(p as i64)), kb.cbool(true));
+                    }
+                    kb.if_then(run, |kb| {
+                        let tile = PhaseScheduler.unit_tile(kb, body, unit);
+                        let k = PhaseScheduler.k_range(kb, body, &tile);
+                        visit(kb, body, &Unit::of_tile(tile, k), Some(i));
+                    });
+                    kb.set_walk_unit(None);
+                    return;
+                }
                 // One branch per phase, its body emitted with the phase's constants.
                 for (p, phase) in pp.phases.iter().enumerate() {
                     if super::phased::skipped(p) {
@@ -384,7 +413,9 @@ pub(crate) fn emit<'ctx>(
                 tail(kb, end, *lo);
             }
             (Work::Walk | Work::Stream(_) | Work::Phases(_), _) => {
-                let end = walk(kb, plan, work, |kb, plan, unit, step| {
+                // A body per phase: each phase's loads (tensor maps, im2col taps, copy
+                // addresses) with the phase's constants.
+                let end = walk(kb, plan, work, Body::PerPhase, |kb, plan, unit, step| {
                     let (a, b) = loaders(kb, plan, ptid, &unit.tile);
                     produce_unit(
                         kb,
@@ -497,7 +528,7 @@ pub(crate) fn emit<'ctx>(
             }
             Work::Walk | Work::Stream(_) | Work::Phases(_) => {
                 let lane0 = lane0(kb);
-                walk(kb, plan, work, |kb, plan, unit, step| {
+                walk(kb, plan, work, Body::Shared, |kb, plan, unit, step| {
                     let math = WarpMath::new(kb, plan, tid);
                     consume(kb, &math, lane0, unit.lo, unit.hi, Some(step.base), &none);
                     write(kb, plan, &math, unit, tid);

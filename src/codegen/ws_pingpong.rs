@@ -20,7 +20,7 @@ use super::builder::Kb;
 use super::math::WarpMath;
 use super::plan::GemmPlan;
 use super::schedule::Unit;
-use super::ws::{walk, Work, CONSUMER_BARRIER};
+use super::ws::{walk, Body, Work, CONSUMER_BARRIER};
 use crate::config::PING_PONG_CONSUMERS;
 use inkwell::values::{IntValue, PointerValue};
 
@@ -112,7 +112,7 @@ pub(super) fn emit<'ctx>(
             // Fault `OwnRing`: a ring counter over this consumer's units only.
             let own = kb.var(kb.c(0).into());
             let lane0 = kb.eq(kb.uremc(ltid, plan.warp), kb.c(0));
-            walk(kb, plan, work, |kb, plan, u, step| {
+            walk(kb, plan, work, Body::Shared, |kb, plan, u, step| {
                 // The unit's plan (its phase's in a one-launch kernel) in this consumer's
                 // epilogue region.
                 let mut mine = plan.clone();
