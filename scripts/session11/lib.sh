@@ -44,3 +44,11 @@ for e in tomllib.load(open("tuned-db/sm_90.toml", "rb"))["entry"]:
         print(e["problem"])
 PY
 }
+# selfcheck_step NAME SECONDS ARGS...: `convtune selfcheck ARGS` into $OUT/selfcheck-NAME.log,
+# its verdict lines in the summary.
+selfcheck_step() {
+  local name=$1 secs=$2
+  shift 2
+  timeout "$secs" "$B" selfcheck "$@" > "$OUT/selfcheck-$name.log" 2>&1
+  say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck-$name.log" | tail -8 | tee -a "$S"
+}

@@ -18,11 +18,9 @@ A=target/base/convtune
 say "== 1 gpu lib tests $(el)"
 gpu_lib_tests
 say "== 2a selfcheck --configs 2 $(el)"
-timeout 120 "$B" selfcheck --configs 2 > "$OUT/selfcheck.log" 2>&1
-say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck.log" | tail -8 | tee -a "$S"
+selfcheck_step sweep 120 --configs 2
 say "== 2b selfcheck strided --configs 8 $(el)"
-timeout 100 "$B" selfcheck --problems scripts/session18/strided.txt --configs 8 > "$OUT/selfcheck-strided.log" 2>&1
-say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck-strided.log" | tail -8 | tee -a "$S"
+selfcheck_step strided 100 --problems scripts/session18/strided.txt --configs 8
 say "== 3 A/B base vs shared body, shipped strided bwd-data entries $(el)"
 OUT=$OUT timeout 170 bash scripts/ab-builds.sh tuned-db/sm_90.toml '-F 2 .*-u [2-9] ' base=$A new=$B > "$OUT/ab.txt" 2>&1
 say "rc=$? $(el)"; cut -c1-200 "$OUT/ab.txt" | tail -14 | tee -a "$S"

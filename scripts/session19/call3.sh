@@ -15,12 +15,9 @@ set -uo pipefail
 left() { echo $(( ${LIMIT:-470} - $(date +%s) + t0 )); }
 A=target/base/convtune
 say "== 1a selfcheck walk $(el)"
-timeout 150 "$B" selfcheck --problems scripts/session19/walk.txt --space scripts/session19/walk-space.toml \
-  --configs 6 > "$OUT/selfcheck-walk.log" 2>&1
-say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck-walk.log" | tail -8 | tee -a "$S"
+selfcheck_step walk 150 --problems scripts/session19/walk.txt --space scripts/session19/walk-space.toml --configs 6
 say "== 1b selfcheck strided --configs 4 $(el)"
-timeout 80 "$B" selfcheck --problems scripts/session18/strided.txt --configs 4 > "$OUT/selfcheck-strided.log" 2>&1
-say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck-strided.log" | tail -8 | tee -a "$S"
+selfcheck_step strided 80 --problems scripts/session18/strided.txt --configs 4
 say "== 2 A/B base vs walk body, shipped strided bwd-data entries $(el)"
 OUT=$OUT timeout 170 bash scripts/ab-builds.sh tuned-db/sm_90.toml '-F 2 .*-u [2-9] ' base=$A new=$B > "$OUT/ab.txt" 2>&1
 say "rc=$? $(el)"; cut -c1-200 "$OUT/ab.txt" | tail -10 | tee -a "$S"

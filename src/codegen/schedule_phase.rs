@@ -9,7 +9,7 @@
 //! `u − first_block` ([`PhaseScheduler::unit_tile`]).
 
 use super::builder::Kb;
-use super::phase_consts::SharedPhases;
+use super::phase_consts::{Phases, SharedPhases};
 use super::plan::{GemmPlan, MainLoopKind, Math, SchedulerKind};
 use super::schedule::{
     raster_k_range, raster_over, raster_tile, RasterScheduler, Tile, TileScheduler,
@@ -77,23 +77,39 @@ impl PhaseScheduler {
         let per_z: Vec<u32> = (0..ph.count())
             .map(|i| shared.tiles_m[i] * shared.tiles_n[i])
             .collect();
-        let bid = ph.urem(kb, local, &per_z);
-        let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
-            .map(|i| {
-                let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
-                raster_over(kb, plan.cfg.raster, tiles, bid)
-            })
-            .unzip();
         // No split-K in one launch: the unit's z is its group.
-        let g = ph.udiv(kb, local, &per_z);
-        Tile {
-            m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
-            n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
-            g,
-            slice: None,
-            index: kb.add(kb.mul(g, ph.pick(kb, &per_z)), bid),
-            z: g,
-        }
+        let bid = ph.urem(kb, local, &per_z);
+        shared_tile(kb, plan, shared, &ph, bid, |kb| ph.udiv(kb, local, &per_z))
+    }
+}
+
+/// Tile `bid` of group `g` of a shared body's phase `ph`: the raster of every phase's tile
+/// grid computed and the phase's chosen (a few instructions, once per block or unit).
+fn shared_tile<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    shared: &SharedPhases,
+    ph: &Phases<'ctx>,
+    bid: IntValue<'ctx>,
+    g: impl FnOnce(&Kb<'_, 'ctx>) -> IntValue<'ctx>,
+) -> Tile<'ctx> {
+    let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
+        .map(|i| {
+            let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
+            raster_over(kb, plan.cfg.raster, tiles, bid)
+        })
+        .unzip();
+    let per_group: Vec<u32> = (0..ph.count())
+        .map(|i| shared.tiles_m[i] * shared.tiles_n[i])
+        .collect();
+    let g = g(kb);
+    Tile {
+        m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
+        n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
+        g,
+        slice: None,
+        index: kb.add(kb.mul(g, ph.pick(kb, &per_group)), bid),
+        z: g,
     }
 }
 
@@ -108,28 +124,10 @@ impl TileScheduler for PhaseScheduler {
             let local = kb.addc(kb.block_idx(0), -(first_block(plan) as i64));
             return raster_tile(kb, plan, local);
         };
-        // A shared body: the raster of the block's phase, each phase's computed and the
-        // block's chosen (once per block, so the cost is a few instructions).
+        // A shared body: the raster of the block's phase.
         let ph = shared.phases(kb);
         let local = kb.sub(kb.block_idx(0), ph.pick(kb, &shared.first_blocks));
-        let (tm, tn): (Vec<_>, Vec<_>) = (0..ph.count())
-            .map(|i| {
-                let tiles = [shared.tiles_m[i], shared.tiles_n[i]];
-                raster_over(kb, plan.cfg.raster, tiles, local)
-            })
-            .unzip();
-        let per_group: Vec<i64> = (0..ph.count())
-            .map(|i| shared.tiles_m[i] as i64 * shared.tiles_n[i] as i64)
-            .collect();
-        let g = kb.block_idx(2);
-        Tile {
-            m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
-            n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
-            g,
-            slice: None,
-            index: kb.add(kb.mul(g, ph.pick(kb, &per_group)), local),
-            z: g,
-        }
+        shared_tile(kb, plan, shared, &ph, local, |kb| kb.block_idx(2))
     }
 
     fn k_range<'ctx>(

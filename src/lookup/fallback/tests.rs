@@ -2,19 +2,50 @@
 
 use super::*;
 
-/// The shipped database without `p`'s entry, and that entry's config.
-fn shipped_without(p: &ConvProblem, arch: &Arch) -> (crate::db::TunedDb, Option<PerfConfig>) {
-    let shipped = crate::db::system(arch.name).unwrap().unwrap();
-    let mut rest = crate::db::TunedDb::new(arch.name);
-    let mut tuned = None;
-    for e in shipped.entries() {
-        if e.problem == p.key() {
-            tuned = Some(e.config.parse::<PerfConfig>().unwrap());
-        } else {
-            rest.insert(e.clone()).unwrap();
+/// A problem held out of the shipped sm_90 database: the rest is the only database.
+struct HeldOut {
+    p: ConvProblem,
+    /// The shipped database without the problem's entry.
+    rest: crate::db::TunedDb,
+    /// The held-out entry's config, if the problem had one.
+    tuned: Option<PerfConfig>,
+}
+
+impl HeldOut {
+    fn new(line: &str) -> HeldOut {
+        let p: ConvProblem = line.parse().unwrap();
+        let shipped = crate::db::system(Arch::SM_90.name).unwrap().unwrap();
+        let mut rest = crate::db::TunedDb::new(Arch::SM_90.name);
+        let mut tuned = None;
+        for e in shipped.entries() {
+            if e.problem == p.key() {
+                tuned = Some(e.config.parse::<PerfConfig>().unwrap());
+            } else {
+                rest.insert(e.clone()).unwrap();
+            }
+        }
+        HeldOut { p, rest, tuned }
+    }
+
+    fn layers(&self) -> crate::db::Layered<'_> {
+        crate::db::Layered {
+            system: None,
+            user: Some(&self.rest),
         }
     }
-    (rest, tuned)
+
+    /// What the lookup answers for the problem.
+    fn lookup(&self) -> crate::lookup::Found {
+        crate::lookup::find_config_in(&self.p, &Arch::SM_90, self.layers(), None).unwrap()
+    }
+
+    /// The stored config of the neighbour `found` names.
+    fn nearest(&self, found: &crate::lookup::Found) -> PerfConfig {
+        let crate::db::Source::Nearest { key, .. } = &found.source else {
+            panic!("{:?}: {}", found.source, found.reason);
+        };
+        self.rest.get_key(key)[0].config.parse().unwrap()
+    }
 }
 
 fn features(p: &str) -> Features {
@@ -79,27 +110,21 @@ fn holdout_strided_bwd_data_keeps_wide_vectors_where_the_model_ties() {
     // (tuned with va=2, the filter on TMA there); its phases copy the filter with
     // cp.async, and the model, which hides a producer's copies, had va=2 and va=8 level.
     // The tie goes to the wider vectors (va=2 ran 2.8x slower than tuned on the H200).
-    use crate::db::Layered;
     let arch = Arch::SM_90;
-    let p: ConvProblem = "convbfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 \
-                          -v 2 -F 2 --layout NHWC"
-        .parse()
-        .unwrap();
-    let (rest, _) = shipped_without(&p, &arch);
-    let layers = Layered {
-        system: None,
-        user: Some(&rest),
-    };
-    let found = crate::lookup::find_config_in(&p, &arch, layers, None).unwrap();
-    legality::check(&lower(&p), &found.config, &arch).unwrap();
+    let held = HeldOut::new(
+        "convbfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 \
+         --layout NHWC",
+    );
+    let (p, found) = (&held.p, held.lookup());
+    legality::check(&lower(p), &found.config, &arch).unwrap();
     let widest = PerfConfig {
         vec_a: 8,
         vec_b: 8,
         vec_c: 8,
         ..found.config
     };
-    if legality::check(&lower(&p), &widest, &arch).is_ok() {
-        let l = lower(&p);
+    if legality::check(&lower(p), &widest, &arch).is_ok() {
+        let l = lower(p);
         let model = CostModel::new(&l, CostArch::from_arch(&arch, p.dtype()));
         let (t, w) = (model.estimate(&found.config), model.estimate(&widest));
         assert!(
@@ -115,24 +140,15 @@ fn holdout_strided_bwd_data_keeps_wide_vectors_where_the_model_ties() {
 
 #[test]
 fn holdout_1x1_c256_takes_a_neighbour_config_with_its_own_widths() {
-    use crate::db::{Layered, Source};
-    let arch = Arch::SM_90;
-    let p: ConvProblem = "convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 1 --layout NHWC"
-        .parse()
-        .unwrap();
-    let (rest, tuned) = shipped_without(&p, &arch);
-    let tuned = tuned.expect("the shipped database has the held-out entry");
-    let layers = Layered {
-        system: None,
-        user: Some(&rest),
-    };
-    let found = crate::lookup::find_config_in(&p, &arch, layers, None).unwrap();
-    let Source::Nearest { key, .. } = &found.source else {
-        panic!("{:?}: {}", found.source, found.reason);
-    };
-    let nearest: PerfConfig = rest.get_key(key)[0].config.parse().unwrap();
+    let held =
+        HeldOut::new("convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 1 --layout NHWC");
+    let tuned = held
+        .tuned
+        .expect("the shipped database has the held-out entry");
+    let found = held.lookup();
+    let nearest = held.nearest(&found);
     assert_ne!(found.config, nearest, "{}", found.reason);
-    legality::check(&lower(&p), &found.config, &arch).unwrap();
+    legality::check(&lower(&held.p), &found.config, &Arch::SM_90).unwrap();
     // At least the tuned width (where A is a TMA box the width is free, and ties go wide).
     assert!(found.config.vec_a >= tuned.vec_a, "{}", found.reason);
     assert!(
@@ -157,22 +173,11 @@ fn holdout_1x1_c256_takes_a_neighbour_config_with_its_own_widths() {
 /// config keeps its load path and split-K and takes a tile that divides N.
 #[test]
 fn holdout_bwd_weight_1x1_re_tiles_a_neighbour_whose_tile_does_not_fit() {
-    use crate::db::{Layered, Source};
-    let arch = Arch::SM_90;
-    let p: ConvProblem = "convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 4 --layout NHWC"
-        .parse()
-        .unwrap();
-    let (rest, _) = shipped_without(&p, &arch);
-    let layers = Layered {
-        system: None,
-        user: Some(&rest),
-    };
-    let found = crate::lookup::find_config_in(&p, &arch, layers, None).unwrap();
-    let Source::Nearest { key, .. } = &found.source else {
-        panic!("{:?}: {}", found.source, found.reason);
-    };
-    let nearest: PerfConfig = rest.get_key(key)[0].config.parse().unwrap();
-    let n = lower(&p).gemms[0].n_len();
+    let held =
+        HeldOut::new("convbfp16 -n 64 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 4 --layout NHWC");
+    let found = held.lookup();
+    let nearest = held.nearest(&found);
+    let n = lower(&held.p).gemms[0].n_len();
     assert_ne!(
         n % nearest.block_n,
         0,
@@ -196,27 +201,21 @@ fn holdout_bwd_weight_1x1_re_tiles_a_neighbour_whose_tile_does_not_fit() {
 #[test]
 fn a_depthwise_problem_takes_the_models_depthwise_pick_over_dense_neighbours() {
     use crate::config::MmaPath;
-    use crate::db::{Layered, Source};
-    let arch = Arch::SM_90;
-    let p: ConvProblem = "convfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 \
-                          -g 256 -F 1 --layout NHWC"
-        .parse()
-        .unwrap();
-    let (rest, tuned) = shipped_without(&p, &arch);
-    assert_eq!(
-        tuned.map(|t| t.mma),
-        Some(MmaPath::Depthwise),
-        "the premise"
+    let held = HeldOut::new(
+        "convfp16 -n 32 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -g 256 -F 1 --layout NHWC",
     );
-    let layers = Layered {
-        system: None,
-        user: Some(&rest),
-    };
-    let near = neighbours(&p, &arch, &layers, None);
+    let mma = held.tuned.map(|t| t.mma);
+    assert_eq!(mma, Some(MmaPath::Depthwise), "the premise");
+    let near = neighbours(&held.p, &Arch::SM_90, &held.layers(), None);
     assert!(!near.is_empty() && near.iter().all(|n| n.config.mma != MmaPath::Depthwise));
-    let found = crate::lookup::find_config_in(&p, &arch, layers, None).unwrap();
+    let found = held.lookup();
     assert_eq!(found.config.mma, MmaPath::Depthwise, "{}", found.reason);
-    assert_eq!(found.source, Source::Heuristic, "{}", found.reason);
+    assert_eq!(
+        found.source,
+        crate::db::Source::Heuristic,
+        "{}",
+        found.reason
+    );
 }
 
 /// f16 and bf16 problems lend each other configs (same element size, the same MMA
