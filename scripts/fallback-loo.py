@@ -15,7 +15,8 @@ Prints per problem tuned/pick speed per variant (1.0 = as fast as tuned), then p
 set the geomean and the minimum; `--dump FILE` writes every pick and timing as JSON (to score
 another lookup later on the same timings, where its picks were timed).
   Usage: scripts/fallback-loo.py [--db tuned-db/sm_90.toml] [--bin target/release/convtune]
-         [--variant new=target/release/convtune] [--holdout 8] [--extra FILE] [--out out/loo]
+         [--variant new=target/release/convtune] [--holdout 8] [--no-loo] [--extra FILE]
+         [--out out/loo] [--dump FILE]
 """
 import argparse
 import json
@@ -30,6 +31,7 @@ ap.add_argument("--db", default="tuned-db/sm_90.toml")
 ap.add_argument("--bin", default="target/release/convtune", help="the build that times configs")
 ap.add_argument("--variant", action="append", default=[], help="NAME=BIN[,VAR=VALUE...]")
 ap.add_argument("--holdout", type=int, default=8, help="also the split of fallback-holdout.sh")
+ap.add_argument("--no-loo", action="store_true", help="only the holdout split (and --extra)")
 ap.add_argument("--extra", help="problem<TAB>config lines of problems outside the database")
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "loo"))
 ap.add_argument("--dump", help="write the picks and timings here (JSON)")
@@ -101,8 +103,8 @@ def time_config(problem, config):
 
 
 # The sets: (set name, [(problem, tuned config, database to look up in)]).
-sets = [("loo", [(e["problem"], e["config"], database(f"loo{i}", {i}))
-                 for i, e in enumerate(entries)])]
+sets = [] if a.no_loo else [("loo", [(e["problem"], e["config"], database(f"loo{i}", {i}))
+                                    for i, e in enumerate(entries)])]
 if a.holdout:
     step = max(1, len(entries) // a.holdout)
     held = list(range(0, len(entries), step))[:a.holdout]
