@@ -172,7 +172,8 @@ pub struct Looked {
 
 impl DbArgs {
     /// The config a compiler would use: user database over the system one (unless
-    /// `--no-system-db`), then the quick list, then the heuristic, all within `space` if given.
+    /// `--no-system-db`), then the ranked fallback (nearest tuned problems, quick list, heuristic),
+    /// all within `space` if given.
     pub fn find(
         &self,
         p: &ConvProblem,

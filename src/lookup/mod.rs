@@ -2,9 +2,11 @@
 //!
 //! Order: the tuned database (user layer over the system layer compiled into the binary) for
 //! the exact key; else the [`fallback`]: the configs of the nearest tuned problems (by the
-//! features that predict speed) and of the shipped quick list, ranked by the cost model for
-//! the problem at hand; else a heuristic (the cost model's best legal candidate). Legality is re-checked for the problem at hand at every step, so a cached config
-//! that would be illegal here is never returned.
+//! features that predict speed), of the shipped quick list and the heuristic's (the cost
+//! model's best legal candidate), ranked by the cost model for the problem at hand, each step
+//! down in evidence needing a clearly faster prediction. Legality is re-checked for the
+//! problem at hand at every step, so a cached config that would be illegal here is never
+//! returned.
 //!
 //! ```no_run
 //! use convtune::{arch::Arch, lookup::find_config, problem::ConvProblem};
@@ -70,7 +72,7 @@ pub enum LookupError {
 }
 
 /// Finds the config for a problem: database layers (the user's over the compiled-in system
-/// database), then the quick list, then the heuristic.
+/// database), then the ranked fallback (nearest tuned problems, quick list, heuristic).
 pub fn find_config(
     problem: &ConvProblem,
     arch: &Arch,
