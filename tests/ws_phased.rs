@@ -199,10 +199,10 @@ fn a_skipped_phase_or_zeroing_is_caught() {
     }
 }
 
-/// The persistent walk's consumers share one body too (issue 16), with `mma=wg`: their
-/// constants are picked by the unit's phase, and only the producer keeps a branch per phase
-/// (its maps, im2col taps and copy addresses with the phase's constants), so a four-phase
-/// kernel is 1.7–2× its one-phase twin (it was 3.8–3.9×).
+/// The persistent walk's consumers share one body too (issue 16): their constants are picked
+/// by the unit's phase, and only the producer keeps a branch per phase (its maps, im2col taps
+/// and copy addresses with the phase's constants), so a four-phase kernel is 1.6–2.6× its
+/// one-phase twin (it was 3.8–6.7×).
 #[test]
 fn the_walks_consumers_share_one_body() {
     let ptx = |line: &str, c: &str| {
@@ -212,7 +212,7 @@ fn the_walks_consumers_share_one_body() {
             .unwrap_or_else(|e| panic!("{p}: {e}"));
         (l.gemms.len(), k.module.ptx().unwrap().len())
     };
-    for c in [WS, WSPP] {
+    for c in CONFIGS {
         let (phases, four) = ptx(
             "convfp16 -n 32 -c 96 -H 56 -W 56 -k 128 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -F 2 \
              --layout NHWC",
@@ -224,7 +224,7 @@ fn the_walks_consumers_share_one_body() {
         );
         assert_eq!((phases, one), (4, 1));
         assert!(
-            (four as f64) < 2.5 * single as f64,
+            (four as f64) < 3.0 * single as f64,
             "{c}: 4 phases {four} bytes of PTX, 1 phase {single}"
         );
     }

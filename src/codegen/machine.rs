@@ -109,7 +109,8 @@ pub(crate) fn optimize(module: &Module, tm: &TargetMachine) -> Result<(), Codege
         })
 }
 
-/// PTX text of an optimised NVPTX module.
+/// PTX text of an optimised NVPTX module, its `wgmma` waits first in their blocks
+/// ([`super::ptx_waits`]).
 pub(crate) fn emit_ptx(module: &Module, tm: &TargetMachine) -> Result<String, CodegenError> {
     let buf = tm
         .write_to_memory_buffer(module, FileType::Assembly)
@@ -118,9 +119,8 @@ pub(crate) fn emit_ptx(module: &Module, tm: &TargetMachine) -> Result<String, Co
             module: module.get_name().to_string_lossy().into_owned(),
             message: e.to_string(),
         })?;
-    Ok(String::from_utf8_lossy(buf.as_slice())
-        .trim_end_matches('\0')
-        .to_string())
+    let text = String::from_utf8_lossy(buf.as_slice());
+    Ok(super::ptx_waits::waits_first(text.trim_end_matches('\0')))
 }
 
 /// A loadable AMDGPU code object: the object file linked as a shared library by `ld.lld`.

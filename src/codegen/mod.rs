@@ -57,6 +57,7 @@ mod plan;
 mod plan_load;
 mod plan_math;
 mod plan_smem;
+mod ptx_waits;
 mod relayout;
 mod report;
 mod schedule;

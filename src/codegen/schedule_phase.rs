@@ -10,7 +10,7 @@
 
 use super::builder::Kb;
 use super::phase_consts::{Phases, SharedPhases};
-use super::plan::{GemmPlan, MainLoopKind, Math, SchedulerKind};
+use super::plan::{GemmPlan, MainLoopKind, SchedulerKind};
 use super::schedule::{
     raster_k_range, raster_over, raster_tile, RasterScheduler, Tile, TileScheduler,
 };
@@ -147,12 +147,10 @@ impl TileScheduler for PhaseScheduler {
 /// on the persistent walk, its first work unit), when they can share one: every decision but
 /// the GEMM's lengths and offsets the same, the GEMMs alike in axes and terms. A block per
 /// tile shares its whole body, so its loads must be alike too (`cp.async` or register
-/// copies). On the warp-specialised walk only the consumers share one (the producer keeps a
-/// branch per phase, see [`super::ws::Body`]), so the loads may differ; and only without a
-/// `wgmma` group in flight across K tiles (`mma=wg`): with `mma=wg1` ptxas serialised the
-/// shared consumers' pipeline (C7514) on 4 of 12 sampled configs where the bodies per phase
-/// had none, and the shipped bf16 3×3 s2 entry ran 0.91× (session 19). The body is the first
-/// plan's, with an edge check wherever some phase needs one.
+/// copies). On the warp-specialised walk only the consumers share one: the producer keeps a
+/// branch per phase ([`super::ws::Body`]; its copy addresses from constants picked per K tile
+/// made the shared walk 0.79–0.97× on the shipped entries, session 19), so the loads may
+/// differ. The body is the first plan's, with an edge check wherever some phase needs one.
 pub(crate) fn shared_body<'l>(
     plans: &[GemmPlan<'l>],
     first_blocks: &[u32],
@@ -162,17 +160,7 @@ pub(crate) fn shared_body<'l>(
         MainLoopKind::Multistage => {
             g.tma == [None, None] && g.ws.is_none() && (g.a, g.b) == (lead.a, lead.b)
         }
-        MainLoopKind::Ws => {
-            matches!(g.scheduler, SchedulerKind::Phase { .. })
-                && g.ws == lead.ws
-                && matches!(
-                    g.math,
-                    Math::Wgmma {
-                        in_flight: false,
-                        ..
-                    }
-                )
-        }
+        MainLoopKind::Ws => matches!(g.scheduler, SchedulerKind::Phase { .. }) && g.ws == lead.ws,
         MainLoopKind::Tma => false,
     };
     let alike = |g: &GemmPlan| {

@@ -193,8 +193,10 @@ fn issue<'p, 'a, 'ctx>(
 }
 
 /// How a walk over a one-launch kernel's phases emits them: one body whose constants the
-/// unit's phase picks ([`PhasedPlan::shared`], where the phases can share one), or a branch
-/// per phase with the phase's constants.
+/// unit's phase picks ([`PhasedPlan::shared`], where the phases can share one: what the
+/// consumers run), or a branch per phase with the phase's constants (what the producer runs:
+/// its copy addresses are computed per K tile, where constants picked at run time cost it
+/// more than its 40 registers hide).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Body {
     /// The shared body, where there is one.
