@@ -89,7 +89,7 @@ mod tests {
         assert_eq!(lines[2].trim(), "wgmma.wait_group.sync.aligned 0;");
         assert_eq!(lines[4].trim(), "and.b32  \t%r46, %r41, 192;");
         assert!(out.ends_with("bra \t$L__BB0_22;\n"));
-        let mut sorted = |s: &str| {
+        let sorted = |s: &str| {
             let mut v: Vec<String> = s.lines().map(str::to_string).collect();
             v.sort();
             v
