@@ -31,6 +31,15 @@ pub(crate) struct SharedPhases<'l> {
 }
 
 impl SharedPhases<'_> {
+    /// Each phase's tiles in one group (`tiles_m × tiles_n`).
+    pub fn tiles_per_group(&self) -> Vec<u32> {
+        self.tiles_m
+            .iter()
+            .zip(&self.tiles_n)
+            .map(|(m, n)| m * n)
+            .collect()
+    }
+
     /// The phase of the block (inside a persistent walk, of the work unit) being emitted:
     /// how many phases after the first start at or before its x index (its unit).
     pub fn phases<'ctx>(&self, kb: &Kb<'_, 'ctx>) -> Phases<'ctx> {

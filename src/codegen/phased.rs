@@ -174,6 +174,19 @@ pub(crate) fn skipped(i: usize) -> bool {
     FAULT.with(|f| f.get()) == Some(PhasedFault::SkipPhase(i))
 }
 
+/// With a shared phase body (`body`, serving `phases` phases): whether the block's (or the
+/// walk unit's) phase is not the one the test hook leaves out; `None` when it leaves none.
+pub(crate) fn not_skipped<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    body: &GemmPlan,
+    phases: usize,
+) -> Option<IntValue<'ctx>> {
+    let i = (0..phases).find(|&i| skipped(i))?;
+    let shared = body.shared.as_ref().expect("a shared body has phases");
+    let phase = shared.phases(kb).index(kb);
+    Some(kb.xor(kb.eq(phase, kb.c(i as i64)), kb.cbool(true)))
+}
+
 /// The zeroing to emit (none when the test hook leaves it out).
 fn zeroing<'p>(plan: &'p PhasedPlan) -> Option<&'p ZeroFill> {
     let skip = FAULT.with(|f| f.get()) == Some(PhasedFault::SkipZero);
@@ -248,12 +261,14 @@ impl<'l> PhasedPlan<'l> {
         let region = plans.iter().map(|g| g.smem.region).max().unwrap_or(0);
         let shared_bytes = plans.iter().map(|g| g.smem.bytes).max().unwrap_or(0);
         let (mut next, mut maps) = (0u64, 0usize);
+        let mut firsts = Vec::new();
         for plan in &mut plans {
             plan.smem.region = region;
             plan.smem.bytes = shared_bytes;
             plan.scheduler = SchedulerKind::Phase {
                 first_block: next as u32,
             };
+            firsts.push(next as u32);
             plan.first_map = maps;
             maps += plan.maps();
             next += PhaseScheduler.units(plan);
@@ -263,13 +278,6 @@ impl<'l> PhasedPlan<'l> {
             arch.compute_units,
             ws.resident_blocks(arch, shared_bytes),
         );
-        let firsts: Vec<u32> = plans
-            .iter()
-            .map(|g| match g.scheduler {
-                SchedulerKind::Phase { first_block } => first_block,
-                _ => unreachable!("every phase was scheduled above"),
-            })
-            .collect();
         let shared = shared_body(&plans, &firsts);
         Ok(PhasedPlan {
             zero: ZeroFill::of(lowering, ws.consumers, 1, 0),
@@ -313,10 +321,8 @@ pub(crate) fn emit_phased<'ctx>(kb: &Kb<'_, 'ctx>, plan: &PhasedPlan, fault: boo
             .as_ref()
             .map_or(plan.grid[0], |z| z.first_block as u64);
         let mut run = in_range(kb, bid, 0, blocks);
-        if let Some(i) = (0..plan.phases.len()).find(|&i| skipped(i)) {
-            let shared = body.shared.as_ref().expect("a shared body has phases");
-            let phase = shared.phases(kb).index(kb);
-            run = kb.all(&[run, kb.xor(kb.eq(phase, kb.c(i as i64)), kb.cbool(true))]);
+        if let Some(kept) = not_skipped(kb, body, plan.phases.len()) {
+            run = kb.all(&[run, kept]);
         }
         kb.if_then(run, |kb| emit_gemm_body(kb, body, fault));
     } else {

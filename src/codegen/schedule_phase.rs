@@ -74,9 +74,7 @@ impl PhaseScheduler {
         // phase's persistent unit, each phase's raster computed and the unit's chosen.
         let ph = shared.phases(kb);
         let local = kb.sub(unit, ph.pick(kb, &shared.first_blocks));
-        let per_z: Vec<u32> = (0..ph.count())
-            .map(|i| shared.tiles_m[i] * shared.tiles_n[i])
-            .collect();
+        let per_z = shared.tiles_per_group();
         // No split-K in one launch: the unit's z is its group.
         let bid = ph.urem(kb, local, &per_z);
         shared_tile(kb, plan, shared, &ph, bid, |kb| ph.udiv(kb, local, &per_z))
@@ -99,16 +97,13 @@ fn shared_tile<'ctx>(
             raster_over(kb, plan.cfg.raster, tiles, bid)
         })
         .unzip();
-    let per_group: Vec<u32> = (0..ph.count())
-        .map(|i| shared.tiles_m[i] * shared.tiles_n[i])
-        .collect();
     let g = g(kb);
     Tile {
         m0: kb.mulc(ph.choose(kb, &tm), plan.cfg.block_m as i64),
         n0: kb.mulc(ph.choose(kb, &tn), plan.cfg.block_n as i64),
         g,
         slice: None,
-        index: kb.add(kb.mul(g, ph.pick(kb, &per_group)), bid),
+        index: kb.add(kb.mul(g, ph.pick(kb, &shared.tiles_per_group())), bid),
         z: g,
     }
 }

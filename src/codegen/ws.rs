@@ -264,12 +264,8 @@ pub(super) fn walk<'ctx>(
                 if let Some(body) = pp.shared.as_ref().filter(|_| bodies == Body::Shared) {
                     // One body, its constants picked by the unit's phase.
                     kb.set_walk_unit(Some(unit));
-                    let mut run = kb.cbool(true);
-                    if let Some(p) = (0..pp.phases.len()).find(|&p| super::phased::skipped(p)) {
-                        let shared = body.shared.as_ref().expect("a shared body has phases");
-                        let phase = shared.phases(kb).index(kb);
-                        run = kb.xor(kb.eq(phase, kb.c(p as i64)), kb.cbool(true));
-                    }
+                    let run = super::phased::not_skipped(kb, body, pp.phases.len())
+                        .unwrap_or_else(|| kb.cbool(true));
                     kb.if_then(run, |kb| {
                         let tile = PhaseScheduler.unit_tile(kb, body, unit);
                         let k = PhaseScheduler.k_range(kb, body, &tile);

@@ -163,9 +163,9 @@ pub fn find_config_in_space(
         .iter()
         .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
         .collect();
-    guesses.extend(
-        heuristic_in(problem, arch, space.unwrap_or(&default_space)).map(|c| (c, Guess::Model)),
-    );
+    // The heuristic enumerates the whole space: once, as a guess and as the last resort.
+    let model_pick = heuristic_in(problem, arch, space.unwrap_or(&default_space));
+    guesses.extend(model_pick.map(|c| (c, Guess::Model)));
     let within = if space.is_some() {
         " in the given space"
     } else {
@@ -226,15 +226,8 @@ pub fn find_config_in_space(
         }
         None => {}
     }
-    let default_space;
-    let space = match space {
-        Some(s) => s,
-        None => {
-            default_space = SearchSpace::default_for(arch);
-            &default_space
-        }
-    };
-    let config = heuristic_in(problem, arch, space).ok_or_else(|| LookupError::NoLegalConfig {
+    // Nothing ranked (the model gave no finite time): the heuristic's pick as it is.
+    let config = model_pick.ok_or_else(|| LookupError::NoLegalConfig {
         problem: problem.key(),
         arch: arch.name.to_string(),
     })?;
