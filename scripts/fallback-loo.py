@@ -9,7 +9,10 @@ outside the database (`--extra FILE`: `problem<TAB>config` lines, the config bei
 long search found), which are looked up in the whole database.
 
 Several lookups can be scored against the same timings (`--variant NAME=BIN[,VAR=VALUE…]`: a
-build and environment for `convtune lookup`); each distinct (problem, config) is timed once.
+build and environment for `convtune lookup`; `{db}` in a value is replaced by the name of the
+database the lookup reads, `loo<i>`, `holdout` or `whole`, so that e.g. a cost-model
+correction fitted without the held-out problems can be named per lookup:
+`CONVTUNE_MODEL_CORRECTION=corr/{db}.toml`); each distinct (problem, config) is timed once.
 
 Prints per problem tuned/pick speed per variant (1.0 = as fast as tuned), then per variant and
 set the geomean and the minimum; `--dump FILE` writes every pick and timing as JSON (to score
@@ -61,6 +64,8 @@ def database(name, drop):
 
 def lookup(variant, problem, db):
     _, binary, env = variant
+    name = os.path.splitext(os.path.basename(db))[0]
+    env = {k: v.replace("{db}", name) for k, v in env.items()}
     o = subprocess.run([binary, "lookup", "--problem", problem, "--arch", arch, "--db", db,
                         "--no-system-db", "--json"], capture_output=True, text=True,
                        env={**os.environ, **env})

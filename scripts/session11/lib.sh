@@ -6,14 +6,16 @@ B=$PWD/target/release/convtune
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 S=$OUT/summary.txt; : > "$S"
 say() { echo "$*" | tee -a "$S"; }
-# same_harness SECONDS LINES: installs the carried wheel (.whl/) and runs scripts/same-harness.py on
-# the shipped database (outputs $OUT/same.{json,log}), printing the log's last LINES lines.
+# same_harness SECONDS LINES [DB]: installs the carried wheel (.whl/) and runs
+# scripts/same-harness.py on DB (default the shipped database; outputs $OUT/same.{json,log}, or
+# $OUT/same-NAME.{json,log} for another DB NAME.toml), printing the log's last LINES lines.
 same_harness() {
-  local site=/tmp/site
+  local site=/tmp/site db=${3:-tuned-db/sm_90.toml} tag=same
+  [ -n "${3:-}" ] && tag=same-$(basename "$3" .toml)
   if python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1; then
-    PYTHONPATH="$site" timeout "$1" python3 scripts/same-harness.py tuned-db/sm_90.toml --json "$OUT/same.json" \
-      > "$OUT/same.log" 2>&1
-    say "rc=$? $(el)"; grep -v Warning "$OUT/same.log" | tail -"$2" | cut -c1-200 | tee -a "$S"
+    PYTHONPATH="$site" timeout "$1" python3 scripts/same-harness.py "$db" --json "$OUT/$tag.json" \
+      > "$OUT/$tag.log" 2>&1
+    say "rc=$? $(el)"; grep -v Warning "$OUT/$tag.log" | tail -"$2" | cut -c1-200 | tee -a "$S"
   else
     say "wheel not installed: $(tail -2 "$OUT/pip.log")"
   fi

@@ -49,6 +49,7 @@
 
 mod arch;
 mod compute;
+pub mod correction;
 mod depthwise;
 mod memory;
 #[cfg(test)]
