@@ -4,6 +4,7 @@ use super::{bad_input, no_gpu, ArchArg, DbArgs, ProblemArg};
 use anyhow::anyhow;
 use clap::Subcommand;
 use convtune::arch::Arch;
+use convtune::config::Field;
 use convtune::db::{self, DiffLine, Entry, TunedDb};
 use convtune::problem::read_problem_file;
 use convtune::search::cost::correction::{self, Correction};
@@ -81,6 +82,11 @@ pub enum DbCommand {
         /// fallback on them must not have seen them.
         #[arg(long, value_name = "FILE")]
         exclude: Option<PathBuf>,
+        /// Config fields (keys as in config strings: `va`, `bm`, `mma`, …) whose features the fit
+        /// leaves out; `none` for none. The default leaves out the vector widths, which journals
+        /// confound (src/search/cost/correction.rs, `DEFAULT_DROP`).
+        #[arg(long, value_delimiter = ',', default_value = "va,vb,vc", value_name = "KEYS")]
+        drop: Vec<String>,
         /// Write the correction here (`tuned-db/model/<arch>.toml` ships it).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -215,8 +221,9 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             journals,
             arch,
             exclude,
+            drop,
             output,
-        } => fit_model(&journals, &arch, exclude.as_deref(), output.as_deref())?,
+        } => fit_model(&journals, &arch, exclude.as_deref(), &drop, output.as_deref())?,
     }
     Ok(())
 }
@@ -226,9 +233,21 @@ fn fit_model(
     journals: &[PathBuf],
     arch: &str,
     exclude: Option<&Path>,
+    drop: &[String],
     output: Option<&Path>,
 ) -> anyhow::Result<()> {
     let arch = Arch::from_name(arch).map_err(bad_input)?;
+    let drop: Vec<Field> = drop
+        .iter()
+        .filter(|k| k.as_str() != "none")
+        .map(|k| {
+            Field::ALL.into_iter().find(|f| f.key() == k).ok_or_else(|| {
+                let keys: Vec<_> = Field::ALL.iter().map(|f| f.key()).collect();
+                bad_input(anyhow!("--drop '{k}': not a config field (one of {})", keys.join(", ")))
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let columns = correction::columns_without(&drop);
     let excluded: HashSet<String> = match exclude {
         Some(path) => read_problem_file(path)
             .map_err(bad_input)?
@@ -257,7 +276,7 @@ fn fit_model(
             excluded.len()
         )));
     }
-    let loo = Correction::leave_one_out(&problems);
+    let loo = Correction::leave_one_out(&problems, &columns);
     outln!("first choice among the measured candidates, speed of best (leave-one-problem-out):");
     outln!("{:>7} {:>9}  problem", "model", "corrected");
     for (key, plain, corrected) in &loo {
@@ -266,7 +285,7 @@ fn fit_model(
     let geo = |f: fn(&(String, f64, f64)) -> f64| {
         (loo.iter().map(|r| f(r).max(1e-6).ln()).sum::<f64>() / loo.len() as f64).exp()
     };
-    let fit = Correction::fit(arch.name, &problems);
+    let fit = Correction::fit(arch.name, &problems, &columns);
     outln!(
         "geomean {:.3} -> {:.3} over {} problems ({} timed candidates, {skipped} lines skipped)",
         geo(|r| r.1),

@@ -34,18 +34,7 @@ pub const RIDGE: f64 = 0.001;
 /// to use the model as it is (for measuring the fallback with and without it).
 pub const ENV: &str = "CONVTUNE_MODEL_CORRECTION";
 
-/// The feature names, in order: each numeric config field as `log2(field)`, each named value
-/// but the first as `field=value`, then the same for 16-bit problems (`f16:` prefix), then
-/// the model's terms.
-pub fn feature_names() -> Vec<String> {
-    let mut names = config_feature_names();
-    let half: Vec<String> = names.iter().map(|n| format!("f16:{n}")).collect();
-    names.extend(half);
-    names.extend(TERMS.iter().map(|t| t.to_string()));
-    names
-}
-
-/// The model's terms used as features (see [`features`]).
+/// The model's terms offered as features (see [`features`]).
 const TERMS: [&str; 7] = [
     "log(time)",
     "compute/time",
@@ -56,20 +45,48 @@ const TERMS: [&str; 7] = [
     "log2(blocks)",
 ];
 
-fn config_feature_names() -> Vec<String> {
-    let mut names = Vec::new();
+/// Fields a fit leaves out unless told otherwise (`convtune db fit-model --drop`): the vector
+/// widths. Journals confound them (a search measures narrow widths mostly with tiles that
+/// were slow anyway): a fit on session 20's journal learned "wider is slower", and on the
+/// H200 its picks took `va=2` where the model's took `va=8` and ran at 0.36–0.90 of them
+/// (leave-one-out, session 20 call 2), as sessions 7 and 9 had measured where widths alone
+/// changed. The model's own width terms stay.
+pub const DEFAULT_DROP: [Field; 3] = [Field::VecA, Field::VecB, Field::VecC];
+
+/// Every feature a correction may use, with the config field it reads (`None`: a model
+/// term): each numeric field as `log2(field)`, each named value but the first as
+/// `field=value`, then the same for 16-bit problems (`f16:` prefix), then the model's terms.
+pub fn catalogue() -> Vec<(String, Option<Field>)> {
+    let mut config = Vec::new();
     for f in Field::ALL {
         match f.domain() {
             Domain::Named(values) => {
-                names.extend(values[1..].iter().map(|v| format!("{}={v}", f.key())))
+                config.extend(values[1..].iter().map(|v| (format!("{}={v}", f.key()), Some(f))))
             }
-            _ => names.push(format!("log2({})", f.key())),
+            _ => config.push((format!("log2({})", f.key()), Some(f))),
         }
     }
-    names
+    let half: Vec<_> = config
+        .iter()
+        .map(|(n, f)| (format!("f16:{n}"), *f))
+        .collect();
+    config.extend(half);
+    config.extend(TERMS.iter().map(|t| (t.to_string(), None)));
+    config
 }
 
-/// The feature vector of `c` on the problem `l` describes, given the model's estimate `e`.
+/// The columns of [`catalogue`] that read none of the `drop` fields.
+pub fn columns_without(drop: &[Field]) -> Vec<usize> {
+    catalogue()
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, f))| f.is_none_or(|f| !drop.contains(&f)))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Every [`catalogue`] feature of `c` on the problem `l` describes, given the model's
+/// estimate `e`.
 pub fn features(l: &Lowering, c: &PerfConfig, e: &Estimate) -> Vec<f64> {
     let mut x = Vec::new();
     for f in Field::ALL {
@@ -110,14 +127,17 @@ pub struct Correction {
     pub problems: usize,
     /// Timed candidates.
     pub samples: usize,
-    /// Feature names, in the order of `coef` ([`feature_names`] when it was written: a file
-    /// whose names differ from this build's is not used).
+    /// The features used, in the order of `coef`: names from [`catalogue`] (a file naming one
+    /// this build does not know is not used).
     pub features: Vec<String>,
     /// log(measured / predicted) of a typical problem's configs beyond what the features
     /// explain (the fit is centred per problem, so this only places the clamp).
     pub intercept: f64,
     /// One coefficient a feature.
     pub coef: Vec<f64>,
+    /// The [`catalogue`] column of each feature (resolved from the names on load).
+    #[serde(skip)]
+    columns: Vec<usize>,
 }
 
 /// One problem's measurements for [`Correction::fit`]: each candidate's features, predicted and
@@ -131,6 +151,18 @@ pub struct ProblemSamples {
 }
 
 impl ProblemSamples {
+    /// The same samples with only the features in `columns`.
+    pub fn select(&self, columns: &[usize]) -> ProblemSamples {
+        ProblemSamples {
+            key: self.key.clone(),
+            rows: self
+                .rows
+                .iter()
+                .map(|(x, y, t)| (columns.iter().map(|&i| x[i]).collect(), *y, *t))
+                .collect(),
+        }
+    }
+
     /// Adds a measured candidate; configs the model cannot time are skipped.
     pub fn push(&mut self, l: &Lowering, c: &PerfConfig, e: &Estimate, measured_us: f64) {
         if e.time_us.is_finite() && e.time_us > 0.0 && measured_us > 0.0 {
@@ -210,33 +242,36 @@ pub fn samples<'a>(
 }
 
 impl Correction {
-    /// Fits the coefficients to `problems` (ridge [`RIDGE`] per problem).
-    pub fn fit(arch: &str, problems: &[ProblemSamples]) -> Correction {
-        let m = feature_names().len();
-        let normals: Vec<_> = problems.iter().map(|p| p.normal(m)).collect();
-        let (coef, intercept) = fit_without(problems, &normals, None);
+    /// Fits the coefficients of the features in `columns` (of [`catalogue`]) to `problems`
+    /// (ridge [`RIDGE`] per problem).
+    pub fn fit(arch: &str, problems: &[ProblemSamples], columns: &[usize]) -> Correction {
+        let problems: Vec<_> = problems.iter().map(|p| p.select(columns)).collect();
+        let normals: Vec<_> = problems.iter().map(|p| p.normal(columns.len())).collect();
+        let (coef, intercept) = fit_without(&problems, &normals, None);
+        let names = catalogue();
         Correction {
             arch: arch.to_string(),
             problems: problems.len(),
             samples: problems.iter().map(|p| p.rows.len()).sum(),
-            features: feature_names(),
+            features: columns.iter().map(|&i| names[i].0.clone()).collect(),
             intercept,
             coef,
+            columns: columns.to_vec(),
         }
     }
 
     /// Leave-one-problem-out: for each problem, the measured speed (best / chosen) of the
     /// model's first choice among its measured candidates, without and with the correction
-    /// fitted to the other problems.
-    pub fn leave_one_out(problems: &[ProblemSamples]) -> Vec<(String, f64, f64)> {
-        let m = feature_names().len();
-        let normals: Vec<_> = problems.iter().map(|p| p.normal(m)).collect();
+    /// (features `columns`) fitted to the other problems.
+    pub fn leave_one_out(problems: &[ProblemSamples], columns: &[usize]) -> Vec<(String, f64, f64)> {
+        let problems: Vec<_> = problems.iter().map(|p| p.select(columns)).collect();
+        let normals: Vec<_> = problems.iter().map(|p| p.normal(columns.len())).collect();
         problems
             .iter()
             .enumerate()
             .filter(|(_, p)| !p.rows.is_empty())
             .map(|(i, p)| {
-                let (coef, intercept) = fit_without(problems, &normals, Some(i));
+                let (coef, intercept) = fit_without(&problems, &normals, Some(i));
                 let best = p.rows.iter().map(|r| r.2).fold(f64::INFINITY, f64::min);
                 // log(predicted) = log(measured) − y; corrected adds coef · x, clamped as
                 // in [`Correction::factor`].
@@ -253,13 +288,28 @@ impl Correction {
             .collect()
     }
 
+    /// The correction as read from a file, its feature names resolved against this build's
+    /// [`catalogue`]; `None` when it names a feature this build does not have or the counts
+    /// disagree.
+    pub fn resolved(mut self) -> Option<Correction> {
+        let names = catalogue();
+        self.columns = self
+            .features
+            .iter()
+            .map(|f| names.iter().position(|(n, _)| n == f))
+            .collect::<Option<_>>()?;
+        (self.coef.len() == self.columns.len()).then_some(self)
+    }
+
     /// The factor this correction applies to the model's estimate `e` of `c` on `l`: 1 when
     /// its features are not this build's.
     pub fn factor(&self, l: &Lowering, c: &PerfConfig, e: &Estimate) -> f64 {
-        if self.coef.len() != self.features.len() || self.features != feature_names() {
+        if self.coef.len() != self.columns.len() {
             return 1.0;
         }
-        (self.intercept + dot(&self.coef, &features(l, c, e)))
+        let x = features(l, c, e);
+        let s: f64 = self.columns.iter().zip(&self.coef).map(|(&i, k)| k * x[i]).sum();
+        (self.intercept + s)
             .exp()
             .clamp(1.0 / MAX_FACTOR, MAX_FACTOR)
     }
@@ -277,7 +327,7 @@ fn fit_without(
     normals: &[(Vec<f64>, Vec<f64>)],
     skip: Option<usize>,
 ) -> (Vec<f64>, f64) {
-    let coef = solve_sum(normals, skip, feature_names().len());
+    let coef = solve_sum(normals, skip, normals.first().map_or(0, |n| n.1.len()));
     let means: Vec<f64> = problems
         .iter()
         .enumerate()
@@ -351,7 +401,7 @@ pub fn for_arch(arch: &str) -> Option<&'static Correction> {
                     return None;
                 }
                 let text = std::fs::read_to_string(&path).ok()?;
-                toml::from_str(&text).ok()
+                toml::from_str::<Correction>(&text).ok()?.resolved()
             })
             .as_ref()
             .filter(|c| c.arch == arch);
@@ -360,7 +410,9 @@ pub fn for_arch(arch: &str) -> Option<&'static Correction> {
         .get_or_init(|| {
             MODEL_CORRECTIONS
                 .iter()
-                .filter_map(|(a, text)| Some((*a, toml::from_str(text).ok()?)))
+                .filter_map(|(a, text)| {
+                    Some((*a, toml::from_str::<Correction>(text).ok()?.resolved()?))
+                })
                 .collect()
         })
         .iter()
@@ -375,7 +427,7 @@ mod tests {
     /// Rows whose error is a planted function of one feature (plus a per-problem offset the
     /// centring must remove).
     fn planted(key: &str, offset: f64, weight: f64, at: usize) -> ProblemSamples {
-        let m = feature_names().len();
+        let m = catalogue().len();
         let rows = (0..12)
             .map(|i| {
                 let mut x = vec![0.0; m];
@@ -396,11 +448,17 @@ mod tests {
         let problems: Vec<_> = (0..6)
             .map(|i| planted(&format!("p{i}"), f64::from(i), 0.5, 3))
             .collect();
-        let c = Correction::fit("sm_90", &problems);
-        assert_eq!(c.features, feature_names());
+        let all: Vec<usize> = (0..catalogue().len()).collect();
+        let c = Correction::fit("sm_90", &problems, &all);
         assert!((c.coef[3] - 0.5).abs() < 0.02, "{}", c.coef[3]);
         assert!(c.coef[4].abs() < 0.02, "{}", c.coef[4]);
         assert_eq!((c.problems, c.samples), (6, 72));
+        // Without column 3 the planted error is not learned, and the file names say so.
+        let without: Vec<usize> = all.iter().copied().filter(|&i| i != 3).collect();
+        let d = Correction::fit("sm_90", &problems, &without);
+        assert!(!d.features.contains(&catalogue()[3].0));
+        let read: Correction = toml::from_str(&toml::to_string(&d).unwrap()).unwrap();
+        assert_eq!(read.resolved().unwrap().columns, without);
     }
 
     #[test]
@@ -410,7 +468,8 @@ mod tests {
         let problems: Vec<_> = (0..5)
             .map(|i| planted(&format!("p{i}"), 0.0, 0.3, 3))
             .collect();
-        for (key, plain, corrected) in Correction::leave_one_out(&problems) {
+        let all: Vec<usize> = (0..catalogue().len()).collect();
+        for (key, plain, corrected) in Correction::leave_one_out(&problems, &all) {
             assert!(plain < 0.8, "{key}: {plain}");
             assert!((corrected - 1.0).abs() < 1e-9, "{key}: {corrected}");
         }
@@ -423,8 +482,11 @@ mod tests {
         for (arch, text) in MODEL_CORRECTIONS.iter() {
             let c: Correction = toml::from_str(text).unwrap_or_else(|e| panic!("{arch}: {e}"));
             assert_eq!(c.arch, *arch);
-            assert_eq!(c.features, feature_names(), "{arch}: refit the correction");
-            assert_eq!(c.coef.len(), c.features.len());
+            let c = c.resolved().expect("a feature this build lacks: refit the correction");
+            assert!(for_arch(arch).is_some() || std::env::var(ENV).is_ok());
+            // The default fit leaves the vector widths out.
+            let widths = columns_without(&[]).len() - columns_without(&DEFAULT_DROP).len();
+            assert!(widths > 0 && c.columns.len() + widths <= catalogue().len());
         }
     }
 }
