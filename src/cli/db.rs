@@ -3,16 +3,11 @@
 use super::{bad_input, no_gpu, ArchArg, DbArgs, ProblemArg};
 use anyhow::anyhow;
 use clap::Subcommand;
-use convtune::arch::Arch;
-use convtune::config::Field;
 use convtune::db::{self, DiffLine, Entry, TunedDb};
-use convtune::problem::read_problem_file;
-use convtune::search::cost::correction::{self, Correction};
 use convtune::lookup::LegalityCheck;
 use convtune::manifest::ConfigSource;
 use convtune::runtime::cuda_devices;
 use serde::Serialize;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// `convtune db` subcommands.
@@ -65,29 +60,6 @@ pub enum DbCommand {
         #[arg(long, default_value = "json")]
         format: String,
         /// Write here (atomically) instead of to stdout.
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
-    /// Fit the cost model's correction (what the untuned fallback ranks with) to tuning journals;
-    /// prints, per problem, the model's first choice among the problem's measured candidates
-    /// without and with a correction fitted to the other problems.
-    FitModel {
-        /// Journals (`--journal` of `convtune`), each line a timed or failed candidate.
-        #[arg(long = "journal", required = true, value_name = "FILE")]
-        journals: Vec<PathBuf>,
-        /// The arch the journals were measured on.
-        #[arg(long)]
-        arch: String,
-        /// Leave out the problems of this file (one a line): a correction for measuring the
-        /// fallback on them must not have seen them.
-        #[arg(long, value_name = "FILE")]
-        exclude: Option<PathBuf>,
-        /// Config fields (keys as in config strings: `va`, `bm`, `mma`, …) whose features the fit
-        /// leaves out; `none` for none. The default leaves out the vector widths, which journals
-        /// confound (src/search/cost/correction.rs, `DEFAULT_DROP`).
-        #[arg(long, value_delimiter = ',', default_value = "va,vb,vc", value_name = "KEYS")]
-        drop: Vec<String>,
-        /// Write the correction here (`tuned-db/model/<arch>.toml` ships it).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -217,92 +189,6 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
                 None => outln!("{text}"),
             }
         }
-        DbCommand::FitModel {
-            journals,
-            arch,
-            exclude,
-            drop,
-            output,
-        } => fit_model(&journals, &arch, exclude.as_deref(), &drop, output.as_deref())?,
-    }
-    Ok(())
-}
-
-/// `convtune db fit-model`.
-fn fit_model(
-    journals: &[PathBuf],
-    arch: &str,
-    exclude: Option<&Path>,
-    drop: &[String],
-    output: Option<&Path>,
-) -> anyhow::Result<()> {
-    let arch = Arch::from_name(arch).map_err(bad_input)?;
-    let drop: Vec<Field> = drop
-        .iter()
-        .filter(|k| k.as_str() != "none")
-        .map(|k| {
-            Field::ALL.into_iter().find(|f| f.key() == k).ok_or_else(|| {
-                let keys: Vec<_> = Field::ALL.iter().map(|f| f.key()).collect();
-                bad_input(anyhow!("--drop '{k}': not a config field (one of {})", keys.join(", ")))
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let columns = correction::columns_without(&drop);
-    let excluded: HashSet<String> = match exclude {
-        Some(path) => read_problem_file(path)
-            .map_err(bad_input)?
-            .iter()
-            .map(|p| p.key())
-            .collect(),
-        None => HashSet::new(),
-    };
-    let mut measured = Vec::new();
-    for path in journals {
-        let records = db::Journal::load(path).map_err(bad_input)?;
-        measured.extend(records.into_values().filter_map(|r| {
-            let us = r.time_us?;
-            (!excluded.contains(&r.problem_key)).then_some((r.problem_key, r.config, us))
-        }));
-    }
-    measured.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    let (problems, skipped) = correction::samples(
-        &arch,
-        measured.iter().map(|(p, c, us)| (p.as_str(), c.as_str(), *us)),
-    );
-    if problems.is_empty() {
-        return Err(bad_input(anyhow!(
-            "no timed candidates in {} journal(s) ({} excluded problems, {skipped} lines skipped)",
-            journals.len(),
-            excluded.len()
-        )));
-    }
-    let loo = Correction::leave_one_out(&problems, &columns);
-    outln!("first choice among the measured candidates, speed of best (leave-one-problem-out):");
-    outln!("{:>7} {:>9}  problem", "model", "corrected");
-    for (key, plain, corrected) in &loo {
-        outln!("{plain:7.3} {corrected:9.3}  {key}");
-    }
-    let geo = |f: fn(&(String, f64, f64)) -> f64| {
-        (loo.iter().map(|r| f(r).max(1e-6).ln()).sum::<f64>() / loo.len() as f64).exp()
-    };
-    let fit = Correction::fit(arch.name, &problems, &columns);
-    outln!(
-        "geomean {:.3} -> {:.3} over {} problems ({} timed candidates, {skipped} lines skipped)",
-        geo(|r| r.1),
-        geo(|r| r.2),
-        fit.problems,
-        fit.samples
-    );
-    if let Some(path) = output {
-        let text = format!(
-            "# The cost model's learned correction for {}: written by `convtune db fit-model`\n\
-             # from {} timed candidates of {} problems. Schema: src/search/cost/correction.rs.\n{}",
-            arch.name,
-            fit.samples,
-            fit.problems,
-            toml::to_string(&fit)?
-        );
-        super::out::write_file(path, text.as_bytes())?;
     }
     Ok(())
 }

@@ -29,7 +29,6 @@ use crate::db::{Fingerprint, Layered};
 use crate::legality;
 use crate::lowering::{lower, Lowering};
 use crate::problem::{ConvProblem, DType, Tensor};
-use crate::search::cost::correction;
 use crate::search::{CostArch, CostModel};
 use crate::space::SearchSpace;
 
@@ -404,11 +403,7 @@ pub fn rank(
     let l = lower(problem);
     let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
     let usable = |c: &PerfConfig| keep(c) && legality::check(&l, c, arch).is_ok();
-    let correction = correction::for_arch(arch.name);
-    let time = |c: &PerfConfig| {
-        let e = model.estimate(c);
-        correction.map_or(e.time_us, |k| k.time_us(&l, c, &e))
-    };
+    let time = |c: &PerfConfig| model.estimate(c).time_us;
     let elem = problem.dtype().bytes();
     // A config's predicted time, if it may run here.
     let score = |c: &PerfConfig| Some(time(c)).filter(|t| usable(c) && t.is_finite());

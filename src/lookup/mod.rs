@@ -28,8 +28,7 @@ use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedD
 use crate::legality;
 use crate::lowering::lower;
 use crate::problem::ConvProblem;
-use crate::search::cost::correction;
-use crate::search::{self, CostArch, CostModel, SearchContext};
+use crate::search::{self, SearchContext};
 use crate::space::{enumerate_lowered, extra_spaces, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
@@ -261,11 +260,7 @@ pub fn heuristic(problem: &ConvProblem, arch: &Arch) -> Option<PerfConfig> {
     heuristic_in(problem, arch, &SearchSpace::default_for(arch))
 }
 
-/// The cost model's first pick among the legal configs of `space`: of the guided strategy's
-/// first [`HEURISTIC_SHORTLIST`] (by the analytic model), the fastest by the model with its
-/// learned correction ([`correction::for_arch`]), which ranks measured configs better but was
-/// fitted only to configs a search chose to measure, so it re-ranks a shortlist rather than
-/// the whole space.
+/// The cost model's first pick among the legal configs of `space`.
 pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Option<PerfConfig> {
     let l = lower(problem);
     let e = enumerate_lowered(&l, arch, space);
@@ -275,20 +270,6 @@ pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> 
         candidates: &e.legal,
     };
     let mut strategy = search::by_name("guided", 0).or_else(|| search::by_name("exhaustive", 0))?;
-    let first = strategy.next_batch(&ctx, &[], HEURISTIC_SHORTLIST);
-    let Some(k) = correction::for_arch(arch.name) else {
-        return first.first().map(|&i| e.legal[i]);
-    };
-    let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
-    first
-        .iter()
-        .map(|&i| {
-            let c = &e.legal[i];
-            (k.time_us(&l, c, &model.estimate(c)), c)
-        })
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| *c)
+    let first = strategy.next_batch(&ctx, &[], 1);
+    first.first().map(|&i| e.legal[i])
 }
-
-/// How many of the analytic model's first picks the learned correction re-ranks.
-pub const HEURISTIC_SHORTLIST: usize = 64;

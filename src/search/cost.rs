@@ -49,7 +49,6 @@
 
 mod arch;
 mod compute;
-pub mod correction;
 mod depthwise;
 mod memory;
 #[cfg(test)]
