@@ -256,3 +256,25 @@ fn untuned_problem_falls_back_to_quick_list_then_heuristic() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("source: heuristic"), "{}", stdout(&o));
 }
+
+#[test]
+fn a_try_list_that_does_not_parse_names_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let tries = dir.path().join("tries.txt");
+    std::fs::write(
+        &tries,
+        "# winners of another database\nv1:bm=64,bn=32,bk=32,wm=16,wn=32,st=3,va=4,vb=1,vc=1,lds=swz,sk=1,rs=1\n\nv1:bm=64,nonsense\n",
+    )
+    .unwrap();
+    let o = convtune(&[
+        "--problem",
+        "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -F 1",
+        "--arch",
+        "sm_90",
+        "--try",
+        tries.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("tries.txt:4:"), "{}", stderr(&o));
+}

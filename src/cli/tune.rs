@@ -4,6 +4,7 @@ use super::out::{self, OutputError};
 use super::{bad_input, ArchArg};
 use anyhow::anyhow;
 use convtune::arch::Arch;
+use convtune::config::PerfConfig;
 use convtune::problem::{read_problem_file, ConvProblem};
 use convtune::tune::{
     Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, TuneOptions,
@@ -34,6 +35,11 @@ pub struct TuneArgs {
     /// left; problems not started when it runs out are listed at the end.
     #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     pub time_total: Option<f64>,
+    /// Configs to measure first on every problem where they are legal, one a line (`#`
+    /// comments): another database's winners, a quick list. With `--budget` set to their
+    /// count, a run times just those.
+    #[arg(long = "try", value_name = "FILE")]
+    pub tries: Option<PathBuf>,
     /// Time every candidate in full (no adaptive timing: by default a candidate clearly slower
     /// than the best so far keeps its short first measurement).
     #[arg(long)]
@@ -109,6 +115,21 @@ fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
     }
 }
 
+/// The configs of a `--try` file: one a line, blank lines and `#` comments skipped; a line
+/// that does not parse is an error naming the file and line.
+fn read_configs(path: &std::path::Path) -> anyhow::Result<Vec<PerfConfig>> {
+    let text = convtune::input::read_text(path, 16 << 20, "config list").map_err(bad_input)?;
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| (i, line.split('#').next().unwrap_or("").trim()))
+        .filter(|(_, line)| !line.is_empty())
+        .map(|(i, line)| {
+            line.parse()
+                .map_err(|e| bad_input(anyhow!("{}:{}: {e}", path.display(), i + 1)))
+        })
+        .collect()
+}
+
 /// The flags as the library's validated options.
 fn campaign(args: TuneArgs) -> anyhow::Result<Campaign> {
     let arch = args.arch.arch.as_deref().map(Arch::from_name);
@@ -141,6 +162,10 @@ fn campaign(args: TuneArgs) -> anyhow::Result<Campaign> {
             .map_err(bad_input)?,
         dry_run: args.dry_run,
         inject_faults: args.inject_faults,
+        tries: match &args.tries {
+            Some(path) => read_configs(path)?,
+            None => Vec::new(),
+        },
     };
     Campaign::new(options).map_err(exit_code)
 }

@@ -10,10 +10,12 @@
 
 use super::{Measured, SearchContext, Strategy};
 
-/// `inner`, with `first` measured before anything it proposes.
+/// `inner`, with `first` measured before anything it proposes (over as many batches as they
+/// fill).
 pub struct Seeded {
     first: Vec<usize>,
-    given: bool,
+    /// How many of `first` have been proposed.
+    given: usize,
     inner: Box<dyn Strategy>,
 }
 
@@ -29,7 +31,7 @@ impl Seeded {
         }
         Seeded {
             first: unique,
-            given: false,
+            given: 0,
             inner,
         }
     }
@@ -48,10 +50,13 @@ impl Strategy for Seeded {
     ) -> Vec<usize> {
         let n = ctx.candidates.len();
         let mut batch: Vec<usize> = Vec::with_capacity(max);
-        if !std::mem::replace(&mut self.given, true) {
+        if self.given == 0 {
             self.first.retain(|&i| i < n);
-            batch.extend(self.first.iter().copied().take(max));
         }
+        let seeds = &self.first[self.given..];
+        let take = seeds.len().min(max);
+        batch.extend(&seeds[..take]);
+        self.given += take;
         // The inner strategy proposes each candidate once, so asking again after a batch made
         // only of seeds ends: at worst when it runs dry.
         while batch.len() < max {

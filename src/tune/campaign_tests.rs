@@ -529,3 +529,36 @@ fn time_holds_per_problem_when_every_candidate_hangs() {
         ["start", "problem", "start", "problem"]
     );
 }
+
+/// `--try`: the configs legal for the problem are measured right after the lookup's, before
+/// anything the strategy proposes; one that is illegal here is passed over.
+#[test]
+fn tries_legal_here_are_measured_after_the_lookup_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let p: ConvProblem = PROBLEM.parse().unwrap();
+    let space = crate::space::SearchSpace::default_for(&Arch::SM_90);
+    let legal = crate::space::enumerate_legal(&p, &Arch::SM_90, &space).legal;
+    // Two from the end of the exhaustive order, and one this f32 problem cannot run.
+    let tries = vec![legal[legal.len() - 1], legal[legal.len() - 2]];
+    let illegal: PerfConfig = "v4:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,\
+                               sk=1,rs=1,mma=wg,red=atomic,ld=cp,pk=0,xf=none"
+        .parse()
+        .unwrap();
+    assert!(crate::legality::check(&crate::lowering::lower(&p), &illegal, &Arch::SM_90).is_err());
+    let mut o = options(dir.path(), 3);
+    o.tries = vec![tries[0], illegal, tries[1]];
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    run(o, &fake, &[PROBLEM]).unwrap();
+    let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    let measured: Vec<String> = journal
+        .lines()
+        .filter(|l| !l.contains(super::device_run::STAGES_RECORD))
+        .map(|l| {
+            serde_json::from_str::<crate::db::JournalRecord>(l)
+                .unwrap()
+                .config
+        })
+        .collect();
+    assert_eq!(measured.len(), 3, "{measured:?}");
+    assert_eq!(measured[1..], [tries[0].to_string(), tries[1].to_string()]);
+}

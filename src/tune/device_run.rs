@@ -205,6 +205,10 @@ pub(super) fn tune_device(
         // The untuned fallback's config is always a candidate, measured first (`start_from`).
         let first = start_from(s, &p, &l, &mut e.legal);
         let before = first.map(|i| e.legal[i]);
+        let seeds: Vec<usize> = first
+            .into_iter()
+            .chain(tries_in(&s.options.tries, &l, &s.arch, &mut e.legal))
+            .collect();
         let enumerate_s = enumerating.elapsed().as_secs_f64();
         let key = p.key();
         let referencing = Instant::now();
@@ -260,7 +264,7 @@ pub(super) fn tune_device(
         };
         let strategy = search::by_name(&opts.strategy, opts.seed)
             .ok_or_else(|| CampaignError::unknown_strategy(&opts.strategy))?;
-        let mut strategy = Seeded::new(first.into_iter().collect(), strategy);
+        let mut strategy = Seeded::new(seeds, strategy);
         let mut eval = DeviceEval {
             device: dev.as_mut(),
             fatal: None,
@@ -376,6 +380,30 @@ fn write_entry(s: &Shared<'_>, row: &ReportRow) -> Result<(), CampaignError> {
     .sealed();
     TunedDb::update_file(&s.db_path, s.arch.name, |db| db.insert(entry))??;
     Ok(())
+}
+
+/// The indices among `legal` of the `tries` legal for this problem (`--try`), each appended to
+/// `legal` when the enumeration does not hold it.
+fn tries_in(
+    tries: &[PerfConfig],
+    l: &crate::lowering::Lowering,
+    arch: &crate::arch::Arch,
+    legal: &mut Vec<PerfConfig>,
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    for c in tries {
+        if crate::legality::check(l, c, arch).is_err() {
+            continue;
+        }
+        match legal.iter().position(|x| x == c) {
+            Some(i) => out.push(i),
+            None => {
+                legal.push(*c);
+                out.push(legal.len() - 1);
+            }
+        }
+    }
+    out
 }
 
 /// The index among `legal` of the config `convtune lookup` answers for `p` with the database

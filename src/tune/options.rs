@@ -4,6 +4,7 @@
 use super::devices::{Devices, Shard};
 use super::TuneOptions;
 use crate::arch::Arch;
+use crate::config::PerfConfig;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,6 +38,11 @@ pub struct CampaignOptions {
     pub dry_run: bool,
     /// Test only: the first this-many legal candidates are built to fault.
     pub inject_faults: usize,
+    /// Configs measured first on every problem where they are legal (after the untuned
+    /// fallback's, before what the strategy proposes): another database's winners, a quick
+    /// list, a colleague's guess. With `--budget` equal to their count, a run times exactly
+    /// those: how each tuned problem's winner does on the others.
+    pub tries: Vec<PerfConfig>,
 }
 
 impl Default for CampaignOptions {
@@ -55,6 +61,7 @@ impl Default for CampaignOptions {
             shard: None,
             dry_run: false,
             inject_faults: 0,
+            tries: Vec::new(),
         }
     }
 }
