@@ -539,7 +539,7 @@ fn tries_legal_here_are_measured_after_the_lookup_config() {
     let space = crate::space::SearchSpace::default_for(&Arch::SM_90);
     let legal = crate::space::enumerate_legal(&p, &Arch::SM_90, &space).legal;
     // Two from the end of the exhaustive order, and one this f32 problem cannot run.
-    let tries = vec![legal[legal.len() - 1], legal[legal.len() - 2]];
+    let tries = [legal[legal.len() - 1], legal[legal.len() - 2]];
     let illegal: PerfConfig = "v4:bm=128,bn=64,bk=64,wm=64,wn=64,st=3,va=8,vb=8,vc=8,lds=swz,\
                                sk=1,rs=1,mma=wg,red=atomic,ld=cp,pk=0,xf=none"
         .parse()
