@@ -37,7 +37,8 @@ pub struct TuneArgs {
     pub time_total: Option<f64>,
     /// Configs to measure first on every problem where they are legal, one a line (`#`
     /// comments): another database's winners, a quick list. With `--budget` set to their
-    /// count, a run times just those.
+    /// count, a run times just those (and the lookup's config, when it is not one of them, in
+    /// their place).
     #[arg(long = "try", value_name = "FILE")]
     pub tries: Option<PathBuf>,
     /// Time every candidate in full (no adaptive timing: by default a candidate clearly slower

@@ -41,7 +41,8 @@ pub struct CampaignOptions {
     /// Configs measured first on every problem where they are legal (after the untuned
     /// fallback's, before what the strategy proposes): another database's winners, a quick
     /// list, a colleague's guess. With `--budget` equal to their count, a run times exactly
-    /// those: how each tuned problem's winner does on the others.
+    /// those (the lookup's config, measured first, counts too): how each tuned problem's
+    /// winner does on the others.
     pub tries: Vec<PerfConfig>,
 }
 
