@@ -57,7 +57,8 @@ pub enum ReadError {
 }
 
 /// Problem lists: a million lines of MIOpenDriver commands is about 200 MB; 64 MiB is far
-/// beyond any real list and far below memory trouble.
+/// beyond any real list and far below memory trouble. Config lists (`--try`) are read with
+/// the same limit.
 pub const PROBLEM_FILE_LIMIT: u64 = 64 << 20;
 /// Database files: about 480 bytes per entry, so 256 MiB is over half a million entries.
 pub const DB_FILE_LIMIT: u64 = 256 << 20;
@@ -70,6 +71,18 @@ pub const RECORDING_LIMIT: u64 = 64 << 20;
 /// Tuning journals: one JSON line (about 200 bytes) per measured candidate, so 512 MiB is over
 /// two million measurements.
 pub const JOURNAL_LIMIT: u64 = 512 << 20;
+
+/// The lines of a list file (problems, `--try` configs) that hold something, each with its
+/// 1-based number: a leading byte-order mark dropped, `#` comments (whole-line or trailing)
+/// cut off, blank lines skipped.
+pub fn list_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.strip_prefix('\u{feff}')
+        .unwrap_or(text)
+        .lines()
+        .enumerate()
+        .map(|(i, raw)| (i + 1, raw.split('#').next().unwrap_or("").trim()))
+        .filter(|(_, line)| !line.is_empty())
+}
 
 /// Reads `path` as UTF-8 text of at most `limit` bytes; `what` names the kind of file in the
 /// size error. A leading byte-order mark is dropped (editors on Windows write one).

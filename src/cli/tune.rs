@@ -5,6 +5,7 @@ use super::{bad_input, ArchArg};
 use anyhow::anyhow;
 use convtune::arch::Arch;
 use convtune::config::PerfConfig;
+use convtune::input;
 use convtune::problem::{read_problem_file, ConvProblem};
 use convtune::tune::{
     Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, TuneOptions,
@@ -116,17 +117,16 @@ fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
     }
 }
 
-/// The configs of a `--try` file: one a line, blank lines and `#` comments skipped; a line
-/// that does not parse is an error naming the file and line.
+/// The configs of a `--try` file: one a line, as problem lists are written
+/// ([`input::list_lines`]); a line that does not parse is an error naming the file and line.
 fn read_configs(path: &std::path::Path) -> anyhow::Result<Vec<PerfConfig>> {
-    let text = convtune::input::read_text(path, 16 << 20, "config list").map_err(bad_input)?;
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| (i, line.split('#').next().unwrap_or("").trim()))
-        .filter(|(_, line)| !line.is_empty())
-        .map(|(i, line)| {
-            line.parse()
-                .map_err(|e| bad_input(anyhow!("{}:{}: {e}", path.display(), i + 1)))
+    let text =
+        input::read_text(path, input::PROBLEM_FILE_LIMIT, "config lists").map_err(bad_input)?;
+    input::list_lines(&text)
+        .map(|(line, config)| {
+            config
+                .parse()
+                .map_err(|e| bad_input(anyhow!("{}:{line}: {e}", path.display())))
         })
         .collect()
 }

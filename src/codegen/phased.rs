@@ -209,16 +209,14 @@ impl<'l> PhasedPlan<'l> {
         let threads = plans[0].threads;
         let z = RasterScheduler.grid(&plans[0])[2];
         let mut next = 0u64;
-        let mut firsts = Vec::new();
         for plan in &mut plans {
             debug_assert_eq!(plan.threads, threads);
             plan.scheduler = SchedulerKind::Phase {
                 first_block: next as u32,
             };
-            firsts.push(next as u32);
             next += RasterScheduler.grid(plan)[0];
         }
-        let shared = shared_body(&plans, &firsts);
+        let shared = shared_body(&plans);
         let zero = ZeroFill::of(lowering, threads, z, next as u32);
         if let Some(z) = &zero {
             next += z.blocks as u64;
@@ -261,14 +259,12 @@ impl<'l> PhasedPlan<'l> {
         let region = plans.iter().map(|g| g.smem.region).max().unwrap_or(0);
         let shared_bytes = plans.iter().map(|g| g.smem.bytes).max().unwrap_or(0);
         let (mut next, mut maps) = (0u64, 0usize);
-        let mut firsts = Vec::new();
         for plan in &mut plans {
             plan.smem.region = region;
             plan.smem.bytes = shared_bytes;
             plan.scheduler = SchedulerKind::Phase {
                 first_block: next as u32,
             };
-            firsts.push(next as u32);
             plan.first_map = maps;
             maps += plan.maps();
             next += PhaseScheduler.units(plan);
@@ -278,7 +274,7 @@ impl<'l> PhasedPlan<'l> {
             arch.compute_units,
             ws.resident_blocks(arch, shared_bytes),
         );
-        let shared = shared_body(&plans, &firsts);
+        let shared = shared_body(&plans);
         Ok(PhasedPlan {
             zero: ZeroFill::of(lowering, ws.consumers, 1, 0),
             phases: plans,

@@ -146,10 +146,7 @@ impl TileScheduler for PhaseScheduler {
 /// branch per phase ([`super::ws::Body`]; its copy addresses from constants picked per K tile
 /// made the shared walk 0.79–0.97× on the shipped entries, session 19), so the loads may
 /// differ. The body is the first plan's, with an edge check wherever some phase needs one.
-pub(crate) fn shared_body<'l>(
-    plans: &[GemmPlan<'l>],
-    first_blocks: &[u32],
-) -> Option<GemmPlan<'l>> {
+pub(crate) fn shared_body<'l>(plans: &[GemmPlan<'l>]) -> Option<GemmPlan<'l>> {
     let lead = plans.first()?;
     let path_alike = |g: &GemmPlan| match g.main_loop {
         MainLoopKind::Multistage => {
@@ -176,7 +173,7 @@ pub(crate) fn shared_body<'l>(
     body.edge = std::array::from_fn(|i| plans.iter().any(|g| g.edge[i]));
     body.shared = Some(SharedPhases {
         gemms: plans.iter().map(|g| g.gemm).collect(),
-        first_blocks: first_blocks.to_vec(),
+        first_blocks: per(&first_block),
         tiles_m: per(&|g| g.tiles_m),
         tiles_n: per(&|g| g.tiles_n),
         k_tiles: per(&|g| g.k_tiles),

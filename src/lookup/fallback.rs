@@ -8,8 +8,9 @@
 //! stride, the channels per group, the layouts and how many GEMMs the lowering makes. A
 //! neighbour's winner carries measured evidence, a quick-list config or the model's own pick
 //! only the model's say-so, so such a guess must be predicted [`GUESS_MARGIN`] faster to be
-//! preferred. The model's error on each neighbour's winner, measured there, scales its
-//! predictions for that neighbour's configs here ([`Neighbour::calibration`]).
+//! preferred. (Scaling a neighbour's predictions by the model's error on its winner, and a
+//! correction of the model learned from tuning journals, were both measured and made the
+//! fallback worse: BENCHMARKS.md, sessions 19 and 20.)
 //!
 //! A neighbour's tile fits *its* GEMM: a bwd-weight 3×3 c64 winner tiles N = 576 with
 //! `bn=192` (three full tiles); on a 1×1 c256 problem (N = 256) the same tile leaves its second

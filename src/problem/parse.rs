@@ -549,18 +549,12 @@ fn build(
 /// Parses a problem file: one problem a line; `#` starts a comment (whole-line or trailing);
 /// blank lines are skipped. The first bad line is reported with its 1-based number.
 pub fn parse_problem_file(text: &str) -> Result<Vec<ConvProblem>, ParseError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut problems = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let p = parse_problem(line).map_err(|e| ParseError::Line {
-            line: i + 1,
-            source: Box::new(e),
-        })?;
-        problems.push(p);
-    }
-    Ok(problems)
+    crate::input::list_lines(text)
+        .map(|(line, text)| {
+            parse_problem(text).map_err(|e| ParseError::Line {
+                line,
+                source: Box::new(e),
+            })
+        })
+        .collect()
 }

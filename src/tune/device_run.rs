@@ -205,9 +205,11 @@ pub(super) fn tune_device(
         // The untuned fallback's config is always a candidate, measured first (`start_from`).
         let first = start_from(s, &p, &l, &mut e.legal);
         let before = first.map(|i| e.legal[i]);
+        // Then the `--try` configs legal here.
+        let tries = s.options.tries.iter();
         let seeds: Vec<usize> = first
             .into_iter()
-            .chain(tries_in(&s.options.tries, &l, &s.arch, &mut e.legal))
+            .chain(tries.filter_map(|c| index_among(c, &l, &s.arch, &mut e.legal)))
             .collect();
         let enumerate_s = enumerating.elapsed().as_secs_f64();
         let key = p.key();
@@ -382,28 +384,20 @@ fn write_entry(s: &Shared<'_>, row: &ReportRow) -> Result<(), CampaignError> {
     Ok(())
 }
 
-/// The indices among `legal` of the `tries` legal for this problem (`--try`), each appended to
-/// `legal` when the enumeration does not hold it.
-fn tries_in(
-    tries: &[PerfConfig],
+/// The index of `c` among `legal`: appended when the enumeration does not hold it (pruned, or
+/// outside the space) but it is legal for the problem; `None` when it is not.
+fn index_among(
+    c: &PerfConfig,
     l: &crate::lowering::Lowering,
     arch: &crate::arch::Arch,
     legal: &mut Vec<PerfConfig>,
-) -> Vec<usize> {
-    let mut out = Vec::new();
-    for c in tries {
-        if crate::legality::check(l, c, arch).is_err() {
-            continue;
-        }
-        match legal.iter().position(|x| x == c) {
-            Some(i) => out.push(i),
-            None => {
-                legal.push(*c);
-                out.push(legal.len() - 1);
-            }
-        }
+) -> Option<usize> {
+    if let Some(i) = legal.iter().position(|x| x == c) {
+        return Some(i);
     }
-    out
+    crate::legality::check(l, c, arch).ok()?;
+    legal.push(*c);
+    Some(legal.len() - 1)
 }
 
 /// The index among `legal` of the config `convtune lookup` answers for `p` with the database
@@ -438,10 +432,5 @@ fn start_from(
         s.options.space.as_ref().map(|_| &s.space),
     )
     .ok()?;
-    if let Some(i) = legal.iter().position(|c| *c == found.config) {
-        return Some(i);
-    }
-    crate::legality::check(l, &found.config, &s.arch).ok()?;
-    legal.push(found.config);
-    Some(legal.len() - 1)
+    index_among(&found.config, l, &s.arch, legal)
 }
