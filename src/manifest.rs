@@ -336,7 +336,7 @@ impl Manifest {
                 dilation: p.sizes().dilation,
                 groups: p.sizes().groups,
             },
-            tolerance: p.dtype().tolerance(),
+            tolerance: p.tolerance(),
             arch: arch.name.to_string(),
             module: ModuleInfo {
                 path: module_path.to_string(),

@@ -99,7 +99,7 @@ fn problem_json(p: &ConvProblem) -> Value {
         "key": p.key(),
         "direction": p.direction().name(),
         "dtype": p.dtype().name(),
-        "tolerance": p.dtype().tolerance(),
+        "tolerance": p.tolerance(),
         "sizes": {
             "n": s.n, "c": s.c, "h": s.h, "w": s.w, "k": s.k, "y": s.y, "x": s.x,
             "pad": s.pad, "stride": s.stride, "dilation": s.dilation, "groups": s.groups,

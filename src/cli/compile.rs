@@ -59,7 +59,7 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
             (cfg, ConfigSource::Given, "given with --config".to_string())
         }
         None => {
-            let found = args.db.find(&p, &arch, space.as_ref())?.found;
+            let found = args.db.find(&p, &arch, space.as_ref(), 1)?.found;
             errln!("config from {}: {}", found.source, found.reason);
             (
                 found.config,

@@ -223,6 +223,11 @@ pub struct LookupArgs {
     arch: ArchArg,
     #[command(flatten)]
     db: DbArgs,
+    /// Also list the fallback's next configs, up to this many in all: the candidates a consumer
+    /// times on first use to pick the fastest (JSON: `"candidates": [{"config", "source",
+    /// "reason"}…]`, the answer first).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    candidates: u16,
     /// Print JSON: `{"problem", "arch", "config", "source": {"kind", …}, "reason", "user_db", …}`.
     #[arg(long)]
     json: bool,
@@ -233,10 +238,22 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     let p = args.problem.parse().map_err(bad_input)?;
     let arch = args.arch.arch(None)?;
     let space = args.arch.space_file(&arch)?;
-    let looked = args.db.find(&p, &arch, space.as_ref())?;
+    let looked = args
+        .db
+        .find(&p, &arch, space.as_ref(), usize::from(args.candidates))?;
     let found = &looked.found;
+    let candidate = |f: &convtune::lookup::Found| {
+        serde_json::json!({
+            "config": f.config.to_string(),
+            "source": ConfigSource::from(&f.source),
+            "reason": f.reason,
+        })
+    };
     if args.json {
+        let mut all = vec![candidate(found)];
+        all.extend(looked.more.iter().map(candidate));
         return super::out::json(&serde_json::json!({
+            "candidates": all,
             "problem": p.key(),
             "arch": arch.name,
             "config": found.config.to_string(),
@@ -250,5 +267,10 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     outln!("{}", found.config);
     outln!("source: {}", found.source);
     outln!("why: {} [{}]", found.reason, looked.user_note);
+    for (i, f) in looked.more.iter().enumerate() {
+        outln!("candidate {}: {}", i + 2, f.config);
+        outln!("  source: {}", f.source);
+        outln!("  why: {}", f.reason);
+    }
     Ok(())
 }

@@ -17,7 +17,7 @@ use anyhow::{anyhow, Context as _};
 use clap::{Parser, Subcommand};
 use convtune::arch::Arch;
 use convtune::db::{Layered, TunedDb};
-use convtune::lookup::{find_config_in_space, Found};
+use convtune::lookup::{find_candidates_in_space, Found};
 use convtune::problem::ConvProblem;
 use convtune::space::SearchSpace;
 use std::path::PathBuf;
@@ -162,6 +162,8 @@ pub struct DbArgs {
 pub struct Looked {
     /// The config and its provenance.
     pub found: Found,
+    /// The fallback's next configs after it, when more than one was asked for.
+    pub more: Vec<Found>,
     /// The user database path (it may not exist), or none when it has no place (no home).
     pub user_db: Option<PathBuf>,
     /// Whether that file existed, was read and is for this arch.
@@ -173,12 +175,13 @@ pub struct Looked {
 impl DbArgs {
     /// The config a compiler would use: user database over the system one (unless
     /// `--no-system-db`), then the ranked fallback (nearest tuned problems, quick list, heuristic),
-    /// all within `space` if given.
+    /// all within `space` if given; with `most` > 1, also the fallback's next configs.
     pub fn find(
         &self,
         p: &ConvProblem,
         arch: &Arch,
         space: Option<&SearchSpace>,
+        most: usize,
     ) -> anyhow::Result<Looked> {
         // The note names the user database, or why there is none: a lookup that silently read
         // some other file (or none) is what users cannot debug.
@@ -216,9 +219,11 @@ impl DbArgs {
             system,
             user: user.as_ref(),
         };
-        let found = find_config_in_space(p, arch, layers, None, space)?;
+        let mut more = find_candidates_in_space(p, arch, layers, None, space, most.max(1))?;
+        let found = more.remove(0);
         Ok(Looked {
             found,
+            more,
             user_db_read: user.is_some(),
             user_db: path.ok(),
             user_note,

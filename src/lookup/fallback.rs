@@ -166,6 +166,13 @@ pub enum Pick {
 }
 
 impl Pick {
+    /// The config picked.
+    pub fn config(&self) -> &PerfConfig {
+        match self {
+            Pick::Neighbour { config, .. } | Pick::Guess { config, .. } => config,
+        }
+    }
+
     /// The model's time for the pick, µs (for a neighbour's, calibrated by it).
     pub fn us(&self) -> f64 {
         match self {
@@ -392,7 +399,7 @@ fn fastest<'n>(
 
 /// Ranks the neighbours' configs (each with its [`width_variants`], and re-tiled along
 /// `tiles`) and the guesses by the cost model for `problem`, keeping only configs that are
-/// legal here and pass `keep` (e.g. inside a search space).
+/// legal here and pass `keep` (e.g. inside a search space): the first of [`ranked`].
 pub fn rank(
     problem: &ConvProblem,
     arch: &Arch,
@@ -401,6 +408,26 @@ pub fn rank(
     tiles: &TileValues,
     keep: &dyn Fn(&PerfConfig) -> bool,
 ) -> Option<Pick> {
+    ranked(problem, arch, near, guesses, tiles, keep, 1).pop()
+}
+
+/// The fallback's `most` best configs for `problem`, best first: the pick (see the module
+/// doc: measured evidence before guesses, a re-tile or a guess preferred only by a margin),
+/// then one config from each other source (each neighbour's winner with its widths fitted,
+/// the re-tiled one, the best quick-list config, the model's own), by the model's time, a
+/// guess's divided by [`GUESS_MARGIN`]. The list is what a consumer times on first use to pick
+/// among (as cuDNN's find does among its heuristics' algorithms) and what a tuning measures
+/// first: the model's first choice among these sources reaches about 0.8 of tuned, the best
+/// of them more (session 20's cross matrix: 0.847 for the best neighbour's winner alone).
+pub fn ranked(
+    problem: &ConvProblem,
+    arch: &Arch,
+    near: &[Neighbour],
+    guesses: &[(PerfConfig, Guess)],
+    tiles: &TileValues,
+    keep: &dyn Fn(&PerfConfig) -> bool,
+    most: usize,
+) -> Vec<Pick> {
     let l = lower(problem);
     let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
     let usable = |c: &PerfConfig| keep(c) && legality::check(&l, c, arch).is_ok();
@@ -423,19 +450,21 @@ pub fn rank(
         .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
         .reduce(|a, b| if b.2 < a.2 { b } else { a })
         .and_then(|(n, c, _)| fastest(std::iter::once((n, c)), elem, max_bytes, &score));
-    let best_near = match (as_tuned, retiled) {
+    let best_near = match (as_tuned.clone(), retiled.clone()) {
         (Some(a), Some(r)) if r.2 < RETILE_MARGIN * a.2 => Some(r),
         (None, r) => r,
         (a, _) => a,
     };
-    // Less evidence, a larger predicted gain to be preferred: a neighbour's winner was
-    // measured on a problem like this one, a quick-list config on a set of recorded problems,
-    // the model's own pick nowhere.
-    let mut pick = best_near.map(|(n, c, us)| Pick::Neighbour {
+    let neighbour = |(n, c, us): (&Neighbour, PerfConfig, f64)| Pick::Neighbour {
         from: n.clone(),
         config: c,
         us,
-    });
+    };
+    // Less evidence, a larger predicted gain to be preferred: a neighbour's winner was
+    // measured on a problem like this one, a quick-list config on a set of recorded problems,
+    // the model's own pick nowhere.
+    let mut pick = best_near.map(neighbour);
+    let mut best_guesses = Vec::new();
     for tier in [Guess::QuickList, Guess::Model] {
         let best = guesses
             .iter()
@@ -448,13 +477,42 @@ pub fn rank(
                 })
             })
             .min_by(|a, b| a.us().total_cmp(&b.us()));
+        best_guesses.extend(best.clone());
         pick = match (pick, best) {
             (Some(p), Some(g)) if g.us() < GUESS_MARGIN * p.us() => Some(g),
             (None, g) => g,
             (p, _) => p,
         };
     }
-    pick
+    let Some(pick) = pick.filter(|_| most > 0) else {
+        return Vec::new();
+    };
+    if most == 1 {
+        return vec![pick];
+    }
+    // The other sources, one config each, by the model's time with a guess's handicap.
+    let mut others: Vec<Pick> = near
+        .iter()
+        .filter_map(|n| fastest(std::iter::once((n, n.config)), elem, max_bytes, &score))
+        .chain(retiled)
+        .map(neighbour)
+        .chain(best_guesses)
+        .collect();
+    let handicapped = |p: &Pick| match p {
+        Pick::Neighbour { us, .. } => *us,
+        Pick::Guess { us, .. } => us / GUESS_MARGIN,
+    };
+    others.sort_by(|a, b| handicapped(a).total_cmp(&handicapped(b)));
+    let mut out = vec![pick];
+    for p in others {
+        if out.len() >= most {
+            break;
+        }
+        if out.iter().all(|q| q.config() != p.config()) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

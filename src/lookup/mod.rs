@@ -135,21 +135,49 @@ pub fn find_config_in_space(
     fingerprint: Option<&Fingerprint>,
     space: Option<&SearchSpace>,
 ) -> Result<Found, LookupError> {
+    let mut found = find_candidates_in_space(problem, arch, layers, fingerprint, space, 1)?;
+    // Never empty: the last resort is the heuristic's config or an error.
+    Ok(found.swap_remove(0))
+}
+
+/// How many of the fallback's configs a tuning measures first (the first is the lookup's own
+/// answer), so that its report says what timing them on first use would pick
+/// ([`find_candidates_in_space`]).
+pub const SEED_CANDIDATES: usize = 4;
+
+/// The lookup's answer first ([`find_config_in_space`]), then up to `most - 1` other configs
+/// the fallback ranks next ([`fallback::ranked`]): a consumer that can afford to time a few
+/// configs on first use (as cuDNN's find does, or Triton's autotune) picks the fastest of
+/// these. After an exact database entry come the fallback's picks as if there were none.
+pub fn find_candidates_in_space(
+    problem: &ConvProblem,
+    arch: &Arch,
+    layers: Layered<'_>,
+    fingerprint: Option<&Fingerprint>,
+    space: Option<&SearchSpace>,
+    most: usize,
+) -> Result<Vec<Found>, LookupError> {
     let check = SpaceCheck { space };
     let hit = layers.lookup(problem, arch.name, fingerprint, &check);
+    let mut out = Vec::new();
     if hit.source == Source::Exact {
         if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
-            return Ok(Found {
+            out.push(Found {
                 config: cfg,
-                source: hit.source,
-                reason: hit.reason,
+                source: hit.source.clone(),
+                reason: hit.reason.clone(),
             });
+            if most <= 1 {
+                return Ok(out);
+            }
         }
     }
     // No exact entry: the nearest tuned problems' configs and the quick list, ranked by the
     // cost model for this problem.
     let why = if hit.source == Source::None {
         hit.reason.clone()
+    } else if hit.source == Source::Exact {
+        "besides the exact entry".to_string()
     } else {
         let mut why = "no exact entry".to_string();
         crate::db::append_notes(&mut why, &hit.notes);
@@ -179,63 +207,90 @@ pub fn find_config_in_space(
             TileValues::of(&spaces)
         }
     };
-    match fallback::rank(problem, arch, &near, &guesses, &tiles, &in_space) {
-        Some(Pick::Neighbour {
-            from: n,
-            config,
-            us,
-        }) => {
-            let (now, was) = fallback::differences(&n.config, &config);
-            let adapted = if now.is_empty() {
-                String::new()
-            } else {
-                format!(", fitted to this problem ({now}; tuned there: {was})")
-            };
-            return Ok(Found {
-                config,
-                reason: format!(
-                    "{why}; of the legal configs{within} of the {} nearest tuned problems (by \
-                     GEMM shape, filter, stride, channels per group, layouts; with their \
-                     vector widths varied, and re-tiled) and the quick list, the cost model ranks first \
-                     ({us:.1} µs predicted) the one of {} (distance {:.2}){adapted}",
-                    near.len(),
-                    n.key,
-                    n.distance
-                ),
-                source: Source::Nearest {
-                    key: n.key,
-                    distance: n.distance,
-                },
-            });
+    let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_space, most);
+    for (rank, pick) in picks.into_iter().enumerate() {
+        let found = found_of(pick, &why, within, near.len(), rank);
+        if out.len() < most && out.iter().all(|f| f.config != found.config) {
+            out.push(found);
         }
-        Some(Pick::Guess { config, us, from }) => {
-            let (source, which) = match from {
-                Guess::QuickList => (Source::QuickList, "this quick-list one"),
-                Guess::Model => (Source::Heuristic, "its own best legal config"),
-            };
-            return Ok(Found {
-                config,
-                source,
-                reason: format!(
-                    "{why}; of the legal configs{within} of the shipped quick list, the {} \
-                     nearest tuned problems and its own best, the cost model ranks {which} \
-                     first ({us:.1} µs predicted)",
-                    near.len()
-                ),
-            });
-        }
-        None => {}
+    }
+    if !out.is_empty() {
+        return Ok(out);
     }
     // Nothing ranked (the model gave no finite time): the heuristic's pick as it is.
     let config = model_pick.ok_or_else(|| LookupError::NoLegalConfig {
         problem: problem.key(),
         arch: arch.name.to_string(),
     })?;
-    Ok(Found {
+    Ok(vec![Found {
         config,
         source: Source::Heuristic,
         reason: format!("{}; using the cost model's best legal config", hit.reason),
-    })
+    }])
+}
+
+/// The answer for one of the fallback's ranked picks (`rank` 0 is its first choice).
+fn found_of(pick: Pick, why: &str, within: &str, near: usize, rank: usize) -> Found {
+    let ranks = if rank == 0 {
+        "first".to_string()
+    } else {
+        ordinal(rank + 1)
+    };
+    match pick {
+        Pick::Neighbour {
+            from: n,
+            config,
+            us,
+        } => {
+            let (now, was) = fallback::differences(&n.config, &config);
+            let adapted = if now.is_empty() {
+                String::new()
+            } else {
+                format!(", fitted to this problem ({now}; tuned there: {was})")
+            };
+            Found {
+                config,
+                reason: format!(
+                    "{why}; of the legal configs{within} of the {near} nearest tuned problems (by \
+                     GEMM shape, filter, stride, channels per group, layouts; with their \
+                     vector widths varied, and re-tiled) and the quick list, the cost model ranks {ranks} \
+                     ({us:.1} µs predicted) the one of {} (distance {:.2}){adapted}",
+                    n.key, n.distance
+                ),
+                source: Source::Nearest {
+                    key: n.key,
+                    distance: n.distance,
+                },
+            }
+        }
+        Pick::Guess { config, us, from } => {
+            let (source, which) = match from {
+                Guess::QuickList => (Source::QuickList, "this quick-list one"),
+                Guess::Model => (Source::Heuristic, "its own best legal config"),
+            };
+            Found {
+                config,
+                source,
+                reason: format!(
+                    "{why}; of the legal configs{within} of the shipped quick list, the {near} \
+                     nearest tuned problems and its own best, the cost model ranks {which} \
+                     {ranks} ({us:.1} µs predicted)"
+                ),
+            }
+        }
+    }
+}
+
+/// "2nd", "3rd", "4th", … for a rank from 2 on.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Legality, and with a space, membership of it.

@@ -100,7 +100,8 @@ impl DType {
             DType::BF16 => "bf16",
         }
     }
-    /// Relative-error threshold ‖out − ref‖ / ‖ref‖ that a kernel of this type must meet.
+    /// Relative-error threshold ‖out − ref‖ / ‖ref‖ that a kernel of this type must meet on a
+    /// short reduction ([`ConvProblem::tolerance`] raises it for long ones).
     pub fn tolerance(self) -> f64 {
         match self {
             DType::F32 => 1e-5,
@@ -108,6 +109,10 @@ impl DType {
         }
     }
 }
+
+/// Relative rounding error per √(term) allowed a sum accumulated in f32: twice f32's unit
+/// roundoff (2⁻²⁴), about three times what recursive summation of random terms makes.
+pub const SUM_ERROR: f64 = 2.0 / (1u64 << 24) as f64;
 
 /// The three tensors of a convolution, named by their forward role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -482,6 +487,25 @@ impl ConvProblem {
     /// Number of elements of a tensor.
     pub fn tensor_elems(&self, t: Tensor) -> u64 {
         self.logical_dims(t).iter().map(|&d| d as u64).product()
+    }
+
+    /// Products summed into each element of the tensor the direction writes, on average: C/G·Y·X
+    /// forward, about K/G·Y·X for the data gradient, N·Ho·Wo for the filter gradient.
+    pub fn reduction_len(&self) -> f64 {
+        self.flops() / (2.0 * self.tensor_elems(self.direction().written()) as f64)
+    }
+
+    /// Relative-error threshold ‖out − ref‖ / ‖ref‖ (against an f64 reference) that this
+    /// problem's kernels must meet: the type's own ([`DType::tolerance`]), raised to
+    /// [`SUM_ERROR`] × √(terms) for long reductions. Every kernel accumulates in f32, and the
+    /// rounding error of a sum grows with the square root of its terms: a correct f32
+    /// filter gradient over N·Ho·Wo = 401,408 terms measured 1.1e-5 (session 22, 164 of 165
+    /// candidates refused at the flat 1e-5; recursive summation's expected error is about
+    /// 0.7 × 2⁻²⁴ × √terms = 2.6e-5).
+    pub fn tolerance(&self) -> f64 {
+        self.dtype()
+            .tolerance()
+            .max(SUM_ERROR * self.reduction_len().sqrt())
     }
 
     /// Multiply-adds × 2 of the convolution (the same in all three directions).

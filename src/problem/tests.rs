@@ -115,3 +115,25 @@ fn residue_classes_are_capped() {
     .unwrap();
     assert_eq!(p.residue_classes(), [256, 256]);
 }
+
+/// The tolerance is the type's own for short reductions and grows with √(terms) for long ones:
+/// an f32 filter gradient over 128·56·56 = 401,408 terms is allowed what a correct f32 sum of
+/// that length makes (1.1e-5 measured on the H200), a 3×3 c64 forward conv is not.
+#[test]
+fn tolerance_grows_with_the_reduction_length() {
+    let p = |line: &str| line.parse::<ConvProblem>().unwrap();
+    let wgrad = p("conv -F 4 -n 128 -c 48 -H 56 -W 56 -k 32 -y 1 -x 1 -p 0 -q 0");
+    assert_eq!(wgrad.reduction_len(), 128.0 * 56.0 * 56.0);
+    assert!(
+        wgrad.tolerance() > 5e-5 && wgrad.tolerance() < 1e-4,
+        "{}",
+        wgrad.tolerance()
+    );
+    let fwd = p("conv -F 1 -n 32 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1");
+    assert_eq!(fwd.reduction_len(), 64.0 * 9.0);
+    assert_eq!(fwd.tolerance(), DType::F32.tolerance());
+    let bdata = p("conv -F 2 -n 32 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1");
+    assert_eq!(bdata.reduction_len(), 128.0 * 9.0);
+    let half = p("convbfp16 -F 4 -n 128 -c 48 -H 56 -W 56 -k 32 -y 1 -x 1 -p 0 -q 0");
+    assert_eq!(half.tolerance(), DType::BF16.tolerance());
+}

@@ -30,7 +30,8 @@ pub(crate) fn accept_reference(
     }
     host[problem.direction().written() as usize] = values;
     if problem.flops() <= CPU_CHECK_MAX_FLOPS {
-        if let Some(err) = cpu_error(problem, host).filter(|&e| e.is_nan() || e > dtype.tolerance())
+        if let Some(err) =
+            cpu_error(problem, host).filter(|&e| e.is_nan() || e > problem.tolerance())
         {
             return Err(format!(
                 "its output differs from the CPU direct convolution by {err:.3e} (relative)"

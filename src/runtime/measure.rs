@@ -279,7 +279,7 @@ impl Measurer {
             },
         };
         stages.verify_s += started.elapsed().as_secs_f64();
-        if !c.passes(dtype.tolerance()) {
+        if !c.passes(problem.tolerance()) {
             return Ok((
                 Outcome::WrongResult {
                     rel_err: c.rel_err,

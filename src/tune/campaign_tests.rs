@@ -322,6 +322,56 @@ fn the_search_measures_the_lookup_config_first() {
     assert!(places[0].is_some_and(|i| i > 0), "{places:?}");
 }
 
+/// The lookup's next candidates (`lookup --candidates`) are measured right after its answer,
+/// and the report says the fastest of them: what timing them on first use would pick.
+#[test]
+fn the_lookup_candidates_are_measured_first_and_reported() {
+    let fake_gpu = crate::db::Fingerprint {
+        gpu: "Fake GPU".into(),
+        compute_units: 2,
+        driver: "0.1".into(),
+        ..Default::default()
+    };
+    let line = "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC";
+    let p: ConvProblem = line.parse().unwrap();
+    let layers = crate::db::Layered {
+        system: crate::db::system("sm_90").unwrap(),
+        user: None,
+    };
+    let want: Vec<String> = crate::lookup::find_candidates_in_space(
+        &p,
+        &Arch::SM_90,
+        layers,
+        Some(&fake_gpu),
+        None,
+        crate::lookup::SEED_CANDIDATES,
+    )
+    .unwrap()
+    .iter()
+    .map(|f| f.config.to_string())
+    .collect();
+    // Without the shipped entries (another GPU's), the quick list's and the model's picks.
+    assert!(want.len() >= 2, "{want:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    let (r, _) = run(options(dir.path(), want.len()), &fake, &[line]).unwrap();
+    let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    let measured: Vec<crate::db::JournalRecord> = journal
+        .lines()
+        .filter(|l| !l.contains(super::device_run::STAGES_RECORD))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let configs: Vec<&str> = measured.iter().map(|m| m.config.as_str()).collect();
+    assert_eq!(configs, want);
+    let fastest = measured
+        .iter()
+        .filter_map(|m| m.time_us)
+        .fold(f64::INFINITY, f64::min);
+    let row = r.problems[0].report_row().unwrap();
+    assert_eq!(row.lookup_best_us, Some(fastest));
+    assert!(row.lookup_best_us <= row.before_us, "{row:?}");
+}
+
 /// With no `--space`, the seed is what `convtune lookup` answers, also when the built-in space
 /// lacks it: a database entry on a warp-specialised load path is measured first.
 #[test]

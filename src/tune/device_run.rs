@@ -202,14 +202,18 @@ pub(super) fn tune_device(
         let enumerating = Instant::now();
         let l = Arc::new(lower(&p));
         let mut e = s.options.enumerate(&l, arch, &s.space);
-        // The untuned fallback's config is always a candidate, measured first (`start_from`).
-        let first = start_from(s, &p, &l, &mut e.legal);
-        let before = first.map(|i| e.legal[i]);
-        // Then the `--try` configs legal here.
+        // The untuned fallback's config is always a candidate, measured first (`start_from`);
+        // then the `--try` configs legal here; then the fallback's next candidates (after the
+        // tries, so that `--try` with `--budget` set to their count times just those).
+        let looked = start_from(s, &p, &l, &mut e.legal);
+        let before: Vec<PerfConfig> = looked.iter().map(|&i| e.legal[i]).collect();
         let tries = s.options.tries.iter();
-        let seeds: Vec<usize> = first
+        let seeds: Vec<usize> = looked
+            .first()
+            .copied()
             .into_iter()
             .chain(tries.filter_map(|c| index_among(c, &l, &s.arch, &mut e.legal)))
+            .chain(looked.iter().skip(1).copied())
             .collect();
         let enumerate_s = enumerating.elapsed().as_secs_f64();
         let key = p.key();
@@ -237,7 +241,7 @@ pub(super) fn tune_device(
                     s,
                     key,
                     device,
-                    (&report, None),
+                    (&report, &[]),
                     None,
                     (&mut journal, journal_path),
                     started,
@@ -316,7 +320,7 @@ pub(super) fn tune_device(
             s,
             key,
             device,
-            (&report, before.as_ref()),
+            (&report, &before),
             error,
             (&mut journal, journal_path),
             started,
@@ -330,7 +334,7 @@ fn finish_problem(
     s: &Shared<'_>,
     key: String,
     device: usize,
-    (report, before): (&TuneReport, Option<&PerfConfig>),
+    (report, before): (&TuneReport, &[PerfConfig]),
     journal_error: Option<String>,
     (journal, journal_path): (&mut Journal, &Path),
     started: Instant,
@@ -400,37 +404,50 @@ fn index_among(
     Some(legal.len() - 1)
 }
 
-/// The index among `legal` of the config `convtune lookup` answers for `p` with the database
-/// this campaign writes over the system one (inside the space only when `--space` was given,
-/// as `lookup --space` does), appended to `legal` when the enumeration pruned it or the
-/// built-in space lacks it (session 11 found a default-space search that never measured its
-/// own problem's shipped Hopper entry: 99.5 µs against the entry's 79.8). The search
-/// measures it first ([`Seeded`]), so a winner is never slower than the untuned fallback it
-/// replaces, and a search cut short by its time still has it.
-/// `None` when the lookup fails (a database that does not load is reported when the winner is
-/// written, not here) or its config is not legal here.
+/// The indices among `legal` of the configs `convtune lookup --candidates` answers for `p`
+/// ([`crate::lookup::SEED_CANDIDATES`] of them, the lookup's own answer first) with the
+/// database this campaign writes over the system one (inside the space only when `--space` was
+/// given, as `lookup --space` does), appended to `legal` when the enumeration pruned them or
+/// the built-in space lacks them (session 11 found a default-space search that never measured
+/// its own problem's shipped Hopper entry: 99.5 µs against the entry's 79.8). The search
+/// measures them first ([`Seeded`]), so a winner is never slower than the untuned fallback it
+/// replaces, a search cut short by its time still has it, and the report says what timing the
+/// candidates on first use would have picked.
+/// Empty when the lookup fails (a database that does not load is reported when the winner is
+/// written, not here); a config not legal here is left out.
 fn start_from(
     s: &Shared<'_>,
     p: &ConvProblem,
     l: &crate::lowering::Lowering,
     legal: &mut Vec<PerfConfig>,
-) -> Option<usize> {
+) -> Vec<usize> {
     let user = if s.db_path.exists() {
-        Some(TunedDb::load(&s.db_path).ok()?)
+        match TunedDb::load(&s.db_path) {
+            Ok(d) => Some(d),
+            Err(_) => return Vec::new(),
+        }
     } else {
         None
     };
+    let Ok(system) = db::system(s.arch.name) else {
+        return Vec::new();
+    };
     let layers = db::Layered {
-        system: db::system(s.arch.name).ok()?,
+        system,
         user: user.as_ref(),
     };
-    let found = crate::lookup::find_config_in_space(
+    let Ok(found) = crate::lookup::find_candidates_in_space(
         p,
         &s.arch,
         layers,
         Some(&s.fingerprint),
         s.options.space.as_ref().map(|_| &s.space),
-    )
-    .ok()?;
-    index_among(&found.config, l, &s.arch, legal)
+        crate::lookup::SEED_CANDIDATES,
+    ) else {
+        return Vec::new();
+    };
+    found
+        .iter()
+        .filter_map(|f| index_among(&f.config, l, &s.arch, legal))
+        .collect()
 }

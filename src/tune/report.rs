@@ -134,6 +134,10 @@ pub struct ProblemSummary {
     /// untuned fallback), as this run timed it: what the winner replaces, measured in the same
     /// run and protocol, so a re-tune says what it gained without a second run.
     pub before: Option<Ranked>,
+    /// The fastest, as this run timed them, of the configs `convtune lookup --candidates`
+    /// answered before this run (the lookup's own answer among them): what a consumer timing
+    /// those on first use would have picked.
+    pub lookup_best: Option<Ranked>,
     /// The fastest verified candidates, fastest first; the first is the winner.
     pub fastest: Vec<Ranked>,
     /// Failed candidates per outcome kind.
@@ -144,13 +148,21 @@ pub struct ProblemSummary {
 
 impl ProblemSummary {
     /// Summarises one problem's tuning run.
-    /// `start` is the config the search measured first (see [`ProblemSummary::before`]).
+    /// `start` are the lookup's candidates the search measured first, its answer first (see
+    /// [`ProblemSummary::before`] and [`ProblemSummary::lookup_best`]).
     pub fn new(
         problem: String,
         device: usize,
         r: &TuneReport,
-        start: Option<&PerfConfig>,
+        start: &[PerfConfig],
     ) -> ProblemSummary {
+        let timed = |c: &PerfConfig| {
+            r.trials
+                .iter()
+                .filter(|t| t.config == *c)
+                .find_map(|t| t.outcome.timing())
+                .map(|t| Ranked::of(c, t))
+        };
         let mut failures = BTreeMap::new();
         for t in r
             .trials
@@ -171,14 +183,11 @@ impl ProblemSummary {
             seconds: r.elapsed.as_secs_f64(),
             stages: r.stages,
             out_of_time: r.out_of_time,
-            before: start.and_then(|c| {
-                let t = r
-                    .trials
-                    .iter()
-                    .filter(|t| t.config == *c)
-                    .find_map(|t| t.outcome.timing())?;
-                Some(Ranked::of(c, t))
-            }),
+            before: start.first().and_then(timed),
+            lookup_best: start
+                .iter()
+                .filter_map(timed)
+                .min_by(|a, b| a.time_us.total_cmp(&b.time_us)),
             fastest: r
                 .ranked()
                 .into_iter()
@@ -251,6 +260,7 @@ impl ProblemSummary {
             seconds: self.seconds,
             device: self.device,
             before_us: self.before.as_ref().map(|b| b.time_us),
+            lookup_best_us: self.lookup_best.as_ref().map(|b| b.time_us),
         })
     }
 }

@@ -29,6 +29,10 @@ pub struct ReportRow {
     /// untuned fallback that the winner replaces); absent when that one was not timed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_us: Option<f64>,
+    /// The fastest in the same run of the configs `convtune lookup --candidates` answered
+    /// before (the lookup's own among them): what timing them on first use would pick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookup_best_us: Option<f64>,
 }
 
 /// Why the report file was not written.
@@ -114,6 +118,7 @@ mod tests {
             seconds: 0.1,
             device: 0,
             before_us: None,
+            lookup_best_us: None,
         }
     }
 

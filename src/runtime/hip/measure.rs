@@ -221,7 +221,7 @@ impl<A: HipApi> HipMeasurer<A> {
         };
         let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
         let c = compare(dtype, &out, &s.host[problem.direction().written() as usize]);
-        if !c.passes(dtype.tolerance()) {
+        if !c.passes(problem.tolerance()) {
             self.unload(&loaded);
             return Ok(Outcome::WrongResult {
                 rel_err: c.rel_err,
