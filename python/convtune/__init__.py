@@ -69,7 +69,7 @@ def problem(text):
     return _json.loads(_native.problem_info(text))
 
 
-def lookup(problem, arch, db=None, system_db=True):
+def lookup(problem, arch, db=None, system_db=True, candidates=1):
     """The config a compiler should use for ``problem`` on ``arch`` (``"sm_90"``, ...), as
     ``convtune lookup`` finds it: the user database ``db`` (a file, or None for
     ``$CONVTUNE_DB`` / the XDG path) over the system database, then the shipped quick list,
@@ -78,9 +78,14 @@ def lookup(problem, arch, db=None, system_db=True):
     Returns a dict: ``problem`` (canonical key), ``arch``, ``config`` (string), ``source``
     (``exact``, ``nearest``, ``quick`` or ``heuristic``), ``nearest`` (``{key, distance}`` or
     None), ``reason`` and ``fields`` (block/warp tiles, stages, vectors, lds, split_k, raster,
-    mma). Raises ValueError for bad arguments and ConvtuneError for a broken database.
+    mma). With ``candidates`` > 1 also ``candidates``: a list of up to that many such dicts,
+    the answer first, then the configs the untuned fallback ranks next (``convtune lookup
+    --candidates``), for a caller that times a few on first use and keeps the fastest
+    (``convtune.torch.benchmark``). Raises ValueError for bad arguments and ConvtuneError for
+    a broken database.
     """
-    return _json.loads(_native.lookup(_text(problem), arch, _path(db), bool(system_db)))
+    return _json.loads(_native.lookup(_text(problem), arch, _path(db), bool(system_db),
+                                      int(candidates)))
 
 
 def compile(problem, arch, config=None, db=None, system_db=True):

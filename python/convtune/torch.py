@@ -6,6 +6,12 @@
 process (the config comes from the tuned database as ``convtune.lookup`` finds it), loaded
 into the device's context through the CUDA driver, and launched on torch's current stream.
 
+With ``convtune.torch.benchmark = True`` (as ``torch.backends.cudnn.benchmark``), the first
+call of a problem the database has no exact entry for compiles the lookup's first
+``BENCHMARK_CANDIDATES`` candidates (``convtune.lookup(..., candidates=N)``: the untuned
+fallback's answer and the configs it ranks next), times each on that call's tensors, and keeps
+the fastest for the rest of the process.
+
 A convolution convtune does not run (CPU tensors, float64, an arch with no convtune target, a
 problem with no legal config, ...) runs in PyTorch instead, and a warning says so once per
 kind of reason. :func:`stats` counts both.
@@ -20,17 +26,26 @@ import torch.nn.functional as F
 from . import ConvtuneError
 from . import problem as _native_problem
 from . import compile as _compile
+from . import lookup as _lookup
 from . import _cuda
 from ._select import (Fallback, arch_name, dtype_name, memory_format, padding_pair,
                       problem_line)
 
 __all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight", "launch",
-           "stats", "reset_stats"]
+           "stats", "reset_stats", "benchmark", "BENCHMARK_CANDIDATES", "choices"]
+
+#: Time the lookup's candidates on a problem's first call and keep the fastest (see above).
+benchmark = False
+#: How many of the lookup's candidates a first-call benchmark times.
+BENCHMARK_CANDIDATES = 4
+#: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
+_BENCHMARK_RUNS = 3
 
 _lock = threading.Lock()
 _plans = {}  # (device index, arch, problem line) -> _Plan or Fallback
 _warned = set()
 _stats = {"convtune": 0, "fallback": {}}
+_choices = {}  # problem line -> {config: ms} of its first-call benchmark, the kept one first
 
 
 class _Plan:
@@ -40,6 +55,23 @@ class _Plan:
         self.manifest = manifest
         self.launches = launches  # [(function, the manifest's kernel)]
         self.workspace_bytes = int(manifest["workspace_bytes"])
+
+
+class _Candidates:
+    """A problem's lookup candidates, compiled and loaded, not yet timed: the first call times
+    them on its tensors and replaces this with the fastest."""
+
+    def __init__(self, key, plans):
+        self.key = key
+        self.plans = plans  # [_Plan], the lookup's answer first
+        self.manifest = plans[0].manifest  # shapes are the problem's, the same in every plan
+
+
+def choices():
+    """What each first-call benchmark measured: ``{problem line: {config: ms}}``, the config
+    kept first."""
+    with _lock:
+        return {line: dict(times) for line, times in _choices.items()}
 
 
 def stats():
@@ -69,13 +101,27 @@ def _fell_back(reason):
 
 def _plan(device, line, config=None):
     """The loaded kernels of a problem on a device (with the looked-up config, or ``config``),
-    or the Fallback that says why not."""
+    or the Fallback that says why not; with :data:`benchmark` on and no config given, the
+    lookup's candidates (:class:`_Candidates`) until the first call has timed them."""
     arch = arch_name(device.type, torch.cuda.get_device_capability(device))
     key = (device.index, arch, line, config)
     with _lock:
         hit = _plans.get(key)
     if hit is not None:
         return hit
+    if config is None and benchmark and BENCHMARK_CANDIDATES > 1:
+        try:
+            found = _lookup(line, arch, candidates=BENCHMARK_CANDIDATES)
+        except (ValueError, ConvtuneError):
+            found = None  # the plain path below says why
+        if found is not None and found["source"] != "exact" and len(found["candidates"]) > 1:
+            plans = [_plan(device, line, c["config"]) for c in found["candidates"]]
+            plans = [p for p in plans if isinstance(p, _Plan)]
+            if plans:
+                result = _Candidates(key, plans) if len(plans) > 1 else plans[0]
+                with _lock:
+                    _plans[key] = result
+                return result
     try:
         manifest, module = _compile(line, arch, config=config)
         if manifest["module"]["kind"] != "ptx":
@@ -108,6 +154,39 @@ def _plan(device, line, config=None):
 
 
 def _run(plan, x, w, y):
+    """Launches a plan's kernels on torch's current stream of x's device (a plan's candidates:
+    times them first and keeps the fastest)."""
+    if isinstance(plan, _Candidates):
+        plan = _choose(plan, x, w, y)
+    _launch(plan, x, w, y)
+    with _lock:
+        _stats["convtune"] += 1
+
+
+def _choose(candidates, x, w, y):
+    """Times each candidate plan on these tensors (each fully overwrites the written one, which
+    the caller's launch then writes again) and caches the fastest under the problem's key."""
+    stream = torch.cuda.current_stream(x.device)
+    times = {}
+    for plan in candidates.plans:
+        _launch(plan, x, w, y)  # warm-up: module load, caches
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        for _ in range(_BENCHMARK_RUNS):
+            _launch(plan, x, w, y)
+        end.record(stream)
+        end.synchronize()
+        times[plan.manifest["lookup"]["config"]] = start.elapsed_time(end) / _BENCHMARK_RUNS
+    best = min(candidates.plans, key=lambda p: times[p.manifest["lookup"]["config"]])
+    kept = best.manifest["lookup"]["config"]
+    with _lock:
+        _plans[candidates.key] = best
+        _choices[candidates.key[2]] = {kept: times[kept],
+                                       **{c: t for c, t in times.items() if c != kept}}
+    return best
+
+
+def _launch(plan, x, w, y):
     """Launches a plan's kernels on torch's current stream of x's device."""
     with torch.cuda.device(x.device):
         ws = None
@@ -122,8 +201,6 @@ def _run(plan, x, w, y):
             # Tensor maps are encoded over this call's pointers (a microsecond or two each).
             params = _cuda.kernel_params(k, pointers, drv.encode_tensor_map)
             drv.launch(function, k["grid"], k["block"], int(k["shared_bytes"]), stream, params)
-    with _lock:
-        _stats["convtune"] += 1
 
 
 def launch(problem, x, w, y, config=None):

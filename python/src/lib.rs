@@ -8,7 +8,9 @@ use convtune::codegen::{compile_conv, Compiled};
 use convtune::config::{Domain, Field};
 use convtune::db::Source;
 use convtune::legality;
-use convtune::lookup::{find_config_with_user_db, Found, LookupError};
+use convtune::lookup::{
+    find_candidates_with_user_db, find_config_with_user_db, Found, LookupError,
+};
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, Tensor};
 use convtune::space::PerfConfig;
@@ -123,22 +125,32 @@ fn problem_info(problem: &str) -> PyResult<String> {
     Ok(problem_json(&parse_problem(problem)?).to_string())
 }
 
-/// The config for a problem on an arch (JSON), as `convtune lookup` finds it.
+/// The config for a problem on an arch (JSON), as `convtune lookup` finds it; with
+/// `candidates` > 1 also `"candidates"`: that many of the fallback's configs at most, the
+/// answer first (`convtune lookup --candidates`).
 #[pyfunction]
-#[pyo3(signature = (problem, arch, db=None, system_db=true))]
+#[pyo3(signature = (problem, arch, db=None, system_db=true, candidates=1))]
 fn lookup(
     py: Python<'_>,
     problem: &str,
     arch: &str,
     db: Option<&str>,
     system_db: bool,
+    candidates: usize,
 ) -> PyResult<String> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
+    if !(1..=64).contains(&candidates) {
+        return Err(bad(format!("candidates: {candidates} is not in 1..=64")));
+    }
     let found = py
-        .detach(|| find_config_with_user_db(&p, &a, db.map(Path::new), system_db))
+        .detach(|| find_candidates_with_user_db(&p, &a, db.map(Path::new), system_db, candidates))
         .map_err(lookup_error)?;
-    Ok(found_json(&p, &a, &found).to_string())
+    let mut answer = found_json(&p, &a, &found[0]);
+    if candidates > 1 {
+        answer["candidates"] = found.iter().map(|f| found_json(&p, &a, f)).collect();
+    }
+    Ok(answer.to_string())
 }
 
 /// Compiles a problem's kernels: (manifest JSON, module bytes). `config` overrides the lookup.

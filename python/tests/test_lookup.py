@@ -73,3 +73,17 @@ def test_problem_describes_tensors_in_kernel_argument_order():
     assert p["tensors"]["w"]["layout"] == "GKYXC"
     # NHWGC strides of (n, g, c, h, w) = (16, 1, 2048, 1, 512): c innermost.
     assert p["tensors"]["x"]["strides"] == [512 * 2048, 2048, 1, 512 * 2048, 2048]
+
+
+def test_candidates_start_with_the_answer_and_are_distinct(no_user_db):
+    line = "convbfp16 -n 24 -c 96 -H 20 -W 20 -k 160 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+    plain = convtune.lookup(line, "sm_90", db=no_user_db)
+    assert "candidates" not in plain
+    r = convtune.lookup(line, "sm_90", db=no_user_db, candidates=4)
+    cs = r["candidates"]
+    assert 2 <= len(cs) <= 4, cs
+    assert cs[0]["config"] == plain["config"] == r["config"]
+    assert len({c["config"] for c in cs}) == len(cs)
+    assert all(c["reason"] and c["problem"] == plain["problem"] for c in cs)
+    with pytest.raises(ValueError, match="candidates"):
+        convtune.lookup(line, "sm_90", db=no_user_db, candidates=0)

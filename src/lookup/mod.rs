@@ -97,6 +97,19 @@ pub fn find_config_with_user_db(
     user_db: Option<&std::path::Path>,
     use_system: bool,
 ) -> Result<Found, LookupError> {
+    let mut found = find_candidates_with_user_db(problem, arch, user_db, use_system, 1)?;
+    Ok(found.swap_remove(0))
+}
+
+/// [`find_config_with_user_db`], then up to `most - 1` more of the fallback's configs
+/// ([`find_candidates_in_space`]): what the Python package's first-use benchmark times.
+pub fn find_candidates_with_user_db(
+    problem: &ConvProblem,
+    arch: &Arch,
+    user_db: Option<&std::path::Path>,
+    use_system: bool,
+    most: usize,
+) -> Result<Vec<Found>, LookupError> {
     // No place for a user database (no home, no path given) is no layer, like a missing file.
     let user = match db::user_db_path(user_db, arch.name) {
         Ok(path) if path.exists() => Some(TunedDb::load(&path)?),
@@ -111,7 +124,7 @@ pub fn find_config_with_user_db(
         system,
         user: user.as_ref(),
     };
-    find_config_in(problem, arch, layers, None)
+    find_candidates_in_space(problem, arch, layers, None, None, most)
 }
 
 /// [`find_config`] over explicit database layers (e.g. without the system database).
