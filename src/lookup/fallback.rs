@@ -450,7 +450,7 @@ pub fn ranked(
         .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
         .reduce(|a, b| if b.2 < a.2 { b } else { a })
         .and_then(|(n, c, _)| fastest(std::iter::once((n, c)), elem, max_bytes, &score));
-    let best_near = match (as_tuned.clone(), retiled.clone()) {
+    let best_near = match (as_tuned, retiled) {
         (Some(a), Some(r)) if r.2 < RETILE_MARGIN * a.2 => Some(r),
         (None, r) => r,
         (a, _) => a,
