@@ -86,9 +86,18 @@ def main():
                 raise RuntimeError("cuDNN cannot run this layout through torch")
             configs = [c["config"] for c in found["candidates"]]
             pick, measured = first_use_pick(line, dev)
-            cand = {c: timed(line, c, dev) for c in configs}
-            if pick not in cand:
-                cand[pick] = timed(line, pick, dev)
+            cand, failed = {}, {}
+            for c in configs + [pick]:
+                if c in cand or c in failed:
+                    continue
+                try:
+                    cand[c] = timed(line, c, dev)
+                except Exception as ex:  # a candidate that cannot run is a finding, not the end
+                    failed[c] = str(ex)[:200]
+                    print(f"  candidate error: {failed[c]}")
+            row["candidate_errors"] = failed
+            if found["config"] not in cand or pick not in cand:
+                raise RuntimeError(f"the lookup's or the kept config did not run: {failed}")
             cud = sh.cc.make_op(p)
             row.update(lookup=found["config"], pick=pick, first_call_ms=measured,
                        cold={c: t[0] for c, t in cand.items()},

@@ -247,11 +247,12 @@ fn untuned_problem_falls_back_to_quick_list_then_heuristic() {
         &[],
     );
     assert!(stdout(&o).contains("source: nearest"), "{}", stdout(&o));
-    // No quick list ships for f32 backward weight: the cost model's pick, legal for the problem.
+    // No quick list ships for f32 backward weight: without a database, the cost model's pick,
+    // legal for the problem.
     let o = lookup(
         "conv -n 8 -c 16 -H 12 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1 -F 4",
         none.to_str().unwrap(),
-        &[],
+        &["--no-system-db"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("source: heuristic"), "{}", stdout(&o));

@@ -240,8 +240,11 @@ pub enum Rejection {
         why: String,
     },
     /// A swizzled layout needs whole, power-of-two counts of 16-byte chunks per row.
-    #[error("lds=swz needs shared-memory rows (bk × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
+    #[error("lds=swz needs shared-memory rows ({line} × elem = {row_bytes} bytes) of a power-of-two number of 16-byte chunks")]
     SwizzleRow {
+        /// The config field a row is as long as: `bk` for a tile stored along K, `bm` or `bn`
+        /// for an operand contiguous along its rows (stored `[k][row]`).
+        line: &'static str,
         /// Bytes per row of a tile.
         row_bytes: u32,
     },

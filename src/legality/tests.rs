@@ -418,3 +418,36 @@ fn packed_groups_cap_the_filter_at_a_group_and_let_the_input_span_groups() {
     let r = check(&l, &PerfConfig { vec_a: 1, ..c }, &Arch::SM_90).unwrap();
     assert_eq!(r.max_vector[1], 8);
 }
+
+/// An operand contiguous along its rows is stored `[k][row]`: with `lds=swz` and no wgmma, a
+/// row of `bn` elements must be a power-of-two number of 16-byte chunks, as the planner
+/// requires. Session 23: the untuned fallback re-tiled an `mma=sync` neighbour to `bn=192`
+/// (a tile of the wgmma space) for a bf16 NCHW 1×1 fwd problem, legality let it through and
+/// the Python package could not compile the lookup's candidate.
+#[test]
+fn a_swizzled_row_major_tile_needs_power_of_two_chunk_rows() {
+    let p: ConvProblem = "convbfp16 -n 64 -c 16 -H 28 -W 28 -k 64 -y 1 -x 1 -F 1"
+        .parse()
+        .unwrap();
+    let l = lower(&p);
+    let c: PerfConfig = "v1:bm=64,bn=192,bk=16,wm=64,wn=64,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1"
+        .parse()
+        .unwrap();
+    let e = check(&l, &c, &Arch::SM_90).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "lds=swz needs shared-memory rows (bn × elem = 384 bytes) of a power-of-two number of 16-byte chunks"
+    );
+    assert!(crate::codegen::compile_conv(&l, &c, crate::codegen::Target::of(Arch::SM_90)).is_err());
+    // A power-of-two row, or padded rows, are fine with both.
+    for ok in [
+        PerfConfig { block_n: 128, ..c },
+        PerfConfig {
+            lds: LdsLayout::Padded,
+            ..c
+        },
+    ] {
+        check(&l, &ok, &Arch::SM_90).unwrap();
+        crate::codegen::compile_conv(&l, &ok, crate::codegen::Target::of(Arch::SM_90)).unwrap();
+    }
+}

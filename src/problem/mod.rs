@@ -499,7 +499,7 @@ impl ConvProblem {
     /// problem's kernels must meet: the type's own ([`DType::tolerance`]), raised to
     /// [`SUM_ERROR`] × √(terms) for long reductions. Every kernel accumulates in f32, and the
     /// rounding error of a sum grows with the square root of its terms: a correct f32
-    /// filter gradient over N·Ho·Wo = 401,408 terms measured 1.1e-5 (session 22, 164 of 165
+    /// filter gradient over N·Ho·Wo = 401,408 terms measured 1.1e-5 (session 23, 164 of 165
     /// candidates refused at the flat 1e-5; recursive summation's expected error is about
     /// 0.7 × 2⁻²⁴ × √terms = 2.6e-5).
     pub fn tolerance(&self) -> f64 {

@@ -71,12 +71,23 @@ impl Checker {
             });
         }
         if cfg.lds == LdsLayout::Swizzled {
-            // The XOR swizzle permutes 16-byte chunks within a row.
-            let row_bytes = cfg.block_k as u64 * self.elem_bytes as u64;
-            if !row_bytes.is_multiple_of(16) || !(row_bytes / 16).is_power_of_two() {
-                return Err(Rejection::SwizzleRow {
-                    row_bytes: Self::sat(row_bytes),
-                });
+            // The XOR swizzle permutes 16-byte chunks within a row: a row of K, and without
+            // wgmma (whose MN-major tiles are rows of one swizzle atom, `wgmma_misfit`) a row
+            // of block_m or block_n elements for an operand contiguous along its rows (the
+            // planner's `SmemTile::new` refuses the same tiles).
+            let mn_rows = [("bm", cfg.block_m), ("bn", cfg.block_n)]
+                .into_iter()
+                .zip(self.mn_major)
+                .filter(|_| !cfg.mma.is_wgmma())
+                .filter_map(|(row, mn)| mn.then_some(row));
+            for (line, elems) in std::iter::once(("bk", cfg.block_k)).chain(mn_rows) {
+                let row_bytes = elems as u64 * self.elem_bytes as u64;
+                if !row_bytes.is_multiple_of(16) || !(row_bytes / 16).is_power_of_two() {
+                    return Err(Rejection::SwizzleRow {
+                        line,
+                        row_bytes: Self::sat(row_bytes),
+                    });
+                }
             }
         }
         let (bytes, padding) = self.lds_bytes(cfg);

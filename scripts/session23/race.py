@@ -1,5 +1,5 @@
 """One launch of a config on a problem through the Python package, for compute-sanitizer:
-    compute-sanitizer --tool racecheck python3 scripts/session22/race.py PROBLEM CONFIG"""
+    compute-sanitizer --tool racecheck python3 scripts/session23/race.py PROBLEM CONFIG"""
 import sys
 
 import torch

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 22 device call 3 (H200): set C of session 21's random problems, tuned over the
+# Session 23 device call 3 (H200): set C of session 21's random problems, tuned over the
 # shipped database plus sets A and B (.carry/seed-db.toml), with the build that also times the
 # lookup's next candidates (`lookup --candidates 4`, report field lookup_best_us); then the f32
 # filter gradient with 401,408-term sums that set B could not tune (164 of 165 candidates over
 # the flat 1e-5 tolerance), again with the tolerance that grows with the reduction length.
-#   Usage (repo root, on the device): bash scripts/session22/call3.sh SECONDS_FOR_C
+#   Usage (repo root, on the device): bash scripts/session23/call3.sh SECONDS_FOR_C
 set -uo pipefail
 bash scripts/session21/tune-set.sh C "$1"
 cp "$OUT/summary.txt" "$OUT/summary-C.txt"  # lib.sh starts summary.txt afresh
