@@ -6,12 +6,13 @@
 # looked up before it is tuned, so the run measures the fallback on problems it has not seen
 # (scripts/session21/fallback-report.py). With SAME=SECS, then also the new winners against
 # cuDNN (scripts/same-harness.py on $OUT/$1/db.toml, carried wheel).
-#   Usage (repo root, on the device): [TIME=9] [SAME=SECS] bash scripts/session21/tune-set.sh A 460
+#   Usage (repo root, on the device): [TIME=9] [SAME=SECS] [LIST=FILE] bash scripts/session21/tune-set.sh A 460
+#   (LIST: another problem list than scripts/session21/set$1.txt)
 #   Results: $OUT/summary.txt, $OUT/$1/{db.toml,j.jsonl,report.json,tune.log,fallback.txt}.
 set -uo pipefail
 . scripts/session11/lib.sh
 X=$OUT/$1; mkdir -p "$X"
-grep -v '^#' "scripts/session21/set$1.txt" > "$X/problems.txt"
+grep -v '^#' "${LIST:-scripts/session21/set$1.txt}" > "$X/problems.txt"
 [ -f .carry/seed-db.toml ] && cp .carry/seed-db.toml "$X/db.toml"
 say "== tune set $1: $(wc -l < "$X/problems.txt") problems, seed db: $(grep -c '^\[\[entry' "$X/db.toml" 2>/dev/null || echo none) $(el)"
 timeout $(( $2 + 20 )) "$B" --problems "$X/problems.txt" --arch sm_90 --time "${TIME:-9}" --time-total "$2" \
