@@ -120,15 +120,10 @@ def main():
               f"{line[:100]}")
         rows.append(row)
     good = [r for r in rows if "ratio_pick" in r]
-    for name, key in (("lookup, cold", "ratio_lookup"), ("first use, cold", "ratio_pick"),
-                      ("best of the candidates, cold", "ratio_best"),
-                      ("lookup, graph", "ratio_lookup_graph"),
-                      ("first use, graph", "ratio_pick_graph")):
-        rs = [r[key] for r in good]
-        if rs:
-            print(f"geomean cuDNN/ours, {name}: {sh.geomean(rs):.3f} over {len(rs)} problems "
-                  f"(min {min(rs):.3f}, >= 1.0: {sum(x >= 1.0 for x in rs)}, < 0.8: "
-                  f"{sum(x < 0.8 for x in rs)})")
+    sh.print_geomeans(good, [("lookup, cold", "ratio_lookup"), ("first use, cold", "ratio_pick"),
+                             ("best of the candidates, cold", "ratio_best"),
+                             ("lookup, graph", "ratio_lookup_graph"),
+                             ("first use, graph", "ratio_pick_graph")])
     gain = [r["cold"][r["lookup"]] / r["cold"][r["pick"]] for r in good]
     if gain:
         print(f"first use over lookup (cold): geomean {sh.geomean(gain):.3f}, min {min(gain):.3f}, "

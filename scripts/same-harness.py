@@ -97,6 +97,16 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def print_geomeans(rows, columns):
+    """One line per (name, key) of `columns`: the geomean of cuDNN's time over ours in `rows`."""
+    for name, key in columns:
+        rs = [r[key] for r in rows]
+        if rs:
+            print(f"geomean cuDNN/ours, {name}: {geomean(rs):.3f} over {len(rs)} problems "
+                  f"(min {min(rs):.3f}, >= 1.0: {sum(x >= 1.0 for x in rs)}, < 0.8: "
+                  f"{sum(x < 0.8 for x in rs)})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("db")
@@ -140,12 +150,7 @@ def main():
               f"{row['ours_graph']:10.1f} {row['cudnn_graph']:11.1f} {rg:6.3f}  {line[:110]}")
         rows.append(row)
     good = [r for r in rows if "ratio_cold" in r]
-    for proto in ("cold", "graph"):
-        rs = [r[f"ratio_{proto}"] for r in good]
-        if rs:
-            print(f"geomean cuDNN/ours, {proto}: {geomean(rs):.3f} over {len(rs)} problems "
-                  f"(min {min(rs):.3f}, >= 1.0: {sum(x >= 1.0 for x in rs)}, < 0.8: "
-                  f"{sum(x < 0.8 for x in rs)})")
+    print_geomeans(good, [(proto, f"ratio_{proto}") for proto in ("cold", "graph")])
     bad = [r for r in rows if "error" in r]
     print(f"{len(good)} timed, {len(bad)} failed")
     if a.json:

@@ -397,21 +397,10 @@ fn fastest<'n>(
         })
 }
 
-/// Ranks the neighbours' configs (each with its [`width_variants`], and re-tiled along
-/// `tiles`) and the guesses by the cost model for `problem`, keeping only configs that are
-/// legal here and pass `keep` (e.g. inside a search space): the first of [`ranked`].
-pub fn rank(
-    problem: &ConvProblem,
-    arch: &Arch,
-    near: &[Neighbour],
-    guesses: &[(PerfConfig, Guess)],
-    tiles: &TileValues,
-    keep: &dyn Fn(&PerfConfig) -> bool,
-) -> Option<Pick> {
-    ranked(problem, arch, near, guesses, tiles, keep, 1).pop()
-}
-
-/// The fallback's `most` best configs for `problem`, best first: the pick (see the module
+/// The fallback's `most` best configs for `problem`, best first: the neighbours' configs (each
+/// with its [`width_variants`], and re-tiled along `tiles`) and the guesses ranked by the cost
+/// model, keeping only configs that are legal here and pass `keep` (e.g. inside a search
+/// space). First the pick (see the module
 /// doc: measured evidence before guesses, a re-tile or a guess preferred only by a margin),
 /// then one config from each other source (each neighbour's winner with its widths fitted,
 /// the re-tiled one, the best quick-list config, the model's own), by the model's time, a

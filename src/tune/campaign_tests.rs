@@ -124,6 +124,17 @@ impl MeasureDevice for FakeDevice {
 
 const PROBLEM: &str = "conv -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1";
 
+/// The fake backend's GPU as a database entry records it: not the H200 the shipped entries were
+/// tuned on, so lookups in these tests skip those entries.
+fn fake_gpu() -> crate::db::Fingerprint {
+    crate::db::Fingerprint {
+        gpu: "Fake GPU".into(),
+        compute_units: 2,
+        driver: "0.1".into(),
+        ..Default::default()
+    }
+}
+
 fn options(dir: &Path, budget: usize) -> CampaignOptions {
     CampaignOptions {
         arch: Some(Arch::SM_90),
@@ -287,12 +298,7 @@ fn a_resume_measures_again_what_was_timed_in_another_cache_state() {
 fn the_search_measures_the_lookup_config_first() {
     // The fake GPU's fingerprint: the shipped entries, tuned on an H200, are not its own, so
     // the lookup answers from the quick list or the cost model's own pick.
-    let fake_gpu = crate::db::Fingerprint {
-        gpu: "Fake GPU".into(),
-        compute_units: 2,
-        driver: "0.1".into(),
-        ..Default::default()
-    };
+    let fake_gpu = fake_gpu();
     let space = crate::space::SearchSpace::default_for(&Arch::SM_90);
     let mut places = Vec::new();
     for line in [
@@ -326,12 +332,7 @@ fn the_search_measures_the_lookup_config_first() {
 /// and the report says the fastest of them: what timing them on first use would pick.
 #[test]
 fn the_lookup_candidates_are_measured_first_and_reported() {
-    let fake_gpu = crate::db::Fingerprint {
-        gpu: "Fake GPU".into(),
-        compute_units: 2,
-        driver: "0.1".into(),
-        ..Default::default()
-    };
+    let fake_gpu = fake_gpu();
     let line = "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC";
     let p: ConvProblem = line.parse().unwrap();
     let layers = crate::db::Layered {
@@ -390,12 +391,7 @@ fn a_lookup_answer_outside_the_built_in_space_is_measured_first() {
         time_us: 10.0,
         tflops: 1.0,
         candidates_tried: 1,
-        fingerprint: crate::db::Fingerprint {
-            gpu: "Fake GPU".into(),
-            compute_units: 2,
-            driver: "0.1".into(),
-            ..Default::default()
-        },
+        fingerprint: fake_gpu(),
         convtune_version: env!("CARGO_PKG_VERSION").to_string(),
         date: crate::db::today_utc(),
         checksum: String::new(),

@@ -97,16 +97,16 @@ fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
         distance: 1.0,
     }];
     assert!(
-        matches!(rank(&p, &arch, &near, &[(fast, Guess::QuickList)], &TileValues::none(), &|_| true), Some(Pick::Guess { config, .. }) if config == fast)
+        matches!(ranked(&p, &arch, &near, &[(fast, Guess::QuickList)], &TileValues::none(), &|_| true, 1).pop(), Some(Pick::Guess { config, .. }) if config == fast)
     );
     let near = [Neighbour {
         config: fast,
         ..near[0].clone()
     }];
     assert!(
-        matches!(rank(&p, &arch, &near, &[(slow, Guess::QuickList)], &TileValues::none(), &|_| true), Some(Pick::Neighbour { config, .. }) if config == fast)
+        matches!(ranked(&p, &arch, &near, &[(slow, Guess::QuickList)], &TileValues::none(), &|_| true, 1).pop(), Some(Pick::Neighbour { config, .. }) if config == fast)
     );
-    assert!(rank(&p, &arch, &[], &[], &TileValues::none(), &|_| true).is_none());
+    assert!(ranked(&p, &arch, &[], &[], &TileValues::none(), &|_| true, 1).is_empty());
 }
 
 /// Regression (session 7's holdout, BENCHMARKS "Session 7, final pass C"): with the
