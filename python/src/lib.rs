@@ -9,7 +9,7 @@ use convtune::config::{Domain, Field};
 use convtune::db::Source;
 use convtune::legality;
 use convtune::lookup::{
-    find_candidates_with_user_db, find_config_with_user_db, Found, LookupError,
+    find_candidates_with_user_db, find_config_with_user_db, Found, LookupError, MAX_CANDIDATES,
 };
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, Tensor};
@@ -140,8 +140,10 @@ fn lookup(
 ) -> PyResult<String> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
-    if !(1..=64).contains(&candidates) {
-        return Err(bad(format!("candidates: {candidates} is not in 1..=64")));
+    if !(1..=MAX_CANDIDATES).contains(&candidates) {
+        return Err(bad(format!(
+            "candidates: {candidates} is not in 1..={MAX_CANDIDATES}"
+        )));
     }
     let found = py
         .detach(|| find_candidates_with_user_db(&p, &a, db.map(Path::new), system_db, candidates))

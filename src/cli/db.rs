@@ -226,7 +226,8 @@ pub struct LookupArgs {
     /// Also list the fallback's next configs, up to this many in all: the candidates a consumer
     /// times on first use to pick the fastest (JSON: `"candidates": [{"config", "source",
     /// "reason"}…]`, the answer first).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=convtune::lookup::MAX_CANDIDATES as i64))]
     candidates: u16,
     /// Print JSON: `{"problem", "arch", "config", "source": {"kind", …}, "reason", "user_db", …}`.
     #[arg(long)]

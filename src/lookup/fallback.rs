@@ -400,14 +400,14 @@ fn fastest<'n>(
 /// The fallback's `most` best configs for `problem`, best first: the neighbours' configs (each
 /// with its [`width_variants`], and re-tiled along `tiles`) and the guesses ranked by the cost
 /// model, keeping only configs that are legal here and pass `keep` (e.g. inside a search
-/// space). First the pick (see the module
-/// doc: measured evidence before guesses, a re-tile or a guess preferred only by a margin),
-/// then one config from each other source (each neighbour's winner with its widths fitted,
-/// the re-tiled one, the best quick-list config, the model's own), by the model's time, a
-/// guess's divided by [`GUESS_MARGIN`]. The list is what a consumer times on first use to pick
-/// among (as cuDNN's find does among its heuristics' algorithms) and what a tuning measures
-/// first: the model's first choice among these sources reaches about 0.8 of tuned, the best
-/// of them more (session 20's cross matrix: 0.847 for the best neighbour's winner alone).
+/// space). First the pick (see the module doc: measured evidence before guesses, a re-tile or
+/// a guess preferred only by a margin), then one config from each other source (each
+/// neighbour's winner with its widths fitted, the re-tiled one, the best quick-list config,
+/// the model's own), by the model's time, a guess's divided by [`GUESS_MARGIN`]. The list is
+/// what a consumer times on first use to pick among (as cuDNN's find does among its
+/// heuristics' algorithms) and what a tuning measures first: on random problems outside the
+/// database the pick reached 0.77-0.78 of tuned, the fastest of the first four 0.87-0.90
+/// (BENCHMARKS, sessions 22-23).
 pub fn ranked(
     problem: &ConvProblem,
     arch: &Arch,
@@ -429,7 +429,17 @@ pub fn ranked(
         .iter()
         .map(|n| n.distance)
         .fold(f64::INFINITY, f64::min);
-    let as_tuned = fastest(near.iter().map(|n| (n, n.config)), elem, max_bytes, &score);
+    // Each neighbour's winner as tuned, its widths fitted (nearest first): a source of its own
+    // in the list, and the fastest of them is the config as tuned (ties to the nearer problem,
+    // as `fastest` over all of them would break them).
+    let own: Vec<_> = near
+        .iter()
+        .filter_map(|n| fastest(std::iter::once((n, n.config)), elem, max_bytes, &score))
+        .collect();
+    let as_tuned = own
+        .iter()
+        .copied()
+        .reduce(|a, b| if b.2 < a.2 { b } else { a });
     // Re-tiled: the model's fastest tile for each neighbour's config (its widths as tuned, so
     // that the walk stays one tile product per neighbour), then that tile's width variants.
     let retiled = near
@@ -480,9 +490,8 @@ pub fn ranked(
         return vec![pick];
     }
     // The other sources, one config each, by the model's time with a guess's handicap.
-    let mut others: Vec<Pick> = near
-        .iter()
-        .filter_map(|n| fastest(std::iter::once((n, n.config)), elem, max_bytes, &score))
+    let mut others: Vec<Pick> = own
+        .into_iter()
         .chain(retiled)
         .map(neighbour)
         .chain(best_guesses)

@@ -158,6 +158,10 @@ pub fn find_config_in_space(
 /// ([`find_candidates_in_space`]).
 pub const SEED_CANDIDATES: usize = 4;
 
+/// The most candidates a caller may ask [`find_candidates_in_space`] for (`lookup
+/// --candidates`, the Python package): one per source, so a few tens at most differ.
+pub const MAX_CANDIDATES: usize = 64;
+
 /// The lookup's answer first ([`find_config_in_space`]), then up to `most - 1` other configs
 /// the fallback ranks next ([`fallback::ranked`]): a consumer that can afford to time a few
 /// configs on first use (as cuDNN's find does, or Triton's autotune) picks the fastest of
