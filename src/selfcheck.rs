@@ -4,7 +4,8 @@
 
 use crate::arch::Arch;
 use crate::codegen;
-use crate::config::Reduction;
+use crate::config::{PerfConfig, Reduction};
+use crate::legality;
 use crate::lowering::lower;
 use crate::problem::{ConvProblem, DType, Direction, Layout};
 use crate::runtime::{Outcome, RuntimeError, Worker};
@@ -177,7 +178,49 @@ pub fn reduction_problems(red: Reduction) -> Vec<ConvProblem> {
     out
 }
 
-/// [`run`] with configs sampled from `space`.
+/// Kernels that once gave wrong results on a GPU although the emulator ran them exactly: a
+/// toolkit miscompiled them. Every self-check measures them (where legal on the arch), so
+/// that a code-generator change that brings back what triggered the fault, or a toolkit that
+/// miscompiles it anew, fails here and not in a user's lookup answer.
+///
+/// - ptxas 13.0 at -O3 (and the driver's JIT) merged the `IMAD.HI`s of two B slots' bounds
+///   checks whose 64-bit addends differed only in the high word, so one slot checked another
+///   slot's row: these 8 of ~650 `mma=sync` candidates of this grouped problem were wrong by
+///   5–36%, the same kernels assembled at -O0 right (session 24, BENCHMARKS: 7 of them still
+///   fail with the old code generator at n = 64, 2 at n = 8). [`crate::codegen`]'s bounds
+///   checks no longer add a quotient to a slot's coordinate.
+pub const MISCOMPILED: &[(&str, &[&str])] = &[(
+    "convbfp16 -F 1 -n 64 -c 1024 -H 7 -W 7 -k 2048 -y 7 -x 7 -p 3 -q 3 -g 1024 --layout NHWC",
+    &[
+        "v1:bm=16,bn=256,bk=64,wm=16,wn=128,st=2,va=1,vb=8,vc=8,lds=swz,sk=1,rs=1",
+        "v1:bm=16,bn=256,bk=64,wm=16,wn=64,st=3,va=1,vb=8,vc=8,lds=pad,sk=1,rs=1",
+        "v1:bm=16,bn=256,bk=16,wm=16,wn=64,st=4,va=1,vb=8,vc=8,lds=pad,sk=1,rs=1",
+        "v1:bm=16,bn=256,bk=16,wm=16,wn=64,st=3,va=1,vb=8,vc=8,lds=pad,sk=1,rs=1",
+        "v1:bm=16,bn=256,bk=16,wm=16,wn=64,st=2,va=1,vb=8,vc=8,lds=swz,sk=1,rs=1",
+        "v1:bm=16,bn=128,bk=16,wm=16,wn=128,st=4,va=1,vb=8,vc=1,lds=swz,sk=1,rs=1",
+        "v1:bm=16,bn=128,bk=64,wm=16,wn=32,st=3,va=1,vb=8,vc=1,lds=swz,sk=1,rs=1",
+        "v1:bm=16,bn=128,bk=64,wm=16,wn=64,st=3,va=1,vb=8,vc=8,lds=pad,sk=1,rs=1",
+    ],
+)];
+
+/// The [`MISCOMPILED`] kernels that are legal on `arch`: `(problem, configs)`.
+pub fn miscompiled(arch: &Arch) -> Vec<(ConvProblem, Vec<PerfConfig>)> {
+    MISCOMPILED
+        .iter()
+        .map(|(line, cfgs)| {
+            let p: ConvProblem = line.parse().expect("static problem");
+            let l = lower(&p);
+            let cfgs = cfgs
+                .iter()
+                .map(|c| c.parse::<PerfConfig>().expect("static config"))
+                .filter(|c| legality::check(&l, c, arch).is_ok())
+                .collect();
+            (p, cfgs)
+        })
+        .collect()
+}
+
+/// [`run`] with configs sampled from `space`, then the [`MISCOMPILED`] kernels.
 pub fn run_in(
     worker: &mut Worker,
     arch: &Arch,
@@ -188,44 +231,64 @@ pub fn run_in(
     mut log: impl FnMut(&str),
 ) -> Result<Summary, RuntimeError> {
     let mut s = Summary::default();
-    for p in problems {
-        s.problems += 1;
-        let reference = match reference_plan(p, arch) {
-            Ok(r) => r,
-            Err(e) => {
-                s.reference_failures
-                    .push(format!("{p}: reference kernel: {e}"));
-                continue;
-            }
-        };
-        if let Err(e) = worker.set_problem(p, &reference, seed) {
-            s.reference_failures.push(format!("{p}: {e}"));
-            continue;
-        }
-        let l = lower(p);
-        for cfg in sample_legal(p, arch, space, configs, seed) {
-            s.kernels += 1;
-            let outcome = match compile_plan(&l, &cfg, arch, false) {
-                Ok(plan) => worker.measure(&plan)?,
-                Err(e) => Outcome::CompileFailed(e.to_string()),
-            };
-            match outcome {
-                Outcome::Ok(_) => s.passed += 1,
-                other => {
-                    let line = format!("{p} {cfg}: {other}");
-                    log(&line);
-                    s.failures.push(line);
-                }
-            }
-        }
-        log(&format!(
-            "{}: {} kernels so far, {} failed",
-            p.key(),
-            s.kernels,
-            s.failures.len()
-        ));
+    let sampled = problems
+        .iter()
+        .map(|p| (*p, sample_legal(p, arch, space, configs, seed)));
+    for (p, cfgs) in sampled.chain(miscompiled(arch)) {
+        check_problem(worker, arch, &p, &cfgs, seed, &mut s, &mut log)?;
     }
     Ok(s)
+}
+
+/// Measures `cfgs` on `p` against the reference kernel, adding to `s`.
+fn check_problem(
+    worker: &mut Worker,
+    arch: &Arch,
+    p: &ConvProblem,
+    cfgs: &[PerfConfig],
+    seed: u64,
+    s: &mut Summary,
+    log: &mut impl FnMut(&str),
+) -> Result<(), RuntimeError> {
+    if cfgs.is_empty() {
+        return Ok(());
+    }
+    s.problems += 1;
+    let reference = match reference_plan(p, arch) {
+        Ok(r) => r,
+        Err(e) => {
+            s.reference_failures
+                .push(format!("{p}: reference kernel: {e}"));
+            return Ok(());
+        }
+    };
+    if let Err(e) = worker.set_problem(p, &reference, seed) {
+        s.reference_failures.push(format!("{p}: {e}"));
+        return Ok(());
+    }
+    let l = lower(p);
+    for cfg in cfgs {
+        s.kernels += 1;
+        let outcome = match compile_plan(&l, cfg, arch, false) {
+            Ok(plan) => worker.measure(&plan)?,
+            Err(e) => Outcome::CompileFailed(e.to_string()),
+        };
+        match outcome {
+            Outcome::Ok(_) => s.passed += 1,
+            other => {
+                let line = format!("{p} {cfg}: {other}");
+                log(&line);
+                s.failures.push(line);
+            }
+        }
+    }
+    log(&format!(
+        "{}: {} kernels so far, {} failed",
+        p.key(),
+        s.kernels,
+        s.failures.len()
+    ));
+    Ok(())
 }
 
 /// Proves fault isolation: a kernel that writes far out of bounds is recorded as a fault, and
@@ -290,5 +353,17 @@ mod tests {
     fn sweep_has_every_direction_dtype_and_layout() {
         assert!(super::sweep_covers_everything());
         assert!(super::sweep_problems().len() >= 50);
+    }
+
+    /// A miscompiled kernel that legality stopped accepting would drop out of every
+    /// self-check silently.
+    #[test]
+    fn every_miscompiled_kernel_is_still_checked_on_hopper() {
+        let listed: usize = super::MISCOMPILED.iter().map(|(_, c)| c.len()).sum();
+        let legal: usize = super::miscompiled(&crate::arch::Arch::SM_90)
+            .iter()
+            .map(|(_, c)| c.len())
+            .sum();
+        assert_eq!(legal, listed);
     }
 }

@@ -240,6 +240,14 @@ impl<'a, 'ctx> Ir<'a, 'ctx> {
     pub fn ultc(&self, a: IntValue<'ctx>, c: u32) -> IntValue<'ctx> {
         self.ult(a, self.c(c as i64))
     }
+    /// a < b, signed.
+    pub fn slt(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        ok(self.b.build_int_compare(IntPredicate::SLT, a, b, ""))
+    }
+    /// a ≤ b, signed.
+    pub fn sle(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        ok(self.b.build_int_compare(IntPredicate::SLE, a, b, ""))
+    }
     /// a == b.
     pub fn eq(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
         ok(self.b.build_int_compare(IntPredicate::EQ, a, b, ""))
