@@ -13,6 +13,9 @@
 3. A ResNet-50 bottleneck block (1x1 -> 3x3 -> 1x1, + residual, batch norm and ReLU, bf16
    channels_last) forward and backward with convtune's Conv2d against the same block on cuDNN:
    loss and every gradient within tolerance, and step times side by side.
+4. convtune.torch.verify: a kernel whose first result is made wrong (the written tensor scaled
+   after the launch) is refused with one warning, the call returns PyTorch's result and later
+   calls run in PyTorch; a right kernel is counted as verified.
 
 Prints a table; writes JSON to --json when given.
 """
@@ -269,6 +272,46 @@ def check_block(device, batch, inplanes, planes, stride, hw, dtype, iters):
             "fallbacks": stats["fallback"], "ok": ok}
 
 
+def check_first_result_check(device):
+    """convtune.torch.verify on the GPU: a kernel whose first result is wrong (made wrong here
+    by scaling the written tensor after the real launch, the fault a miscompile makes) is
+    reported once, that call returns PyTorch's result, and PyTorch runs the problem from then
+    on; a right kernel is counted as verified and keeps running."""
+    import warnings
+    x = torch.randn(3, 24, 13, 13, device=device, dtype=torch.bfloat16)
+    w = torch.randn(40, 24, 3, 3, device=device, dtype=torch.bfloat16)
+    x2 = torch.randn(3, 24, 11, 11, device=device, dtype=torch.bfloat16)
+    ct.reset_stats()
+    real = ct._launch
+
+    def wrong(plan, a, b, c):
+        real(plan, a, b, c)
+        c.mul_(1.5)  # fwd writes y
+
+    ct._launch = wrong
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y1 = ct.conv2d(x, w, None, 1, 1)
+            y2 = ct.conv2d(x, w, None, 1, 1)
+    finally:
+        ct._launch = real
+    bad = ct.stats()
+    said = [str(c.message) for c in caught if "wrong-result" in str(c.message)]
+    ref = F.conv2d(x.double(), w.double(), None, 1, 1)
+    ct.reset_stats()
+    z1 = ct.conv2d(x2, w, None, 1, 1)
+    z2 = ct.conv2d(x2, w, None, 1, 1)
+    good = ct.stats()
+    ref2 = F.conv2d(x2.double(), w.double(), None, 1, 1)
+    errs = [rel_err(t, r) for t, r in ((y1, ref), (y2, ref), (z1, ref2), (z2, ref2))]
+    ok = (len(said) == 1 and bad["failed_check"] == 1 and bad["convtune"] == 0
+          and sum(bad["fallback"].values()) == 2 and good["verified"] == 1
+          and good["convtune"] == 2 and all(e <= 1e-2 for e in errs))
+    return {"ok": ok, "warning": said[:1], "stats_wrong": bad, "stats_right": good,
+            "rel_errs": errs}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("suites", nargs="+")
@@ -330,22 +373,30 @@ def main():
         print(f"{b['block']:<48} {worst_o:>17.1e} {worst_r:>6.1e} {b['ms_convtune']:>18.3f} "
               f"{b['ms_cudnn']:>7.3f}  {b['ok']}"
               + (f"  fallbacks: {b['fallbacks']}" if b["fallbacks"] else ""))
+    try:
+        vcheck = check_first_result_check(device)
+    except Exception as e:
+        vcheck = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    print(f"\nfirst-result check (convtune.torch.verify): {'ok' if vcheck['ok'] else 'FAIL'} "
+          f"{ {k: v for k, v in vcheck.items() if k != 'ok'} }")
     ops = [r for r in rows if r.get("torch_op") in ("convtune", "fallback")]
     n_ok = sum(r["ok"] for r in rows)
     print(f"\nsuite problems: {n_ok} of {len(rows)} within tolerance; through the torch ops: "
           f"{sum(r.get('torch_op_ok', False) for r in ops)} of {len(ops)}; "
           f"tensor-map kernels: {sum(r['ok'] for r in tmaps)} of {len(tmaps)} (fallbacks: "
           f"{sum(sum(r.get('fallbacks', {}).values()) for r in tmaps)}); "
-          f"blocks: {sum(b['ok'] for b in blocks)} of {len(blocks)}")
+          f"blocks: {sum(b['ok'] for b in blocks)} of {len(blocks)}; "
+          f"first-result check: {'ok' if vcheck['ok'] else 'FAILED'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
                        "convtune": convtune.__version__, "problems": rows,
-                       "tensor_map_kernels": tmaps, "blocks": blocks},
+                       "tensor_map_kernels": tmaps, "blocks": blocks,
+                       "first_result_check": vcheck},
                       f, indent=1)
         print(f"wrote {args.json}")
     all_ok = n_ok == len(rows) and all(r.get("torch_op_ok", True) for r in ops) and \
-        all(b["ok"] for b in blocks) and all(r["ok"] for r in tmaps)
+        all(b["ok"] for b in blocks) and all(r["ok"] for r in tmaps) and vcheck["ok"]
     return 0 if all_ok else 1
 
 

@@ -5,7 +5,8 @@
 # runtime, which is opened at run time). Then a Python virtual environment (target/venv, or
 # $CONVTUNE_VENV) with maturin and pytest, which scripts/test.sh uses to build and test the wheel,
 # and the CUDA 13.0 toolkit's ptxas (the pip wheel nvidia-cuda-nvcc, no GPU needed), which the
-# tests use to assemble generated kernels (src/runtime/ptxas.rs); without it those tests skip.
+# tests use to assemble generated kernels (src/runtime/ptxas.rs), and nvdisasm (tests/ptxas.rs
+# reads one SASS pattern); without them those tests skip.
 set -euo pipefail
 pkgs=(llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libxml2-dev lld-19 libamdhip64-dev)
 missing=()
@@ -28,3 +29,6 @@ venv=${CONVTUNE_VENV:-"$(dirname "$0")/../target/venv"}
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "nvidia-cuda-nvcc==13.0.*" \
   || echo "NOTE: the ptxas wheel (nvidia-cuda-nvcc) did not install: the ptxas tests will skip"
+# nvdisasm beside it (the SASS check of the kernels ptxas 13.0 once miscompiled).
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "nvidia-cuda-nvdisasm>=13,<14" \
+  || echo "NOTE: the nvdisasm wheel did not install: the SASS check will skip"

@@ -119,3 +119,71 @@ fn ping_pong_kernels_assemble_without_serialised_wgmma() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The kernels ptxas 13.0 miscompiled (`selfcheck::MISCOMPILED`, session 24): at -O3 it fused a
+/// quotient added to each load slot's coordinate into `IMAD.HI`s with 64-bit addends and merged
+/// two of them across slots. The code generator no longer adds a quotient to a slot's
+/// coordinate, so these kernels' SASS must have no `IMAD.HI` with a register addend at all.
+/// Needs `nvdisasm` beside `ptxas` (`scripts/setup.sh` installs both); skipped, with a message,
+/// without them.
+#[test]
+fn miscompiled_kernels_give_ptxas_no_imad_hi_with_an_addend() {
+    let Some(ptxas) = Ptxas::find() else {
+        eprintln!(
+            "SKIP: no ptxas (set {}): the miscompiled kernels' SASS not checked",
+            convtune::runtime::PTXAS_ENV
+        );
+        return;
+    };
+    let nvdisasm = ptxas.path().with_file_name("nvdisasm");
+    if !nvdisasm.exists() {
+        eprintln!(
+            "SKIP: no nvdisasm beside {}: the miscompiled kernels' SASS not checked",
+            ptxas.path().display()
+        );
+        return;
+    }
+    let arch = convtune::arch::Arch::SM_90;
+    let target = Target::parse("sm_90").unwrap();
+    let jobs: Vec<_> = convtune::selfcheck::miscompiled(&arch)
+        .into_iter()
+        .flat_map(|(p, cfgs)| cfgs.into_iter().map(move |c| (p, c)))
+        .collect();
+    assert_eq!(jobs.len(), 8);
+    let failures: Vec<String> = jobs
+        .par_iter()
+        .filter_map(|(p, c)| {
+            let compiled = compile_conv(&lower(p), c, target).unwrap_or_else(|e| panic!("{e}"));
+            let a = ptxas
+                .assemble(compiled.module.ptx().expect("PTX"))
+                .unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            let dir = tempfile::tempdir().unwrap();
+            let cubin = dir.path().join("k.cubin");
+            std::fs::write(&cubin, &a.cubin).unwrap();
+            let out = std::process::Command::new(&nvdisasm)
+                .arg("-c")
+                .arg(&cubin)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "nvdisasm: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let sass = String::from_utf8_lossy(&out.stdout);
+            // `IMAD.HI.U32 Rd, Ra, b, Rc ;` with Rc a register (RZ: no addend).
+            let fused: Vec<&str> = sass
+                .lines()
+                .filter(|l| l.contains("IMAD.HI"))
+                .filter(|l| {
+                    let args = l.split(';').next().unwrap_or("");
+                    let last = args.rsplit(',').next().unwrap_or("").trim();
+                    last.starts_with('R') && last != "RZ"
+                })
+                .map(str::trim)
+                .collect();
+            (!fused.is_empty()).then(|| format!("{p} {c}: {}", fused.join(" | ")))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -12,9 +12,19 @@ call of a problem the database has no exact entry for compiles the lookup's firs
 fallback's answer and the configs it ranks next), times each on that call's tensors, and keeps
 the fastest for the rest of the process.
 
+With ``convtune.torch.verify = True`` (the default), the first result of each kernel in a
+process is checked against PyTorch's float64 convolution of the same tensors (relative L2
+error within the problem's tolerance, as the tuner checks candidates) before it is trusted: a
+database answer for a problem nobody tuned on this machine was never run, and a toolkit can
+miscompile a kernel (session 24 found ptxas doing so). A kernel that fails is not used again
+in the process; that call returns PyTorch's result, converted to the tensor's dtype, and a
+warning names the config and the error. It costs one float64 convolution per problem and
+kernel, once; with :data:`benchmark`, every timed candidate is checked and only those that pass
+are timed.
+
 A convolution convtune does not run (CPU tensors, float64, an arch with no convtune target, a
-problem with no legal config, ...) runs in PyTorch instead, and a warning says so once per
-kind of reason. :func:`stats` counts both.
+problem with no legal config, a kernel that failed the check, ...) runs in PyTorch instead, and
+a warning says so once per kind of reason. :func:`stats` counts both, and the checks.
 """
 
 import threading
@@ -32,10 +42,12 @@ from ._select import (Fallback, arch_name, dtype_name, memory_format, padding_pa
                       problem_line)
 
 __all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight", "launch",
-           "stats", "reset_stats", "benchmark", "BENCHMARK_CANDIDATES", "choices"]
+           "stats", "reset_stats", "benchmark", "BENCHMARK_CANDIDATES", "choices", "verify"]
 
 #: Time the lookup's candidates on a problem's first call and keep the fastest (see above).
 benchmark = False
+#: Check each kernel's first result against PyTorch's float64 convolution (see above).
+verify = True
 #: How many of the lookup's candidates a first-call benchmark times.
 BENCHMARK_CANDIDATES = 4
 #: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
@@ -46,7 +58,7 @@ _HOLD_CYCLES = 2_000_000
 _lock = threading.Lock()
 _plans = {}  # (device index, arch, problem line) -> _Plan or Fallback
 _warned = set()
-_stats = {"convtune": 0, "fallback": {}}
+_stats = {"convtune": 0, "fallback": {}, "verified": 0, "failed_check": 0, "unchecked": 0}
 _choices = {}  # problem line -> {config: ms} of its first-call benchmark, the kept one first
 
 
@@ -57,6 +69,11 @@ class _Plan:
         self.manifest = manifest
         self.launches = launches  # [(function, the manifest's kernel)]
         self.workspace_bytes = int(manifest["workspace_bytes"])
+        self.verified = False  # its result has matched PyTorch's float64 one (see `verify`)
+
+    @property
+    def config(self):
+        return self.manifest["lookup"]["config"]
 
 
 class _Candidates:
@@ -77,16 +94,21 @@ def choices():
 
 
 def stats():
-    """How many convolutions ran in convtune's kernels and, per reason category, in PyTorch."""
+    """How many convolutions ran in convtune's kernels and, per reason category, in PyTorch;
+    how many kernels passed the first-result check (``verified``), failed it
+    (``failed_check``) or ran unchecked for want of memory (``unchecked``)."""
     with _lock:
-        return {"convtune": _stats["convtune"], "fallback": dict(_stats["fallback"])}
+        return {"convtune": _stats["convtune"], "fallback": dict(_stats["fallback"]),
+                **{k: _stats[k] for k in ("verified", "failed_check", "unchecked")}}
 
 
 def reset_stats():
-    """Zeroes :func:`stats` (the compiled-kernel cache stays)."""
+    """Zeroes :func:`stats` (the compiled-kernel cache and the checks made stay)."""
     with _lock:
         _stats["convtune"] = 0
         _stats["fallback"].clear()
+        for k in ("verified", "failed_check", "unchecked"):
+            _stats[k] = 0
 
 
 def _fell_back(reason):
@@ -155,17 +177,82 @@ def _plan(device, line, config=None):
     return result
 
 
-def _run(plan, x, w, y):
-    """Launches a plan's kernels on torch's current stream of x's device (a plan's candidates:
-    times them first and keeps the fastest)."""
+def _run(plan, x, w, y, out, reference):
+    """Launches a plan's kernels on torch's current stream of x's device, writing ``out`` (one
+    of x, w, y: the problem's written tensor). A plan's candidates are timed first and the
+    fastest kept. With :data:`verify`, a kernel's first result is checked against
+    ``reference()`` (PyTorch's float64 result; None: no check); one that fails is replaced by
+    PyTorch for good, and ``out`` gets the reference. Returns nothing: ``out`` holds the
+    result."""
+    checking = (verify and reference is not None
+                and not torch.cuda.is_current_stream_capturing())
+    ref = None
     if isinstance(plan, _Candidates):
-        plan = _choose(plan, x, w, y)
-    _launch(plan, x, w, y)
+        if checking:
+            ref = _reference(reference)
+        plan = _choose(plan, x, w, y, out, ref)
+    if isinstance(plan, _Plan):
+        _launch(plan, x, w, y)
+        if checking and not plan.verified:
+            ref = _reference(reference) if ref is None else ref
+            if ref is None:
+                with _lock:
+                    plan.verified = True  # trusted unchecked: see _reference
+                    _stats["unchecked"] += 1
+            else:
+                plan = _check(plan, out, ref)
+    if isinstance(plan, Fallback):
+        out.copy_(ref)
+        _fell_back(plan)
+        return
     with _lock:
         _stats["convtune"] += 1
 
 
-def _choose(candidates, x, w, y):
+def _reference(reference):
+    """PyTorch's float64 result, or None where the GPU has no memory for it (a float64 copy of
+    the tensors is four times a bf16 one): then the kernel is trusted unchecked, counted in
+    :func:`stats` as ``unchecked``."""
+    try:
+        return reference()
+    except torch.cuda.OutOfMemoryError:
+        return None
+
+
+def _rel_err(out, ref):
+    """Relative L2 error of ``out`` against the float64 ``ref`` (the tuner's measure)."""
+    want = ref.norm().item()
+    diff = (out.double() - ref).norm().item()
+    return diff / want if want > 0 else diff
+
+
+def _check(plan, out, ref):
+    """``plan`` when ``out`` (its kernels' result) is within the problem's tolerance of
+    ``ref``, else a Fallback that replaces it under its key from now on."""
+    tol = float(plan.manifest["problem"]["tolerance"])
+    err = _rel_err(out, ref)
+    ok = err <= tol  # NaN fails
+    key = None
+    with _lock:
+        if ok:
+            plan.verified = True
+            _stats["verified"] += 1
+            return plan
+        _stats["failed_check"] += 1
+        for k, v in _plans.items():
+            if v is plan:
+                key = k
+    reason = Fallback("wrong-result",
+                      f"config {plan.config} on {plan.manifest['problem']['key']}: relative "
+                      f"error {err:.3g} against PyTorch's float64 result (tolerance {tol:.3g}); "
+                      "please report it with `convtune compile --ptxas` output")
+    if key is not None:
+        with _lock:
+            _plans[key] = reason
+    return reason
+
+
+def _choose(candidates, x, w, y, out, ref):
     """Times each candidate plan on these tensors (each fully overwrites the written one, which
     the caller's launch then writes again) and caches the fastest under the problem's key.
 
@@ -175,9 +262,20 @@ def _choose(candidates, x, w, y):
     the sleep kept a slower config than the lookup's on 25 of 28 problems, 0.88x of its speed);
     the candidates take turns, and each keeps its median."""
     stream = torch.cuda.current_stream(x.device)
-    plans = candidates.plans
-    for plan in plans:
+    plans = []
+    for plan in candidates.plans:
         _launch(plan, x, w, y)  # warm-up: module load, caches
+        if ref is not None and not plan.verified:
+            if not isinstance(_check(plan, out, ref), _Plan):
+                continue
+        plans.append(plan)
+    if not plans:
+        failed = Fallback("wrong-result", f"all {len(candidates.plans)} candidates of "
+                          f"{candidates.manifest['problem']['key']} failed the check against "
+                          "PyTorch's float64 result")
+        with _lock:
+            _plans[candidates.key] = failed
+        return failed
     events = [[] for _ in plans]
     with torch.cuda.device(x.device):
         for _ in range(_BENCHMARK_RUNS):
@@ -193,9 +291,9 @@ def _choose(candidates, x, w, y):
     times = {}
     for plan, pairs in zip(plans, events):
         ms = sorted(s.elapsed_time(e) for s, e in pairs)
-        times[plan.manifest["lookup"]["config"]] = ms[len(ms) // 2]
-    best = min(plans, key=lambda p: times[p.manifest["lookup"]["config"]])
-    kept = best.manifest["lookup"]["config"]
+        times[plan.config] = ms[len(ms) // 2]
+    best = min(plans, key=lambda p: times[p.config])
+    kept = best.config
     with _lock:
         _plans[candidates.key] = best
         _choices[candidates.key[2]] = {kept: times[kept],
@@ -235,7 +333,9 @@ def launch(problem, x, w, y, config=None):
     the problem names, not only torch's two memory formats; ``convtune.problem(line)`` gives
     each tensor's element count and strides). The written tensor is fully overwritten.
     ``config``: a config string to compile instead of the looked-up one (checked for legality).
-    Raises RuntimeError where convtune cannot run the problem (no fallback here)."""
+    Raises RuntimeError where convtune cannot run the problem (no fallback here). The result is
+    not checked (:data:`verify` is the torch ops'): compare it yourself, as
+    ``scripts/python-gpu-check.py`` does."""
     info = _native_problem(problem)
     for name, t in (("x", x), ("w", w), ("y", y)):
         want = info["tensors"][name]["elements"]
@@ -247,7 +347,7 @@ def launch(problem, x, w, y, config=None):
     plan = _plan(x.device, problem, config)
     if isinstance(plan, Fallback):
         raise RuntimeError(f"convtune cannot run {problem!r}: {plan}")
-    _run(plan, x, w, y)
+    _run(plan, x, w, y, None, None)
 
 
 def _layout_of(t):
@@ -290,7 +390,8 @@ def _forward(x, w, stride, padding, dilation, groups):
     x, w = _dense(x, layout), _dense(w, layout)
     n, _, ho, wo = _out_shape(plan)
     y = _empty((n, w.shape[0], ho, wo), x, layout)
-    _run(plan, x, w, y)
+    _run(plan, x, w, y, y,
+         lambda: F.conv2d(x.double(), w.double(), None, stride, padding, dilation, groups))
     return y
 
 
@@ -317,7 +418,9 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
                                           dilation, groups)
     w, dy = _dense(weight, layout), _dense(grad_output, layout)
     dx = _empty(input_size, dy, layout)
-    _run(plan, dx, w, dy)
+    _run(plan, dx, w, dy, dx,
+         lambda: torch.nn.grad.conv2d_input(input_size, w.double(), dy.double(), stride,
+                                            padding, dilation, groups))
     return dx
 
 
@@ -334,7 +437,9 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
                                            dilation, groups)
     x, dy = _dense(input, layout), _dense(grad_output, layout)
     dw = _empty(weight_size, x, layout)
-    _run(plan, x, dw, dy)
+    _run(plan, x, dw, dy, dw,
+         lambda: torch.nn.grad.conv2d_weight(x.double(), weight_size, dy.double(), stride,
+                                             padding, dilation, groups))
     return dw
 
 

@@ -180,6 +180,11 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
     pub fn pin(&self, v: IntValue<'ctx>) {
         self.spec.pin(&self.ir, v)
     }
+    /// Whether bounds checks compare parts instead of summing them
+    /// ([`TargetSpec::split_bound_checks`]).
+    pub fn split_bound_checks(&self) -> bool {
+        self.spec.split_bound_checks()
+    }
     /// Records the block size so the backend can budget registers for it.
     pub fn set_block_size(&self, threads: u32) {
         self.spec.set_block_size(&self.ir, threads)

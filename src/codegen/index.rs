@@ -230,13 +230,10 @@ impl<'l, 'ctx> Addressing<'l, 'ctx> {
             let raws: Vec<IntValue<'ctx>> = parts.iter().filter_map(|p| p.raw[t]).collect();
             let extent = kb.c(self.extent[t] as i64);
             match raws.split_last() {
-                Some((&last, rest)) if !rest.is_empty() => {
+                Some((&last, rest)) if !rest.is_empty() && kb.split_bound_checks() => {
                     // offset + Σ rest + last ∈ [0, extent) as `-s ≤ last < extent - s` with
-                    // s = offset + Σ rest, not as one sum: ptxas 13.0 -O3 fuses a quotient
-                    // added to several slots' row coordinates into IMAD.HI with a 64-bit
-                    // addend and then merges two of those whose addends differ only in the
-                    // high word, so one slot checked another's row (session 24, BENCHMARKS).
-                    // Coordinates are far from 2^31, so the signed bounds are exact.
+                    // s = offset + Σ rest (see `TargetSpec::split_bound_checks`). Coordinates
+                    // are far from 2^31, so the signed bounds are exact.
                     let s = rest.iter().fold(offset, |a, &r| kb.add(a, r));
                     conds.push(kb.sle(kb.sub(kb.c(0), s), last));
                     conds.push(kb.slt(last, kb.sub(extent, s)));

@@ -124,6 +124,16 @@ pub(crate) trait TargetSpec: Sync {
     /// special-register read between the `mbarrier` spin loop and `wgmma.wait_group` makes
     /// ptxas serialise `wgmma` (C7514). A no-op where that cannot happen.
     fn pin<'ctx>(&self, _ir: &Ir<'_, 'ctx>, _v: IntValue<'ctx>) {}
+    /// Whether a bounds check made of several parts compares the last with bounds from the
+    /// others (`−s ≤ last < extent − s`) instead of testing their sum: ptxas 13.0 -O3 fuses a
+    /// quotient added to several load slots' coordinates into `IMAD.HI`s with 64-bit addends
+    /// and merges two whose addends differ only in the high word, so one slot checks another's
+    /// row (session 24). It costs a second register per slot, which AMD's VGPR budget (and
+    /// legality's estimate of it) does not spare, and AMD's compiler has no such fault. The
+    /// emulator does what the GPU it imitates does.
+    fn split_bound_checks(&self) -> bool {
+        self.target().arch().vendor == crate::arch::Vendor::Nvidia
+    }
     /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
     /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`,
     /// `i32 convtune_arrive(ptr global)` (device-scope acquire-release increment, returning the
