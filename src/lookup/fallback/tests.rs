@@ -2,16 +2,15 @@
 
 use super::*;
 
-/// The date of the first entries tuned on random problems (sessions 22 and 23, sets A-C): the
-/// holdouts below were measured on the database before them, the ResNet-50 suite's, and their
-/// premises (which neighbour is nearest, what it was tuned with) are facts of that database.
-const RANDOM_SETS_FROM: &str = "2026-12-04";
+/// The shipped sm_90 database before the random sets of sessions 22-23 (the ResNet-50 suite's
+/// 39 entries): the holdouts below were measured on it, and their premises (which neighbour is
+/// nearest, what it was tuned with) are facts of that database, not of whatever ships later.
+const SUITE_DB: &str = include_str!("../../../tests/golden/sm_90-suite-2026-12-03.toml");
 
-/// A problem held out of the shipped sm_90 database as it was before the random sets
-/// ([`RANDOM_SETS_FROM`]): the rest is the only database.
+/// A problem held out of [`SUITE_DB`]: the rest is the only database.
 struct HeldOut {
     p: ConvProblem,
-    /// The shipped database without the problem's entry.
+    /// The suite database without the problem's entry.
     rest: crate::db::TunedDb,
     /// The held-out entry's config, if the problem had one.
     tuned: Option<PerfConfig>,
@@ -20,14 +19,11 @@ struct HeldOut {
 impl HeldOut {
     fn new(line: &str) -> HeldOut {
         let p: ConvProblem = line.parse().unwrap();
-        let shipped = crate::db::system(Arch::SM_90.name).unwrap().unwrap();
+        let suite = crate::db::TunedDb::parse(SUITE_DB, "tests/golden/sm_90-suite-2026-12-03.toml")
+            .unwrap();
         let mut rest = crate::db::TunedDb::new(Arch::SM_90.name);
         let mut tuned = None;
-        for e in shipped
-            .entries()
-            .iter()
-            .filter(|e| e.date.as_str() < RANDOM_SETS_FROM)
-        {
+        for e in suite.entries() {
             if e.problem == p.key() {
                 tuned = Some(e.config.parse::<PerfConfig>().unwrap());
             } else {
