@@ -25,7 +25,7 @@ use inkwell::{
     context::Context,
     module::Module,
     values::{BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue},
-    AddressSpace, IntPredicate,
+    AddressSpace,
 };
 use std::cell::Cell;
 use std::ops::Deref;
@@ -563,7 +563,7 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         let i = ok(self.raw().build_phi(self.i32t(), "i"));
         i.add_incoming(&[(&lo, pre)]);
         let iv = i.as_basic_value().into_int_value();
-        let go = ok(self.raw().build_int_compare(IntPredicate::SLT, iv, hi, ""));
+        let go = self.slt(iv, hi);
         ok(self.raw().build_conditional_branch(go, body_bb, done));
         self.raw().position_at_end(body_bb);
         body(self, iv);
