@@ -228,26 +228,21 @@ def _rel_err(out, ref):
 
 def _check(plan, out, ref):
     """``plan`` when ``out`` (its kernels' result) is within the problem's tolerance of
-    ``ref``, else a Fallback that replaces it under its key from now on."""
+    ``ref``, else a Fallback that replaces it, from now on, under every key it is cached under
+    (its config's, and the problem's when it was the only candidate a benchmark loaded)."""
     tol = float(plan.manifest["problem"]["tolerance"])
     err = _rel_err(out, ref)
-    ok = err <= tol  # NaN fails
-    key = None
     with _lock:
-        if ok:
+        if err <= tol:  # NaN fails
             plan.verified = True
             _stats["verified"] += 1
             return plan
         _stats["failed_check"] += 1
-        for k, v in _plans.items():
-            if v is plan:
-                key = k
-    reason = Fallback("wrong-result",
-                      f"config {plan.config} on {plan.manifest['problem']['key']}: relative "
-                      f"error {err:.3g} against PyTorch's float64 result (tolerance {tol:.3g}); "
-                      "please report it with `convtune compile --ptxas` output")
-    if key is not None:
-        with _lock:
+        reason = Fallback("wrong-result",
+                          f"config {plan.config} on {plan.manifest['problem']['key']}: relative "
+                          f"error {err:.3g} against PyTorch's float64 result (tolerance "
+                          f"{tol:.3g}); please report it with `convtune compile --ptxas` output")
+        for key in [k for k, v in _plans.items() if v is plan]:
             _plans[key] = reason
     return reason
 
