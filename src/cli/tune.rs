@@ -4,11 +4,10 @@ use super::out::{self, OutputError};
 use super::{bad_input, ArchArg};
 use anyhow::anyhow;
 use convtune::arch::Arch;
-use convtune::config::PerfConfig;
 use convtune::input;
 use convtune::problem::{read_problem_file, ConvProblem};
 use convtune::tune::{
-    Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, TuneOptions,
+    Campaign, CampaignError, CampaignOptions, CampaignReport, Devices, Event, Try, TuneOptions,
 };
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -36,10 +35,10 @@ pub struct TuneArgs {
     /// left; problems not started when it runs out are listed at the end.
     #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     pub time_total: Option<f64>,
-    /// Configs to measure first on every problem where they are legal, one a line (`#`
-    /// comments): another database's winners, a quick list. With `--budget` set to their
-    /// count, a run times just those (and the lookup's config, when it is not one of them, in
-    /// their place).
+    /// Configs to measure first where they are legal, one a line (`#` comments): another
+    /// database's winners, a quick list, on every problem; `PROBLEM | CONFIG` for one problem
+    /// of the list only. With `--budget` set to their count, a run times just those (and the
+    /// lookup's config, when it is not one of them, in their place).
     #[arg(long = "try", value_name = "FILE")]
     pub tries: Option<PathBuf>,
     /// Time every candidate in full (no adaptive timing: by default a candidate clearly slower
@@ -119,14 +118,24 @@ fn problems(args: &TuneArgs) -> anyhow::Result<Vec<ConvProblem>> {
 
 /// The configs of a `--try` file: one a line, as problem lists are written
 /// ([`input::list_lines`]); a line that does not parse is an error naming the file and line.
-fn read_configs(path: &std::path::Path) -> anyhow::Result<Vec<PerfConfig>> {
+fn read_tries(path: &std::path::Path) -> anyhow::Result<Vec<Try>> {
     let text =
         input::read_text(path, input::PROBLEM_FILE_LIMIT, "config lists").map_err(bad_input)?;
+    let at = |line: usize, e: &dyn std::fmt::Display| {
+        bad_input(anyhow!("{}:{line}: {e}", path.display()))
+    };
     input::list_lines(&text)
-        .map(|(line, config)| {
-            config
-                .parse()
-                .map_err(|e| bad_input(anyhow!("{}:{line}: {e}", path.display())))
+        .map(|(line, text)| {
+            let (problem, config) = match text.rsplit_once('|') {
+                Some((p, c)) => (Some(p.trim()), c.trim()),
+                None => (None, text),
+            };
+            let problem = problem
+                .map(|p| p.parse::<ConvProblem>().map(|p| p.key()))
+                .transpose()
+                .map_err(|e| at(line, &e))?;
+            let config = config.parse().map_err(|e| at(line, &e))?;
+            Ok(Try { problem, config })
         })
         .collect()
 }
@@ -164,7 +173,7 @@ fn campaign(args: TuneArgs) -> anyhow::Result<Campaign> {
         dry_run: args.dry_run,
         inject_faults: args.inject_faults,
         tries: match &args.tries {
-            Some(path) => read_configs(path)?,
+            Some(path) => read_tries(path)?,
             None => Vec::new(),
         },
     };

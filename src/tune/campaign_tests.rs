@@ -577,7 +577,8 @@ fn time_holds_per_problem_when_every_candidate_hangs() {
 }
 
 /// `--try`: the configs legal for the problem are measured right after the lookup's, before
-/// anything the strategy proposes; one that is illegal here is passed over.
+/// anything the strategy proposes; one that is illegal here, or tried for another problem
+/// only, is passed over.
 #[test]
 fn tries_legal_here_are_measured_after_the_lookup_config() {
     let dir = tempfile::tempdir().unwrap();
@@ -592,7 +593,20 @@ fn tries_legal_here_are_measured_after_the_lookup_config() {
         .unwrap();
     assert!(crate::legality::check(&crate::lowering::lower(&p), &illegal, &Arch::SM_90).is_err());
     let mut o = options(dir.path(), 3);
-    o.tries = vec![tries[0], illegal, tries[1]];
+    let elsewhere = Try {
+        problem: Some(p.with_direction(crate::problem::Direction::BwdData).key()),
+        config: legal[legal.len() - 3],
+    };
+    let here = Try {
+        problem: Some(p.key()),
+        config: tries[1],
+    };
+    o.tries = vec![
+        Try::everywhere(tries[0]),
+        Try::everywhere(illegal),
+        elsewhere,
+        here,
+    ];
     let fake = FakeBackend::new(&["sm_90"], 0);
     run(o, &fake, &[PROBLEM]).unwrap();
     let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();

@@ -207,16 +207,16 @@ pub(super) fn tune_device(
         // tries, so that `--try` with `--budget` set to their count times just those).
         let looked = start_from(s, &p, &l, &mut e.legal);
         let before: Vec<PerfConfig> = looked.iter().map(|&i| e.legal[i]).collect();
-        let tries = s.options.tries.iter();
+        let key = p.key();
+        let tries = s.options.tries.iter().filter(|t| t.applies_to(&key));
         let seeds: Vec<usize> = looked
             .first()
             .copied()
             .into_iter()
-            .chain(tries.filter_map(|c| index_among(c, &l, &s.arch, &mut e.legal)))
+            .chain(tries.filter_map(|t| index_among(&t.config, &l, &s.arch, &mut e.legal)))
             .chain(looked.iter().skip(1).copied())
             .collect();
         let enumerate_s = enumerating.elapsed().as_secs_f64();
-        let key = p.key();
         let referencing = Instant::now();
         let reference = reference_plan(&p, arch).map_err(CampaignError::Reference)?;
         // The deadline caps the reference run as well as every candidate's measurement.

@@ -24,6 +24,7 @@ mod stages;
 pub use campaign::{Campaign, CampaignOptions, Stale};
 pub use campaign_error::CampaignError;
 pub use devices::{Devices, SelectionError, Shard};
+pub use options::Try;
 pub use plan::{
     compile_only, compile_plan, reference_plan, resource_summary, target_for, CompiledOnly,
     PlanError,

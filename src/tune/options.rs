@@ -38,12 +38,37 @@ pub struct CampaignOptions {
     pub dry_run: bool,
     /// Test only: the first this-many legal candidates are built to fault.
     pub inject_faults: usize,
-    /// Configs measured first on every problem where they are legal (after the untuned
-    /// fallback's, before what the strategy proposes): another database's winners, a quick
-    /// list, a colleague's guess. With `--budget` equal to their count, a run times exactly
-    /// those (the lookup's config, measured first, counts too): how each tuned problem's
-    /// winner does on the others.
-    pub tries: Vec<PerfConfig>,
+    /// Configs measured first where they are legal (after the untuned fallback's, before what
+    /// the strategy proposes): another database's winners, a quick list, a colleague's guess,
+    /// each on every problem or on one. With `--budget` equal to their count, a run times
+    /// exactly those (the lookup's config, measured first, counts too): how each tuned
+    /// problem's winner does on the others, or a fallback's picks against the tuned winners.
+    pub tries: Vec<Try>,
+}
+
+/// A config to measure first ([`CampaignOptions::tries`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Try {
+    /// The key ([`crate::problem::ConvProblem::key`]) of the one problem it is for; `None`:
+    /// every problem of the list where it is legal.
+    pub problem: Option<String>,
+    /// The config.
+    pub config: PerfConfig,
+}
+
+impl Try {
+    /// A config for every problem.
+    pub fn everywhere(config: PerfConfig) -> Try {
+        Try {
+            problem: None,
+            config,
+        }
+    }
+
+    /// Whether it is for the problem of key `key`.
+    pub fn applies_to(&self, key: &str) -> bool {
+        self.problem.as_deref().is_none_or(|k| k == key)
+    }
 }
 
 impl Default for CampaignOptions {
