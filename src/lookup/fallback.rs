@@ -52,15 +52,21 @@ pub const RETILE_REACH: u32 = 4;
 /// session 19's leave-one-out over the shipped database: 0.820 → 0.827 geomean, the 8-entry
 /// holdout's minimum 0.789 → 0.822.)
 pub const RETILE_BAND: f64 = STRUCTURE;
-/// The fields a re-tiling changes: the block tile, the warp tile (which must divide it) and the
-/// pipeline depth (which the tile's shared memory bounds).
-pub const TILE_FIELDS: [Field; 5] = [
+/// The fields a re-tiling changes: the block tile, the warp tile (which must divide it), the
+/// pipeline depth (which the tile's shared memory bounds) and the reduction's split (which
+/// fills the waves of *this* problem's tile count: a bwd-weight neighbour's `sk` filled the
+/// SMs with its own tiles).
+pub const TILE_FIELDS: [Field; 6] = [
     Field::BlockM,
     Field::BlockN,
     Field::WarpM,
     Field::WarpN,
     Field::Stages,
+    Field::SplitK,
 ];
+/// The tile fields a re-tiling may set to any value of the spaces, however far from the
+/// neighbour's: a side of the tile only within [`RETILE_REACH`].
+pub const FREE_FIELDS: [Field; 2] = [Field::Stages, Field::SplitK];
 /// Penalty per differing structural feature (filter y/x, stride h/w, GEMM count): a different
 /// structure changes the access pattern more than a factor 2 in one GEMM size.
 const STRUCTURE: f64 = 2.0;
@@ -250,7 +256,7 @@ impl TileValues {
     /// and warp tile side within a factor [`RETILE_REACH`] of `c`'s (the neighbour measured
     /// tiles of about that size; the model alone is not trusted across scales: on leave-one-out
     /// over the shipped database, unbounded re-tiling took a 64×16 tile for a 1×1 layer whose
-    /// neighbour ran 128×192), any stages. Combinations that are no config (a code outside a
+    /// neighbour ran 128×192), any value of the [`FREE_FIELDS`]. Combinations that are no config (a code outside a
     /// field's domain) are skipped. Legality is the caller's.
     pub fn variants(&self, c: &PerfConfig) -> Vec<PerfConfig> {
         let mut out = Vec::new();
@@ -264,7 +270,7 @@ impl TileValues {
                     .iter()
                     .copied()
                     .filter(|&v| {
-                        f == Field::Stages
+                        FREE_FIELDS.contains(&f)
                             || (v <= own.saturating_mul(RETILE_REACH) && own <= v * RETILE_REACH)
                     })
                     .collect()

@@ -261,7 +261,8 @@ fn tile_variants_walk_the_spaces_tile_lists_and_nothing_else() {
         .unwrap();
     let v = tiles.variants(&c);
     let near = |f: Field, v: u32| {
-        f == Field::Stages || (v <= RETILE_REACH * c.code(f) && c.code(f) <= RETILE_REACH * v)
+        FREE_FIELDS.contains(&f)
+            || (v <= RETILE_REACH * c.code(f) && c.code(f) <= RETILE_REACH * v)
     };
     let product: usize = TILE_FIELDS
         .iter()

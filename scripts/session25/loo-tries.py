@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Offline (no GPU): the `--try` lists that time untuned-fallback variants leave-one-out.
+
+For every entry of a database matching --only: the database without it is the only database,
+each lookup build (`--variant NAME=BIN`) answers its first --candidates configs, and, with
+--sweep-sk, the first variant's pick is also listed at every split-K of --sk. Writes
+OUT/picks.json (entry → variant → configs) and, grouped by how many configs a problem has,
+OUT/g<N>/{problems.txt,tries.txt}: one tuner run per group with `--budget N+1` times the tuned
+winner (the lookup's answer from the built-in database: the entry itself) and exactly those.
+  Usage: scripts/session25/loo-tries.py --variant base=BIN [--variant new=BIN2] [--only REGEX]
+         [--candidates 4] [--sweep-sk] [--out out/loo-tries]
+"""
+import argparse, json, os, re, subprocess, tomllib
+from collections import defaultdict
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--db", default="tuned-db/sm_90.toml")
+ap.add_argument("--variant", action="append", required=True)
+ap.add_argument("--only", default="")
+ap.add_argument("--candidates", type=int, default=4)
+ap.add_argument("--sweep-sk", action="store_true")
+ap.add_argument("--sk", default="1,2,3,4,5,7,8,11,16,22,32,44,64")
+ap.add_argument("--out", default="out/loo-tries")
+a = ap.parse_args()
+os.makedirs(a.out, exist_ok=True)
+head, *blocks = open(a.db).read().split("\n[[entry]]\n")
+doc = tomllib.load(open(a.db, "rb"))
+entries, arch = doc["entry"], doc["header"]["arch"]
+variants = [v.split("=", 1) for v in a.variant]
+picks, groups = {}, defaultdict(list)
+for i, e in enumerate(entries):
+    if not re.search(a.only, e["problem"]):
+        continue
+    path = f"{a.out}/loo.toml"
+    keep = [b for j, b in enumerate(blocks) if j != i]
+    open(path, "w").write(re.sub(r"entries = \d+", f"entries = {len(keep)}", head)
+                          + "".join("\n[[entry]]\n" + b for b in keep))
+    got = {}
+    for name, binary in variants:
+        o = subprocess.run([binary, "lookup", "--problem", e["problem"], "--arch", arch, "--db",
+                            path, "--no-system-db", "--json", "--candidates", str(a.candidates)],
+                           capture_output=True, text=True)
+        if o.returncode:
+            got[name] = []
+            continue
+        j = json.loads(o.stdout)
+        got[name] = [j["config"]] + [c["config"] for c in j.get("candidates", [])
+                                     if c["config"] != j["config"]]
+    configs = [c for cs in got.values() for c in cs]
+    if a.sweep_sk and got[variants[0][0]]:
+        first = got[variants[0][0]][0]
+        configs += [re.sub(r"\bsk=\d+", f"sk={s}", first) for s in a.sk.split(",")]
+    configs = [c for k, c in enumerate(configs) if c not in configs[:k] and c != e["config"]]
+    picks[e["problem"]] = {"tuned": e["config"], "index": i, **got}
+    groups[len(configs)].append((e["problem"], configs))
+json.dump(picks, open(f"{a.out}/picks.json", "w"), indent=1)
+for n, items in sorted(groups.items()):
+    d = f"{a.out}/g{n}"
+    os.makedirs(d, exist_ok=True)
+    open(f"{d}/problems.txt", "w").write("".join(p + "\n" for p, _ in items))
+    open(f"{d}/tries.txt", "w").write("".join(f"{p} | {c}\n" for p, cs in items for c in cs))
+    print(f"g{n}: {len(items)} problems, {n} configs each")
