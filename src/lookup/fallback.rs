@@ -52,21 +52,15 @@ pub const RETILE_REACH: u32 = 4;
 /// session 19's leave-one-out over the shipped database: 0.820 → 0.827 geomean, the 8-entry
 /// holdout's minimum 0.789 → 0.822.)
 pub const RETILE_BAND: f64 = STRUCTURE;
-/// The fields a re-tiling changes: the block tile, the warp tile (which must divide it), the
-/// pipeline depth (which the tile's shared memory bounds) and the reduction's split (which
-/// fills the waves of *this* problem's tile count: a bwd-weight neighbour's `sk` filled the
-/// SMs with its own tiles).
-pub const TILE_FIELDS: [Field; 6] = [
+/// The fields a re-tiling changes: the block tile, the warp tile (which must divide it) and the
+/// pipeline depth (which the tile's shared memory bounds).
+pub const TILE_FIELDS: [Field; 5] = [
     Field::BlockM,
     Field::BlockN,
     Field::WarpM,
     Field::WarpN,
     Field::Stages,
-    Field::SplitK,
 ];
-/// The tile fields a re-tiling may set to any value of the spaces, however far from the
-/// neighbour's: a side of the tile only within [`RETILE_REACH`].
-pub const FREE_FIELDS: [Field; 2] = [Field::Stages, Field::SplitK];
 /// Penalty per differing structural feature (filter y/x, stride h/w, GEMM count): a different
 /// structure changes the access pattern more than a factor 2 in one GEMM size.
 const STRUCTURE: f64 = 2.0;
@@ -231,46 +225,75 @@ pub fn width_variants(c: &PerfConfig, elem: u32, max_bytes: u32) -> Vec<PerfConf
     out
 }
 
-/// The values a re-tiling may give each of [`TILE_FIELDS`]: every value of the field in any of
-/// `spaces` (the search spaces a tuning of the problem would enumerate).
+/// `c` with each of `splits` as its split-K, `c` itself first. A bwd-weight neighbour's split
+/// filled the SMs with *its* tile count; the same tile on this problem's GEMM makes another
+/// count, and the model's wave and reduction terms place the best split well for a given tile:
+/// on session 25's leave-one-out picks of the 72 bwd-weight entries, each timed at every split
+/// (48 problems where more than one was legal), the neighbour's own split ran at 0.920 of the
+/// best split's speed, the model's choice at 0.964. Legality (a split the reduction or the
+/// problem cannot take) is the caller's.
+pub fn split_variants(c: &PerfConfig, splits: &[u32]) -> Vec<PerfConfig> {
+    std::iter::once(*c)
+        .chain(
+            splits
+                .iter()
+                .filter(|&&s| s != c.split_k)
+                .map(|&split_k| PerfConfig { split_k, ..*c }),
+        )
+        .collect()
+}
+
+/// The values a re-tiling may give each of [`TILE_FIELDS`], and the split-K values a config is
+/// fitted with ([`split_variants`]): every value of the field in any of `spaces` (the search
+/// spaces a tuning of the problem would enumerate).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TileValues([Vec<u32>; TILE_FIELDS.len()]);
+pub struct TileValues {
+    tiles: [Vec<u32>; TILE_FIELDS.len()],
+    splits: Vec<u32>,
+}
 
 impl TileValues {
     /// The union of the spaces' lists, each sorted and without repeats.
     pub fn of(spaces: &[&SearchSpace]) -> TileValues {
-        TileValues(TILE_FIELDS.map(|f| {
+        let values = |f: Field| {
             let mut v: Vec<u32> = spaces.iter().flat_map(|s| s.params.codes(f)).collect();
             v.sort_unstable();
             v.dedup();
             v
-        }))
+        };
+        TileValues {
+            tiles: TILE_FIELDS.map(values),
+            splits: values(Field::SplitK),
+        }
     }
 
-    /// No re-tiling: only the neighbours' own tiles.
+    /// No re-tiling and no split-K fitting: only the neighbours' own tiles and splits.
     pub fn none() -> TileValues {
-        TileValues(Default::default())
+        TileValues {
+            tiles: Default::default(),
+            splits: Vec::new(),
+        }
     }
 
     /// `c` with every combination of tile values near its own, `c` itself excluded: each block
     /// and warp tile side within a factor [`RETILE_REACH`] of `c`'s (the neighbour measured
     /// tiles of about that size; the model alone is not trusted across scales: on leave-one-out
     /// over the shipped database, unbounded re-tiling took a 64×16 tile for a 1×1 layer whose
-    /// neighbour ran 128×192), any value of the [`FREE_FIELDS`]. Combinations that are no config (a code outside a
+    /// neighbour ran 128×192), any stages. Combinations that are no config (a code outside a
     /// field's domain) are skipped. Legality is the caller's.
     pub fn variants(&self, c: &PerfConfig) -> Vec<PerfConfig> {
         let mut out = Vec::new();
         let mut codes = c.codes();
         let lists: Vec<Vec<u32>> = TILE_FIELDS
             .iter()
-            .zip(&self.0)
+            .zip(&self.tiles)
             .map(|(&f, values)| {
                 let own = c.code(f);
                 values
                     .iter()
                     .copied()
                     .filter(|&v| {
-                        FREE_FIELDS.contains(&f)
+                        f == Field::Stages
                             || (v <= own.saturating_mul(RETILE_REACH) && own <= v * RETILE_REACH)
                     })
                     .collect()
@@ -371,8 +394,17 @@ pub fn neighbours(
     found
 }
 
+/// What a neighbour's config is fitted to the problem with: its element size and the arch's
+/// widest access (the [`width_variants`]), the split-K values (the [`split_variants`]).
+#[derive(Debug, Clone, Copy)]
+struct Fit<'a> {
+    elem: u32,
+    max_bytes: u32,
+    splits: &'a [u32],
+}
+
 /// The fastest by `score` of (neighbour, config) pairs given nearest neighbour first, each
-/// config followed by its width variants: ties go to the nearer problem, then to the wider
+/// config followed by its width and split variants: ties go to the nearer problem, then to the wider
 /// vectors (a neighbour's narrow widths are often ones its TMA-loaded operand never used; here
 /// that operand may be copied with them: session 9's holdout took a stride-1 neighbour's
 /// `va=2` for a strided bwd-data problem, whose phases copy the filter with `cp.async`, and ran
@@ -380,16 +412,16 @@ pub fn neighbours(
 /// two widths level), then to the config as given.
 fn fastest<'n>(
     pairs: impl Iterator<Item = (&'n Neighbour, PerfConfig)>,
-    elem: u32,
-    max_bytes: u32,
+    fit: Fit<'_>,
     score: &dyn Fn(&PerfConfig) -> Option<f64>,
 ) -> Option<(&'n Neighbour, PerfConfig, f64)> {
     let wider =
         |a: &PerfConfig, b: &PerfConfig| b.vec_a + b.vec_b + b.vec_c > a.vec_a + a.vec_b + a.vec_c;
     pairs
         .flat_map(|(n, c)| {
-            width_variants(&c, elem, max_bytes)
+            width_variants(&c, fit.elem, fit.max_bytes)
                 .into_iter()
+                .flat_map(|w| split_variants(&w, fit.splits))
                 .map(move |c| (n, c))
         })
         .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
@@ -430,7 +462,11 @@ pub fn ranked(
     let elem = problem.dtype().bytes();
     // A config's predicted time, if it may run here.
     let score = |c: &PerfConfig| Some(time(c)).filter(|t| usable(c) && t.is_finite());
-    let max_bytes = arch.max_vector_bytes;
+    let fit = Fit {
+        elem,
+        max_bytes: arch.max_vector_bytes,
+        splits: &tiles.splits,
+    };
     let d_min = near
         .iter()
         .map(|n| n.distance)
@@ -440,7 +476,7 @@ pub fn ranked(
     // as `fastest` over all of them would break them).
     let own: Vec<_> = near
         .iter()
-        .filter_map(|n| fastest(std::iter::once((n, n.config)), elem, max_bytes, &score))
+        .filter_map(|n| fastest(std::iter::once((n, n.config)), fit, &score))
         .collect();
     let as_tuned = own
         .iter()
@@ -454,7 +490,7 @@ pub fn ranked(
         .flat_map(|n| tiles.variants(&n.config).into_iter().map(move |c| (n, c)))
         .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
         .reduce(|a, b| if b.2 < a.2 { b } else { a })
-        .and_then(|(n, c, _)| fastest(std::iter::once((n, c)), elem, max_bytes, &score));
+        .and_then(|(n, c, _)| fastest(std::iter::once((n, c)), fit, &score));
     let best_near = match (as_tuned, retiled) {
         (Some(a), Some(r)) if r.2 < RETILE_MARGIN * a.2 => Some(r),
         (None, r) => r,
