@@ -3,12 +3,13 @@
 
 For every entry of a database matching --only: the database without it is the only database,
 each lookup build (`--variant NAME=BIN`) answers its first --candidates configs, and, with
---sweep-sk, the first variant's pick is also listed at every split-K of --sk. Writes
+--sweep-sk, the first variant's pick is also listed at every split-K of --sk (with --sweep
+FIELD=V1,V2…, at each value of that field; repeatable). Writes
 OUT/picks.json (entry → variant → configs) and, grouped by how many configs a problem has,
 OUT/g<N>/{problems.txt,tries.txt}: one tuner run per group with `--budget N+1` times the tuned
 winner (the lookup's answer from the built-in database: the entry itself) and exactly those.
   Usage: scripts/session25/loo-tries.py --variant base=BIN [--variant new=BIN2] [--only REGEX]
-         [--candidates 4] [--sweep-sk] [--out out/loo-tries]
+         [--candidates 4] [--sweep-sk] [--sweep FIELD=V1,V2…] [--out out/loo-tries]
 """
 import argparse, json, os, re, subprocess, tomllib
 from collections import defaultdict
@@ -20,8 +21,12 @@ ap.add_argument("--only", default="")
 ap.add_argument("--candidates", type=int, default=4)
 ap.add_argument("--sweep-sk", action="store_true")
 ap.add_argument("--sk", default="1,2,3,4,5,7,8,11,16,22,32,44,64")
+ap.add_argument("--legal-only", help="the model_times example binary: drop illegal configs")
+ap.add_argument("--sweep", action="append", default=[], help="FIELD=V1,V2,...")
 ap.add_argument("--out", default="out/loo-tries")
 a = ap.parse_args()
+if a.sweep_sk:
+    a.sweep.append("sk=" + a.sk)
 os.makedirs(a.out, exist_ok=True)
 head, *blocks = open(a.db).read().split("\n[[entry]]\n")
 doc = tomllib.load(open(a.db, "rb"))
@@ -47,10 +52,17 @@ for i, e in enumerate(entries):
         got[name] = [j["config"]] + [c["config"] for c in j.get("candidates", [])
                                      if c["config"] != j["config"]]
     configs = [c for cs in got.values() for c in cs]
-    if a.sweep_sk and got[variants[0][0]]:
+    if got[variants[0][0]]:
         first = got[variants[0][0]][0]
-        configs += [re.sub(r"\bsk=\d+", f"sk={s}", first) for s in a.sk.split(",")]
+        for sweep in a.sweep:
+            field, values = sweep.split("=", 1)
+            configs += [re.sub(rf"\b{field}=\w+", f"{field}={v}", first) for v in values.split(",")]
     configs = [c for k, c in enumerate(configs) if c not in configs[:k] and c != e["config"]]
+    if a.legal_only and configs:
+        # examples/model_times: the cost model's time and legality of `PROBLEM | CONFIG` lines.
+        o = subprocess.run([a.legal_only], input="".join(f"{e['problem']} | {c}\n" for c in configs),
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+        configs = [c for c, line in zip(configs, o) if line.endswith("true")]
     picks[e["problem"]] = {"tuned": e["config"], "index": i, **got}
     groups[len(configs)].append((e["problem"], configs))
 json.dump(picks, open(f"{a.out}/picks.json", "w"), indent=1)

@@ -1,0 +1,20 @@
+//! The cost model's time (µs) and whether the config is legal, for `PROBLEM | CONFIG` lines on
+//! stdin (sm_90), tab-separated: what a fallback or search experiment needs without a GPU
+//! (`scripts/session25/loo-tries.py --legal-only`).
+use convtune::arch::Arch;
+use convtune::lowering::lower;
+use convtune::search::{CostArch, CostModel};
+use std::io::BufRead;
+fn main() {
+    let arch = Arch::from_name("sm_90").unwrap();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.unwrap();
+        let (p, c) = line.rsplit_once('|').unwrap();
+        let p: convtune::problem::ConvProblem = p.trim().parse().unwrap();
+        let c: convtune::config::PerfConfig = c.trim().parse().unwrap();
+        let l = lower(&p);
+        let m = CostModel::new(&l, CostArch::from_arch(&arch, p.dtype()));
+        let ok = convtune::legality::check(&l, &c, &arch).is_ok();
+        println!("{:.3}\t{}", m.estimate(&c).time_us, ok);
+    }
+}
