@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 25, device call 4 (H200): issue 16's tuning targets with this build, in one run.
+#  1. scripts/session10/tune-cost-ab.sh, `--time 10`, this build only: wall (overrun), time to the
+#     first measured candidate (fixed cost), candidates/s, the 4-phase f32 problem;
+#  2. default `--time 10` searches of the four problems outside the suite of
+#     scripts/session13/long-vs-short.txt, and a `--time 80` search of the one whose 10 s search
+#     missed 2% (fwd 3x3 c192 35x35), cuDNN on all four in the same run.
+#   Usage (repo root, on the device): bash scripts/session25/call4.sh
+set -uo pipefail
+. scripts/session11/lib.sh
+say "== 1 tune-cost $(el)"
+BIN=$B OLD_BIN=$B T=10 OLD_FOR=' ' OUT=$OUT timeout 70 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
+say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
+for f in "$OUT"/cost/*.out; do echo "$(basename "$f"): $(grep -h '^summary:' "$f" | grep -o 'evaluated.*' | cut -c1-300)"; done | tee -a "$S"
+rm -rf "$OUT/cost"
+say "== 2 10 s (and 80 s for p1) $(el)"
+U=$OUT/long; mkdir -p "$U"; i=0
+while read -r p; do
+  i=$((i + 1)); echo "$p" > "$U/p$i.txt"
+  ts=10; [ $i -eq 1 ] && ts="10 80"
+  for t in $ts; do
+    timeout $((t + 8)) "$B" --problems "$U/p$i.txt" --arch sm_90 --time $t --db "$U/t$t-$i.toml" \
+      --journal "$U/t$t-$i.jsonl" --report "$U/t$t-$i.json" --quiet > "$U/t$t-$i.log" 2>&1
+    say "p$i t=$t rc=$? $(el) $(grep -h '^summary:' "$U/t$t-$i.log" | grep -o 'evaluated.*' | cut -c1-200)"
+  done
+done < scripts/session13/long-vs-short.txt
+timeout 60 python3 scripts/compare-cudnn.py scripts/session13/long-vs-short.txt --json "$U/cudnn.json" > "$U/cudnn.txt" 2>&1
+say "cudnn rc=$? $(el)"
+python3 - "$U" "$i" <<'PY' | tee -a "$S"
+import json, sys
+u, count = sys.argv[1], int(sys.argv[2])
+try:
+    cud = {r["problem"].strip(): r["cudnn_us"] for r in json.load(open(f"{u}/cudnn.json"))["rows"]}
+except Exception as e:
+    cud = {}; print("cudnn:", e)
+def best(t, i):
+    try:
+        return json.load(open(f"{u}/t{t}-{i}.json"))[0]["time_us"]
+    except Exception:
+        return float("nan")
+print(f"{'problem':66} {'cuDNN':>7} {'10 s':>7} {'80 s':>7} {'10/80':>6} {'cuDNN/10 s':>10}")
+for i in range(1, count + 1):
+    p = open(f"{u}/p{i}.txt").read().strip()
+    s, l = best(10, i), best(80, i)
+    c = cud.get(p, float("nan"))
+    print(f"{p[:66]:66} {c:7.1f} {s:7.1f} {l:7.1f} {s / l:6.3f} {c / s:10.3f}")
+PY
+grep -h "^summary:" "$U"/*.log | sed 's/^summary: //' | cut -c1-400 > "$OUT/long-summaries.txt"
+tail -5 "$U/cudnn.txt" | tee -a "$S"
+say "== done $(el)"
