@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 25, device call 5 (H200): the final build against the session's starting build.
+#  1. scripts/session10/tune-cost-ab.sh, `--time 10`, both builds on its four problems (the
+#     seeds' own batch: time to the first measured candidate; the split-K fit: bwd-weight);
+#  2. `convtune selfcheck --configs 2` with the final build (every direction and type).
+#   Usage (repo root, on the device): bash scripts/session25/call5.sh
+set -uo pipefail
+. scripts/session11/lib.sh
+say "== 1 tune-cost, base and new $(el)"
+BIN=$B OLD_BIN=$PWD/target/base/convtune T=10 OUT=$OUT timeout 150 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
+say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
+for f in "$OUT"/cost/*.out; do echo "$(basename "$f"): $(grep -h '^summary:' "$f" | grep -o 'best.*' | cut -c1-330)"; done | tee -a "$S"
+rm -rf "$OUT/cost"
+say "== 2 selfcheck $(el)"
+timeout 200 "$B" selfcheck --configs 2 > "$OUT/selfcheck.log" 2>&1
+say "rc=$? $(el)"; tail -4 "$OUT/selfcheck.log" | tee -a "$S"
+say "== done $(el)"
