@@ -26,25 +26,7 @@ while read -r p; do
 done < scripts/session13/long-vs-short.txt
 timeout 60 python3 scripts/compare-cudnn.py scripts/session13/long-vs-short.txt --json "$U/cudnn.json" > "$U/cudnn.txt" 2>&1
 say "cudnn rc=$? $(el)"
-python3 - "$U" "$i" <<'PY' | tee -a "$S"
-import json, sys
-u, count = sys.argv[1], int(sys.argv[2])
-try:
-    cud = {r["problem"].strip(): r["cudnn_us"] for r in json.load(open(f"{u}/cudnn.json"))["rows"]}
-except Exception as e:
-    cud = {}; print("cudnn:", e)
-def best(t, i):
-    try:
-        return json.load(open(f"{u}/t{t}-{i}.json"))[0]["time_us"]
-    except Exception:
-        return float("nan")
-print(f"{'problem':66} {'cuDNN':>7} {'10 s':>7} {'80 s':>7} {'10/80':>6} {'cuDNN/10 s':>10}")
-for i in range(1, count + 1):
-    p = open(f"{u}/p{i}.txt").read().strip()
-    s, l = best(10, i), best(80, i)
-    c = cud.get(p, float("nan"))
-    print(f"{p[:66]:66} {c:7.1f} {s:7.1f} {l:7.1f} {s / l:6.3f} {c / s:10.3f}")
-PY
+python3 scripts/lib/short-vs-long.py "$U" "$i" | tee -a "$S"
 grep -h "^summary:" "$U"/*.log | sed 's/^summary: //' | cut -c1-400 > "$OUT/long-summaries.txt"
 tail -5 "$U/cudnn.txt" | tee -a "$S"
 say "== done $(el)"

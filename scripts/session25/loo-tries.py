@@ -14,6 +14,8 @@ winner (the lookup's answer from the built-in database: the entry itself) and ex
 import argparse, json, os, re, subprocess, tomllib
 from collections import defaultdict
 
+from loo_groups import write_groups
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--db", default="tuned-db/sm_90.toml")
 ap.add_argument("--variant", action="append", required=True)
@@ -66,9 +68,4 @@ for i, e in enumerate(entries):
     picks[e["problem"]] = {"tuned": e["config"], "index": i, **got}
     groups[len(configs)].append((e["problem"], configs))
 json.dump(picks, open(f"{a.out}/picks.json", "w"), indent=1)
-for n, items in sorted(groups.items()):
-    d = f"{a.out}/g{n}"
-    os.makedirs(d, exist_ok=True)
-    open(f"{d}/problems.txt", "w").write("".join(p + "\n" for p, _ in items))
-    open(f"{d}/tries.txt", "w").write("".join(f"{p} | {c}\n" for p, cs in items for c in cs))
-    print(f"g{n}: {len(items)} problems, {n} configs each")
+write_groups(a.out, groups)

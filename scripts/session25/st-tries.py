@@ -5,8 +5,10 @@ predicted faster, legal), the pick at every legal `st` of the spaces, so that th
 says whether the model's choice of `st` beats the neighbour's.
   Usage: scripts/session25/st-tries.py MODEL_TIMES OUT PICKS.json:VARIANT...
 """
-import json, os, re, subprocess, sys
+import json, re, subprocess, sys
 from collections import defaultdict
+
+from loo_groups import write_groups
 
 model, out, *sets = sys.argv[1:]
 groups = defaultdict(list)
@@ -25,9 +27,4 @@ for spec in sets:
             continue
         tries = [c for c, _ in legal if c != p["tuned"]]
         groups[len(tries)].append((k, tries))
-for n, items in sorted(groups.items()):
-    d = f"{out}/g{n}"
-    os.makedirs(d, exist_ok=True)
-    open(f"{d}/problems.txt", "w").write("".join(p + "\n" for p, _ in items))
-    open(f"{d}/tries.txt", "w").write("".join(f"{p} | {c}\n" for p, cs in items for c in cs))
-    print(f"g{n}: {len(items)} problems, {n} configs each")
+write_groups(out, groups)

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Session 25, device call 1 (H200): the untuned fallback leave-one-out, timed in bulk.
-# scripts/session25/loo/{bw,fd}/g<N>/{problems.txt,tries.txt} (from scripts/session25/loo-tries.py):
-# per problem of the shipped database, the configs the lookup answers with that entry left out
-# (bw: bwd-weight, the session-start build and the build whose re-tile also fits split-K, plus
-# the first pick at every split-K; fd: fwd and bwd-data, the session-start build's four).
-# One tuner run per group, `--budget N+1`: the tuned winner (the lookup's exact answer from the
-# built-in database) first, then exactly the tries. Journals in $OUT/j.tgz.
-#   Usage (repo root, on the device): [LIMIT=540] bash scripts/session25/call1.sh
+# Session 25's device calls 1-3 (H200): times `--try` lists of leave-one-out fallback picks in
+# bulk. For each SET, scripts/session25/loo/SET/g<N>/{problems.txt,tries.txt} (written by
+# scripts/session25/loo-tries.py or st-tries.py): one tuner run per group, `--budget N+1`, so
+# that it times the tuned winner (the lookup's exact answer from the built-in database) first,
+# then exactly the N tries of each problem. Journals in $OUT/j.tgz.
+#   call 1: LIMIT=540 bash scripts/session25/groups.sh bw fd
+#   call 2: LIMIT=330 bash scripts/session25/groups.sh bw2
+#   call 3: LIMIT=200 bash scripts/session25/groups.sh st
 set -uo pipefail
 . scripts/session11/lib.sh
-left() { echo $(( ${LIMIT:-540} - $(date +%s) + t0 )); }
+left() { echo $(( ${LIMIT:-400} - $(date +%s) + t0 )); }
 J=/tmp/j; mkdir -p $J
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$S"
-for set in bw fd; do
+for set in "$@"; do
   for g in scripts/session25/loo/$set/g*; do
     n=${g##*/g}; tag=$set-g$n; np=$(wc -l < "$g/problems.txt")
     tt=$(( $(left) - 20 )); [ "$tt" -lt 20 ] && { say "$tag: no time left"; continue; }
