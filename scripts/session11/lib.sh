@@ -54,3 +54,14 @@ selfcheck_step() {
   timeout "$secs" "$B" selfcheck "$@" > "$OUT/selfcheck-$name.log" 2>&1
   say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck-$name.log" | tail -8 | tee -a "$S"
 }
+# tune_cost SECONDS OLD_BIN OLD_FOR: scripts/session10/tune-cost-ab.sh, `--time 10`, with this build
+# (and OLD_BIN on the problems named in OLD_FOR: ' ' for none), its table and each run's summary
+# line in the summary.
+tune_cost() {
+  BIN=$B OLD_BIN=$2 T=10 OLD_FOR=$3 OUT=$OUT timeout "$1" bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
+  say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
+  for f in "$OUT"/cost/*.out; do
+    echo "$(basename "$f"): $(grep -h '^summary:' "$f" | grep -o 'best.*' | cut -c1-330)"
+  done | tee -a "$S"
+  rm -rf "$OUT/cost"
+}

@@ -11,10 +11,7 @@
 set -uo pipefail
 . scripts/session11/lib.sh
 say "== 1 tune-cost $(el)"
-BIN=$B OLD_BIN=$B T=10 OLD_FOR=' ' OUT=$OUT timeout 70 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
-say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
-for f in "$OUT"/cost/*.out; do echo "$(basename "$f"): $(grep -h '^summary:' "$f" | grep -o 'evaluated.*')"; done | tee -a "$S"
-rm -rf "$OUT/cost"
+tune_cost 70 "$B" ' '
 say "== 2 phased compile $(el)"
 P9="conv -F 2 -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3"
 P1="conv -F 2 -n 16 -c 64 -H 16 -W 16 -k 64 -y 5 -x 5 -p 2 -q 2 -u 1 -v 1"

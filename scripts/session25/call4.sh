@@ -9,10 +9,7 @@
 set -uo pipefail
 . scripts/session11/lib.sh
 say "== 1 tune-cost $(el)"
-BIN=$B OLD_BIN=$B T=10 OLD_FOR=' ' OUT=$OUT timeout 70 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
-say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
-for f in "$OUT"/cost/*.out; do echo "$(basename "$f"): $(grep -h '^summary:' "$f" | grep -o 'evaluated.*' | cut -c1-300)"; done | tee -a "$S"
-rm -rf "$OUT/cost"
+tune_cost 70 "$B" ' '
 say "== 2 10 s (and 80 s for p1) $(el)"
 U=$OUT/long; mkdir -p "$U"; i=0
 while read -r p; do

@@ -7,10 +7,7 @@
 set -uo pipefail
 . scripts/session11/lib.sh
 say "== 1 tune-cost, base and new $(el)"
-BIN=$B OLD_BIN=$PWD/target/base/convtune T=10 OUT=$OUT timeout 150 bash scripts/session10/tune-cost-ab.sh > "$OUT/cost.txt" 2>&1
-say "rc=$? $(el)"; sed -n '/== table/,$p' "$OUT/cost.txt" | tee -a "$S"
-for f in "$OUT"/cost/*.out; do echo "$(basename "$f"): $(grep -h '^summary:' "$f" | grep -o 'best.*' | cut -c1-330)"; done | tee -a "$S"
-rm -rf "$OUT/cost"
+tune_cost 150 "$PWD/target/base/convtune" 'fwd-3x3 fwd-1x1 bwdw-3x3 nchw-9'
 say "== 2 selfcheck $(el)"
 timeout 200 "$B" selfcheck --configs 2 > "$OUT/selfcheck.log" 2>&1
 say "rc=$? $(el)"; tail -4 "$OUT/selfcheck.log" | tee -a "$S"
