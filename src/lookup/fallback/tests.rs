@@ -188,7 +188,7 @@ fn holdout_bwd_weight_1x1_re_tiles_a_neighbour_whose_tile_does_not_fit() {
     let n = lower(&held.p).gemms[0].n_len();
     let misfits: Vec<Neighbour> = neighbours(&held.p, &arch, &held.layers(), None)
         .into_iter()
-        .filter(|nb| n % nb.config.block_n != 0)
+        .filter(|nb| !n.is_multiple_of(nb.config.block_n))
         .collect();
     assert!(
         !misfits.is_empty(),
@@ -202,7 +202,7 @@ fn holdout_bwd_weight_1x1_re_tiles_a_neighbour_whose_tile_does_not_fit() {
         ranked(&held.p, &arch, &misfits, &[], &tiles, &|_| true, 4)
             .into_iter()
             .filter_map(|p| match p {
-                Pick::Neighbour { from, config, .. } if n % config.block_n == 0 => {
+                Pick::Neighbour { from, config, .. } if n.is_multiple_of(config.block_n) => {
                     Some((from.config, config))
                 }
                 _ => None,
