@@ -38,20 +38,31 @@ impl Enumeration {
     }
 
     /// Adds another space's enumeration of the same problem: its legal configs not already
-    /// here (after these), its raw points and its rejections. `other_space` is the space
-    /// `other` enumerated: only configs of this list that it contains can repeat one of
-    /// `other`'s, so only those are hashed (a bf16 problem's vendor list holds ~3 M configs,
-    /// hashing every one of them took 1.4 s of the tuner's fixed cost).
-    pub fn absorb(&mut self, other: Enumeration, other_space: &SearchSpace) {
-        let seen: std::collections::HashSet<PerfConfig> = self
-            .legal
+    /// here (after these), its raw points and its rejections. `earlier` are the spaces whose
+    /// enumerations made this list: a config of `other` (legal here) is already listed exactly
+    /// when one of them holds it and its pruning admits it, which is checked per config of
+    /// `other` (a bf16 problem's vendor list holds ~3-4 M configs; hashing them took 1.4 s of
+    /// the tuner's fixed cost in session 13, hashing those inside the other space still
+    /// ~0.25 s in session 25).
+    pub fn absorb(
+        &mut self,
+        other: Enumeration,
+        lowering: &Lowering,
+        arch: &Arch,
+        earlier: &[&SearchSpace],
+    ) {
+        let admits: Vec<(&SearchSpace, Checker)> = earlier
             .iter()
-            .filter(|c| other_space.contains(c))
-            .copied()
+            .map(|s| (*s, Checker::new(lowering, arch).with_pruning(s.pruning())))
             .collect();
+        let listed = |c: &PerfConfig| {
+            admits
+                .iter()
+                .any(|(s, k)| s.contains(c) && k.check(c).is_ok())
+        };
         self.raw += other.raw;
         self.append(
-            other.legal.into_iter().filter(|c| !seen.contains(c)),
+            other.legal.into_iter().filter(|c| !listed(c)),
             other.rejected,
         );
     }
