@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session 25, device call 5 (H200): the final build against the session's starting build.
-#  1. scripts/session10/tune-cost-ab.sh, `--time 10`, both builds on its four problems (the
-#     seeds' own batch: time to the first measured candidate; the split-K fit: bwd-weight);
-#  2. `convtune selfcheck --configs 2` with the final build (every direction and type).
+# Session 25, device calls 5 and 7 (H200): the build under test (.carry/convtune.xz) against a
+# base build (.carry/convtune-base.xz): call 5, seeds in a batch of their own against the
+# session's start; call 7, the concurrent enumeration against the build before it.
+#  1. scripts/session10/tune-cost-ab.sh, `--time 10`, both builds on its four problems (time to
+#     the first measured candidate, candidates/s);
+#  2. `convtune selfcheck --configs 2` with the build under test (every direction and type).
 #   Usage (repo root, on the device): bash scripts/session25/call5.sh
 set -uo pipefail
 . scripts/session11/lib.sh
