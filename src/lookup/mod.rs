@@ -270,7 +270,8 @@ fn found_of(pick: Pick, why: &str, within: &str, near: usize, rank: usize) -> Fo
                 reason: format!(
                     "{why}; of the legal configs{within} of the {near} nearest tuned problems (by \
                      GEMM shape, filter, stride, channels per group, layouts; with their \
-                     vector widths varied, and re-tiled) and the quick list, the cost model ranks {ranks} \
+                     vector widths and split-K varied, and re-tiled) and the quick list, the cost \
+                     model ranks {ranks} \
                      ({us:.1} µs predicted) the one of {} (distance {:.2}){adapted}",
                     n.key, n.distance
                 ),
