@@ -11,7 +11,7 @@ winner (the lookup's answer from the built-in database: the entry itself) and ex
   Usage: scripts/session25/loo-tries.py --variant base=BIN [--variant new=BIN2] [--only REGEX]
          [--candidates 4] [--sweep-sk] [--sweep FIELD=V1,V2…] [--out out/loo-tries]
 """
-import argparse, json, os, re, subprocess, tomllib
+import argparse, json, os, re, subprocess, tempfile, tomllib
 from collections import defaultdict
 
 from loo_groups import write_groups
@@ -34,11 +34,12 @@ head, *blocks = open(a.db).read().split("\n[[entry]]\n")
 doc = tomllib.load(open(a.db, "rb"))
 entries, arch = doc["entry"], doc["header"]["arch"]
 variants = [v.split("=", 1) for v in a.variant]
+# The database without the entry at hand: scratch, rewritten per entry.
+path = os.path.join(tempfile.mkdtemp(), "loo.toml")
 picks, groups = {}, defaultdict(list)
 for i, e in enumerate(entries):
     if not re.search(a.only, e["problem"]):
         continue
-    path = f"{a.out}/loo.toml"
     keep = [b for j, b in enumerate(blocks) if j != i]
     open(path, "w").write(re.sub(r"entries = \d+", f"entries = {len(keep)}", head)
                           + "".join("\n[[entry]]\n" + b for b in keep))

@@ -404,9 +404,9 @@ struct Fit<'a> {
 }
 
 /// The fastest by `score` of (neighbour, config) pairs given nearest neighbour first, each
-/// config followed by its width and split variants: ties go to the nearer problem, then to the wider
-/// vectors (a neighbour's narrow widths are often ones its TMA-loaded operand never used; here
-/// that operand may be copied with them: session 9's holdout took a stride-1 neighbour's
+/// config followed by its width and split variants: ties go to the nearer problem, then to the
+/// wider vectors (a neighbour's narrow widths are often ones its TMA-loaded operand never used;
+/// here that operand may be copied with them: session 9's holdout took a stride-1 neighbour's
 /// `va=2` for a strided bwd-data problem, whose phases copy the filter with `cp.async`, and ran
 /// 2.8× slower than tuned; the model, which hides a producer's copies behind the math, had the
 /// two widths level), then to the config as given.
