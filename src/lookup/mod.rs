@@ -342,7 +342,5 @@ pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> 
         arch,
         candidates: &e.legal,
     };
-    let mut strategy = search::by_name("guided", 0).or_else(|| search::by_name("exhaustive", 0))?;
-    let first = strategy.next_batch(&ctx, &[], 1);
-    first.first().map(|&i| e.legal[i])
+    search::Guided::new(0).first_pick(&ctx).map(|i| e.legal[i])
 }

@@ -208,6 +208,17 @@ impl Guided {
     /// ([`Background`]): the first candidate compiles after a sample's worth of ranking
     /// instead of a space's (issue 16: the fixed cost of a problem).
     fn sampled_start(&self, ctx: &SearchContext<'_>) -> Head {
+        Head {
+            n: ctx.candidates.len(),
+            ranked: self.sample_ranked(ctx),
+            taken: Vec::new(),
+            calls: 0,
+            ranking: Background::start(self.seed, self.machine(ctx), ctx.lowering, ctx.candidates),
+        }
+    }
+
+    /// [`Self::sampled_start`]'s sample, by the model, best first.
+    fn sample_ranked(&self, ctx: &SearchContext<'_>) -> Vec<usize> {
         let n = ctx.candidates.len();
         let model = self.model(ctx);
         let mut rng = SplitMix64::new(self.seed ^ 0xBB67_AE85_84CA_A73B);
@@ -232,13 +243,23 @@ impl Guided {
             .collect();
         keyed.par_sort_unstable();
         keyed.dedup_by_key(|k| k.1);
-        Head {
-            n,
-            ranked: keyed.into_iter().map(|(_, i)| i as usize).collect(),
-            taken: Vec::new(),
-            calls: 0,
-            ranking: Background::start(self.seed, self.machine(ctx), ctx.lowering, ctx.candidates),
+        keyed.into_iter().map(|(_, i)| i as usize).collect()
+    }
+
+    /// The candidate a fresh search proposes first, without ranking a big space whole in the
+    /// background for batches that will never be asked for: the lookup's heuristic (the cost
+    /// model's pick for a problem no database knows) wants one config, and a ranking thread
+    /// copying and scoring millions of configs would compete with the tuner that asked it.
+    pub fn first_pick(&self, ctx: &SearchContext<'_>) -> Option<usize> {
+        if ctx.candidates.len() > self.sample_above {
+            return self.sample_ranked(ctx).first().copied();
         }
+        let mut fresh = Guided {
+            state: None,
+            head: None,
+            ..*self
+        };
+        fresh.next_batch(ctx, &[], 1).first().copied()
     }
 
     /// The whole space ranked, in place.

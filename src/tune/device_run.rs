@@ -2,6 +2,7 @@
 //! device, journal every outcome, write each winner to the database and the report file.
 
 use super::campaign_error::CampaignError;
+use super::early::EarlyCompiles;
 use super::options::CampaignOptions;
 use super::report::{Event, ProblemSummary};
 use super::report_file::{write_report_file, ReportRow};
@@ -18,7 +19,7 @@ use crate::runtime::{
     RuntimeError,
 };
 use crate::search::{self, SearchContext, Seeded};
-use crate::space::SearchSpace;
+use crate::space::{Enumeration, SearchSpace};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -179,7 +180,9 @@ pub(super) fn tune_device(
     let arch = &s.arch;
     let opts = s.options;
     let mut journal = Journal::open(journal_path)?;
-    let mut dev = backend.open(device)?;
+    // Opened with the first problem, beside its enumeration (starting a worker is a CUDA
+    // context: a few tenths of a second of the first problem's fixed cost).
+    let mut dev: Option<Box<dyn MeasureDevice>> = None;
     let mut first = true;
     loop {
         let started = if std::mem::take(&mut first) {
@@ -199,43 +202,24 @@ pub(super) fn tune_device(
         };
         let deadline = problem_deadline(s, started, left);
         let index = s.started.fetch_add(1, Ordering::SeqCst) + 1;
-        let enumerating = Instant::now();
         let l = Arc::new(lower(&p));
-        let mut e = s.options.enumerate(&l, arch, &s.space);
-        // The untuned fallback's config is always a candidate, measured first (`start_from`);
-        // then the `--try` configs legal here; then the fallback's next candidates (after the
-        // tries, so that `--try` with `--budget` set to their count times just those).
-        let looked = start_from(s, &p, &l, &mut e.legal);
-        let before: Vec<PerfConfig> = looked.iter().map(|&i| e.legal[i]).collect();
         let key = p.key();
-        let tries = s.options.tries.iter().filter(|t| t.applies_to(&key));
-        let seeds: Vec<usize> = looked
-            .first()
-            .copied()
-            .into_iter()
-            .chain(tries.filter_map(|t| index_among(&t.config, &l, &s.arch, &mut e.legal)))
-            .chain(looked.iter().skip(1).copied())
-            .collect();
-        let enumerate_s = enumerating.elapsed().as_secs_f64();
-        let referencing = Instant::now();
-        let reference = reference_plan(&p, arch).map_err(CampaignError::Reference)?;
-        // The deadline caps the reference run as well as every candidate's measurement.
-        dev.set_deadline(deadline);
-        let reference_us = match dev.set_problem(&p, &reference, opts.seed) {
+        let mut ready = prepare(s, &p, &l, deadline, &mut dev, backend, device)?;
+        let reference_us = match ready.reference {
             Ok(us) => us,
             Err(RuntimeError::OutOfTime { .. }) => {
                 // The time ran out before the reference did: the problem ends with nothing
                 // measured, and the list goes on (the worker restarts for the next problem).
-                dev.set_deadline(None);
+                if let Some(d) = dev.as_mut() {
+                    d.set_deadline(None);
+                }
                 let mut report = TuneReport {
-                    legal: e.legal.len(),
+                    legal: ready.e.legal.len(),
                     trials: Vec::new(),
                     elapsed: started.elapsed(),
-                    stages: StageTimes::default(),
+                    stages: ready.stages,
                     out_of_time: true,
                 };
-                report.stages.enumerate_s = enumerate_s;
-                report.stages.reference_s = referencing.elapsed().as_secs_f64();
                 report.stages.total_s = started.elapsed().as_secs_f64();
                 finish_problem(
                     s,
@@ -255,7 +239,8 @@ pub(super) fn tune_device(
                 })
             }
         };
-        let reference_s = referencing.elapsed().as_secs_f64();
+        let e = &ready.e;
+        let dev = dev.as_mut().ok_or(CampaignError::Panicked)?;
         (s.observe)(&Event::ProblemStarted {
             device,
             problem: &key,
@@ -270,7 +255,7 @@ pub(super) fn tune_device(
         };
         let strategy = search::by_name(&opts.strategy, opts.seed)
             .ok_or_else(|| CampaignError::unknown_strategy(&opts.strategy))?;
-        let mut strategy = Seeded::new(seeds, strategy);
+        let mut strategy = Seeded::new(std::mem::take(&mut ready.seeds), strategy);
         let mut eval = DeviceEval {
             device: dev.as_mut(),
             fatal: None,
@@ -287,8 +272,12 @@ pub(super) fn tune_device(
         // `tune::spawn_compiler`), so it owns what it reads.
         let faulty: Vec<PerfConfig> = e.legal.iter().take(opts.inject_faults).copied().collect();
         let (lowering, target_arch) = (Arc::clone(&l), *arch);
+        let early = ready.early;
         let compile = move |c: &PerfConfig| {
-            compile_plan(&lowering, c, &target_arch, faulty.contains(c)).map_err(|e| e.to_string())
+            early.take_or(c, |c| {
+                compile_plan(&lowering, c, &target_arch, faulty.contains(c))
+                    .map_err(|e| e.to_string())
+            })
         };
         let mut tune_opts = opts.tune.clone();
         tune_opts.progress = s.progress;
@@ -311,8 +300,9 @@ pub(super) fn tune_device(
         if let Some(message) = eval.fatal {
             return Err(CampaignError::DeviceLost { device, message });
         }
-        report.stages.enumerate_s = enumerate_s;
-        report.stages.reference_s = reference_s;
+        report.stages.enumerate_s = ready.stages.enumerate_s;
+        report.stages.lookup_s = ready.stages.lookup_s;
+        report.stages.reference_s = ready.stages.reference_s;
         report.stages.total_s = started.elapsed().as_secs_f64();
         report.elapsed = started.elapsed();
         let error = rec.error;
@@ -320,7 +310,7 @@ pub(super) fn tune_device(
             s,
             key,
             device,
-            (&report, &before),
+            (&report, &ready.before),
             error,
             (&mut journal, journal_path),
             started,
@@ -404,23 +394,155 @@ fn index_among(
     Some(legal.len() - 1)
 }
 
-/// The indices among `legal` of the configs `convtune lookup --candidates` answers for `p`
-/// ([`crate::lookup::SEED_CANDIDATES`] of them, the lookup's own answer first) with the
-/// database this campaign writes over the system one (inside the space only when `--space` was
-/// given, as `lookup --space` does), appended to `legal` when the enumeration pruned them or
-/// the built-in space lacks them (session 11 found a default-space search that never measured
-/// its own problem's shipped Hopper entry: 99.5 µs against the entry's 79.8). The search
-/// measures them first ([`Seeded`]), so a winner is never slower than the untuned fallback it
-/// replaces, a search cut short by its time still has it, and the report says what timing the
-/// candidates on first use would have picked.
-/// Empty when the lookup fails (a database that does not load is reported when the winner is
-/// written, not here); a config not legal here is left out.
-fn start_from(
+/// A problem ready for its search: the legal candidates, the seeds measured first, and the
+/// reference's time on the device (or why not), with the stages that got it there.
+struct Prepared {
+    e: Enumeration,
+    /// Indices among `e.legal`, measured first ([`Seeded`]): the lookup's answer, the `--try`
+    /// configs legal here, the lookup's next candidates.
+    seeds: Vec<usize>,
+    /// The lookup's candidates legal here, its answer first (for the report).
+    before: Vec<PerfConfig>,
+    /// The seeds' compiles, started beside the enumeration.
+    early: EarlyCompiles,
+    /// `lookup_s`, `enumerate_s` and `reference_s` (which overlap).
+    stages: StageTimes,
+    reference: Result<f64, RuntimeError>,
+}
+
+/// Gets `p` ready for its search with as little on the critical path as can be, three things
+/// at once: the lookup, after which the seeds' compiles start ([`EarlyCompiles`]); the
+/// enumeration; the device (started here for its first problem) running the reference. The
+/// first candidate then waits for the longest of the three, not for their sum (issue 16's
+/// fixed cost: bwd-weight 3×3 c256 measured its first candidate after 2.9 s, most of it the
+/// lookup, the enumeration and the seed's compile one after the other).
+fn prepare(
     s: &Shared<'_>,
     p: &ConvProblem,
-    l: &crate::lowering::Lowering,
-    legal: &mut Vec<PerfConfig>,
-) -> Vec<usize> {
+    l: &Arc<crate::lowering::Lowering>,
+    deadline: Option<Instant>,
+    dev: &mut Option<Box<dyn MeasureDevice>>,
+    backend: &dyn DeviceBackend,
+    device: usize,
+) -> Result<Prepared, CampaignError> {
+    let arch = s.arch;
+    let mut stages = StageTimes::default();
+    let (seeding, enumerated, reference) = std::thread::scope(|scope| {
+        let seeding = scope.spawn(|| {
+            let t = Instant::now();
+            let looked = lookup_candidates(s, p);
+            let order = measured_first(s, p, &looked);
+            let looked_for = t.elapsed();
+            (looked, early_compiles(s, l, &order), order, looked_for)
+        });
+        let enumerating = scope.spawn(|| {
+            let t = Instant::now();
+            let e = s.options.enumerate(l, &arch, &s.space);
+            (e, t.elapsed())
+        });
+        let referencing = Instant::now();
+        let reference = run_reference(s, p, deadline, dev, backend, device);
+        let reference_s = referencing.elapsed();
+        (
+            seeding.join(),
+            enumerating.join(),
+            reference.map(|r| (r, reference_s)),
+        )
+    });
+    let (looked, early, order, lookup_d) = seeding.map_err(|_| CampaignError::Panicked)?;
+    stages.lookup_s = lookup_d.as_secs_f64();
+    let (mut e, enumerate_d) = enumerated.map_err(|_| CampaignError::Panicked)?;
+    let (reference, reference_d) = reference?;
+    stages.enumerate_s = enumerate_d.as_secs_f64();
+    stages.reference_s = reference_d.as_secs_f64();
+    let before: Vec<PerfConfig> = looked
+        .iter()
+        .filter(|c| index_among(c, l, &arch, &mut e.legal).is_some())
+        .copied()
+        .collect();
+    let seeds = order
+        .iter()
+        .filter_map(|c| index_among(c, l, &arch, &mut e.legal))
+        .collect();
+    Ok(Prepared {
+        e,
+        seeds,
+        before,
+        early,
+        stages,
+        reference,
+    })
+}
+
+/// The configs measured first, in order: the lookup's answer, the `--try` configs for `p`,
+/// the lookup's next candidates (after the tries, so that `--try` with `--budget` set to their
+/// count times just those).
+fn measured_first(s: &Shared<'_>, p: &ConvProblem, looked: &[PerfConfig]) -> Vec<PerfConfig> {
+    let key = p.key();
+    let tries = s.options.tries.iter().filter(|t| t.applies_to(&key));
+    looked
+        .first()
+        .copied()
+        .into_iter()
+        .chain(tries.map(|t| t.config))
+        .chain(looked.iter().skip(1).copied())
+        .collect()
+}
+
+/// Starts compiling the head of `order` (those legal here) before the search asks for it.
+fn early_compiles(
+    s: &Shared<'_>,
+    l: &Arc<crate::lowering::Lowering>,
+    order: &[PerfConfig],
+) -> EarlyCompiles {
+    if s.options.inject_faults > 0 {
+        // Injected faults are chosen from the enumeration: nothing compiles before it.
+        return EarlyCompiles::default();
+    }
+    let (lowering, arch) = (Arc::clone(l), s.arch);
+    let legal: Vec<PerfConfig> = order
+        .iter()
+        .filter(|c| crate::legality::check(l, c, &arch).is_ok())
+        .copied()
+        .collect();
+    EarlyCompiles::start(legal, move |c| {
+        compile_plan(&lowering, c, &arch, false).map_err(|e| e.to_string())
+    })
+}
+
+/// Compiles the reference and runs it on the device (opened here if this is its first
+/// problem), capped by the problem's deadline. The outer error ends the device's run; the
+/// inner one is the reference's own (out of time: the problem ends, the list goes on).
+fn run_reference(
+    s: &Shared<'_>,
+    p: &ConvProblem,
+    deadline: Option<Instant>,
+    dev: &mut Option<Box<dyn MeasureDevice>>,
+    backend: &dyn DeviceBackend,
+    device: usize,
+) -> Result<Result<f64, RuntimeError>, CampaignError> {
+    let reference = reference_plan(p, &s.arch).map_err(CampaignError::Reference)?;
+    let dev = match dev {
+        Some(d) => d,
+        None => dev.insert(backend.open(device)?),
+    };
+    // The deadline caps the reference run as well as every candidate's measurement.
+    dev.set_deadline(deadline);
+    Ok(dev.set_problem(p, &reference, s.options.seed))
+}
+
+/// The configs `convtune lookup --candidates` answers for `p`
+/// ([`crate::lookup::SEED_CANDIDATES`] of them, the lookup's own answer first) with the
+/// database this campaign writes over the system one (inside the space only when `--space` was
+/// given, as `lookup --space` does). [`prepare`] appends them to the legal candidates when the
+/// enumeration pruned them or the built-in space lacks them (session 11 found a default-space
+/// search that never measured its own problem's shipped Hopper entry: 99.5 µs against the
+/// entry's 79.8). The search measures them first ([`Seeded`]), so a winner is never slower
+/// than the untuned fallback it replaces, a search cut short by its time still has it, and the
+/// report says what timing the candidates on first use would have picked.
+/// Empty when the lookup fails (a database that does not load is reported when the winner is
+/// written, not here).
+fn lookup_candidates(s: &Shared<'_>, p: &ConvProblem) -> Vec<PerfConfig> {
     let user = if s.db_path.exists() {
         match TunedDb::load(&s.db_path) {
             Ok(d) => Some(d),
@@ -436,18 +558,14 @@ fn start_from(
         system,
         user: user.as_ref(),
     };
-    let Ok(found) = crate::lookup::find_candidates_in_space(
+    crate::lookup::find_candidates_in_space(
         p,
         &s.arch,
         layers,
         Some(&s.fingerprint),
         s.options.space.as_ref().map(|_| &s.space),
         crate::lookup::SEED_CANDIDATES,
-    ) else {
-        return Vec::new();
-    };
-    found
-        .iter()
-        .filter_map(|f| index_among(&f.config, l, &s.arch, legal))
-        .collect()
+    )
+    .map(|found| found.iter().map(|f| f.config).collect())
+    .unwrap_or_default()
 }

@@ -14,6 +14,7 @@ mod campaign_error;
 mod device_run;
 mod devices;
 mod dry_run;
+mod early;
 mod options;
 mod plan;
 mod progress;

@@ -1,8 +1,8 @@
 //! Where a problem's tuning time goes, stage by stage (issue 16: a short run is mostly fixed
 //! cost, and the fix starts with seeing which stage it is).
 //!
-//! Wall-clock stages (enumerate, rank, reference, waiting for the compiler, measuring) add up
-//! to about the problem's wall time; `codegen_s` is CPU time summed over the compile threads,
+//! Wall-clock stages (the longest of lookup, enumerate and reference, which run at the same
+//! time; rank, waiting for the compiler, measuring) add up to about the problem's wall time; `codegen_s` is CPU time summed over the compile threads,
 //! so on many cores it can exceed the wall time it overlaps with. `load_s`, `verify_s` and
 //! `time_s` split `measure_s` as the device worker saw it (zero when the device does not
 //! report the split); `jit_s` is the JIT's own time, mostly on the worker's loader threads
@@ -16,6 +16,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StageTimes {
+    /// Looking the problem up in the databases for the seeds measured first (beside the
+    /// enumeration and the reference).
+    pub lookup_s: f64,
     /// Enumerating and checking the legal candidates.
     pub enumerate_s: f64,
     /// The strategy choosing candidates (the guided one ranks them all with the cost model).
@@ -24,7 +27,8 @@ pub struct StageTimes {
     pub codegen_s: f64,
     /// Wall time the measuring loop waited for compiled candidates.
     pub codegen_wait_s: f64,
-    /// Compiling, uploading and running the reference kernel (`set_problem`).
+    /// Compiling, uploading and running the reference kernel (`set_problem`), and for a
+    /// device's first problem starting its worker.
     pub reference_s: f64,
     /// Wall time of every candidate measurement, sending the module to the worker included.
     pub measure_s: f64,
@@ -53,9 +57,10 @@ impl fmt::Display for StageTimes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "enumerate {:.2} s, rank {:.2} s, codegen {:.2} s CPU (waited {:.2} s), \
+            "lookup {:.2} s, enumerate {:.2} s, rank {:.2} s, codegen {:.2} s CPU (waited {:.2} s), \
              reference {:.2} s, measure {:.2} s (load {:.2} waited of {:.2} JIT, verify {:.2}, \
              time {:.2})",
+            self.lookup_s,
             self.enumerate_s,
             self.rank_s,
             self.codegen_s,

@@ -8,7 +8,8 @@ use crate::runtime::{ColdCache, Launch, Timing};
 use crate::search::Exhaustive;
 use std::collections::HashMap;
 
-fn configs(n: u32) -> Vec<PerfConfig> {
+/// `n` distinct configs (block_m 16, 32, …).
+pub(super) fn configs(n: u32) -> Vec<PerfConfig> {
     (1..=n)
         .map(|i| PerfConfig {
             block_m: 16 * i,

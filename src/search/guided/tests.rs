@@ -286,3 +286,20 @@ fn top_k_of_the_unproposed_equals_the_head_of_the_full_sort() {
         assert_eq!(top, full[..k.min(full.len())], "k = {k}");
     }
 }
+
+#[test]
+fn the_first_pick_is_what_a_fresh_search_proposes_first() {
+    let (l, c) = setup();
+    let cx = ctx(&l, &c);
+    // A big space (from its sample, with no ranking started) and a small one (ranked whole).
+    for g in [Guided::new(0).sampling(1000, 512), Guided::new(0)] {
+        let first = g.first_pick(&cx);
+        assert!(
+            g.head.is_none() && g.state.is_none(),
+            "nothing kept or started"
+        );
+        let mut fresh = Guided { ..g };
+        assert_eq!(first, fresh.next_batch(&cx, &[], 1).first().copied());
+        assert!(first.is_some());
+    }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Session 26 (issue 16, fixed cost): time to the first measured candidate, this build
+# ($B, target/release) against the base build (target/base), on scripts/session10/tune-cost-ab.sh's
+# four problems, `--time T` each, REPS rounds alternating which build goes first; every run
+# with a cold codegen cache and a cold CUDA JIT cache of its own (a shared one would favour the
+# build that runs second). One line a run: build, problem, wall s, first candidate s, candidates,
+# best µs, and the run's stages (lookup, enumerate, reference) from its journal.
+#   Usage (repo root, on the device, after scripts/session11/lib.sh): T=6 REPS=2 bash scripts/session26/first.sh
+set -uo pipefail
+T=${T:-6}
+REPS=${REPS:-2}
+R=${OUT:-/tmp}/first
+mkdir -p "$R"
+NAMES=(fwd-3x3 fwd-1x1 bwdw-3x3 nchw-9)
+PROBLEMS=(
+  "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+  "convbfp16 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC"
+  "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
+  "conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2"
+)
+row() { # tag name wall
+  python3 - "$R" "$@" <<'PY'
+import json, sys
+r, tag, n, wall = sys.argv[1:5]
+ats, stages = [], {}
+try:
+    lines = open(f"{r}/{tag}-{n}.jsonl").readlines()
+except OSError:
+    lines = []
+for j in map(json.loads, lines):
+    if j["config"] == "@stages":
+        stages = j["outcome"]
+    elif not j["config"].startswith("@") and j.get("at_s") is not None:
+        ats.append(j["at_s"])
+ats.sort()
+first = ats[0] if ats else float("nan")
+try:
+    best = json.load(open(f"{r}/{tag}-{n}.json"))[0]["time_us"]
+except Exception:
+    best = float("nan")
+g = lambda k: stages.get(k, float("nan"))
+print(f"{tag:4} {n:9} {float(wall):6.1f} {first:7.2f} {len(ats):6d} {best:8.1f}"
+      f"   lookup {g('lookup_s'):.2f} enum {g('enumerate_s'):.2f} ref {g('reference_s'):.2f}")
+PY
+}
+echo "build problem   wall s first s  cands  best us   stages"
+for rep in $(seq "$REPS"); do
+  order="new old"; [ $((rep % 2)) = 0 ] && order="old new"
+  for i in "${!NAMES[@]}"; do
+    n=${NAMES[$i]} p=${PROBLEMS[$i]}
+    for tag in $order; do
+      bin=$PWD/target/release/convtune; [ $tag = old ] && bin=$PWD/target/base/convtune
+      rm -rf "$R/cg" "$R/jit" "$R/$tag-$n".*
+      CUDA_CACHE_PATH="$R/jit" CONVTUNE_CODEGEN_CACHE="$R/cg" /usr/bin/time -f "%e" -o "$R/$tag-$n.wall" \
+        timeout $((T + 8)) "$bin" --problem "$p" --time "$T" --db "$R/$tag-$n.db.toml" \
+        --journal "$R/$tag-$n.jsonl" --report "$R/$tag-$n.json" > "$R/$tag-$n.out" 2>&1
+      row "$tag" "$n" "$(tail -1 "$R/$tag-$n.wall" 2>/dev/null || echo nan)"
+    done
+  done
+done
+rm -rf "$R/cg" "$R/jit"
