@@ -26,6 +26,7 @@ conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2
 P
 say "== 2 first candidate, new and old, $(el)"
 T=5 REPS=3 OUT=$OUT timeout 300 bash scripts/session26/first.sh 2>&1 | tee -a "$S"
+tar czf "$OUT/first.tgz" -C "$OUT" first && rm -rf "$OUT/first"
 say "== 3 selfcheck $(el)"
 selfcheck_step c2 200 --configs 2
 say "== done $(el)"
