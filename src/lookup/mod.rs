@@ -26,7 +26,7 @@ use crate::arch::Arch;
 use crate::config::PerfConfig;
 use crate::db::{self, ConfigCheck, DbError, Fingerprint, Layered, Source, TunedDb};
 use crate::legality;
-use crate::lowering::lower;
+use crate::lowering::{lower, Lowering};
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
 use crate::space::{enumerate_lowered, extra_spaces, SearchSpace};
@@ -174,6 +174,24 @@ pub fn find_candidates_in_space(
     space: Option<&SearchSpace>,
     most: usize,
 ) -> Result<Vec<Found>, LookupError> {
+    let default_space = SearchSpace::default_for(arch);
+    let heuristic = || heuristic_in(problem, arch, space.unwrap_or(&default_space));
+    find_candidates_with(problem, arch, layers, fingerprint, space, most, heuristic)
+}
+
+/// [`find_candidates_in_space`] with the heuristic's pick (the cost model's first pick among
+/// the legal configs of `space`, else the default space) from `heuristic`, called once when
+/// the databases have been read: the tuner enumerates that space anyway and hands the pick
+/// over from its own enumeration ([`heuristic_among`]) instead of enumerating it twice.
+pub fn find_candidates_with(
+    problem: &ConvProblem,
+    arch: &Arch,
+    layers: Layered<'_>,
+    fingerprint: Option<&Fingerprint>,
+    space: Option<&SearchSpace>,
+    most: usize,
+    heuristic: impl FnOnce() -> Option<PerfConfig>,
+) -> Result<Vec<Found>, LookupError> {
     let check = SpaceCheck { space };
     let hit = layers.lookup(problem, arch.name, fingerprint, &check);
     let mut out = Vec::new();
@@ -209,7 +227,7 @@ pub fn find_candidates_in_space(
         .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
         .collect();
     // The heuristic enumerates the whole space: once, as a guess and as the last resort.
-    let model_pick = heuristic_in(problem, arch, space.unwrap_or(&default_space));
+    let model_pick = heuristic();
     guesses.extend(model_pick.map(|c| (c, Guess::Model)));
     let within = if space.is_some() {
         " in the given space"
@@ -311,6 +329,22 @@ fn ordinal(n: usize) -> String {
     format!("{n}{suffix}")
 }
 
+/// The problem's exact database entry (the user's over the system's, see [`Layered`]) when it
+/// is legal here (and in `space`, when given): [`find_candidates_with`]'s answer whenever
+/// there is one, known before anything is enumerated.
+pub fn exact_config(
+    problem: &ConvProblem,
+    arch: &Arch,
+    layers: Layered<'_>,
+    fingerprint: Option<&Fingerprint>,
+    space: Option<&SearchSpace>,
+) -> Option<PerfConfig> {
+    let hit = layers.lookup(problem, arch.name, fingerprint, &SpaceCheck { space });
+    (hit.source == Source::Exact)
+        .then(|| hit.config.as_deref()?.parse().ok())
+        .flatten()
+}
+
 /// Legality, and with a space, membership of it.
 struct SpaceCheck<'s> {
     space: Option<&'s SearchSpace>,
@@ -336,11 +370,19 @@ pub fn heuristic(problem: &ConvProblem, arch: &Arch) -> Option<PerfConfig> {
 /// The cost model's first pick among the legal configs of `space`.
 pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Option<PerfConfig> {
     let l = lower(problem);
-    let e = enumerate_lowered(&l, arch, space);
+    heuristic_among(&l, arch, &enumerate_lowered(&l, arch, space).legal)
+}
+
+/// The cost model's first pick among `legal` (a space's enumeration for `lowering`).
+pub fn heuristic_among(
+    lowering: &Lowering,
+    arch: &Arch,
+    legal: &[PerfConfig],
+) -> Option<PerfConfig> {
     let ctx = SearchContext {
-        lowering: &l,
+        lowering,
         arch,
-        candidates: &e.legal,
+        candidates: legal,
     };
-    search::Guided::new(0).first_pick(&ctx).map(|i| e.legal[i])
+    search::Guided::new(0).first_pick(&ctx).map(|i| legal[i])
 }

@@ -427,17 +427,26 @@ fn prepare(
 ) -> Result<Prepared, CampaignError> {
     let arch = s.arch;
     let mut stages = StageTimes::default();
+    // The lookup's heuristic comes from the enumeration of the same space (its first part).
+    let (heuristic_tx, heuristic_rx) = std::sync::mpsc::channel();
     let (seeding, enumerated, reference) = std::thread::scope(|scope| {
-        let seeding = scope.spawn(|| {
+        let seeding = scope.spawn(move || {
             let t = Instant::now();
-            let looked = lookup_candidates(s, p);
+            let early = early_compiler(s, l);
+            let looked = lookup_candidates(s, p, &early, || heuristic_rx.recv().ok().flatten());
             let order = measured_first(s, p, &looked);
             let looked_for = t.elapsed();
-            (looked, early_compiles(s, l, &order), order, looked_for)
+            let legal = order
+                .iter()
+                .filter(|c| crate::legality::check(l, c, &arch).is_ok());
+            early.start(legal.copied());
+            (looked, early, order, looked_for)
         });
-        let enumerating = scope.spawn(|| {
+        let enumerating = scope.spawn(move || {
             let t = Instant::now();
-            let e = s.options.enumerate(l, &arch, &s.space);
+            let e = s.options.enumerate_then(l, &arch, &s.space, |own| {
+                let _ = heuristic_tx.send(crate::lookup::heuristic_among(l, &arch, &own.legal));
+            });
             (e, t.elapsed())
         });
         let referencing = Instant::now();
@@ -489,25 +498,14 @@ fn measured_first(s: &Shared<'_>, p: &ConvProblem, looked: &[PerfConfig]) -> Vec
         .collect()
 }
 
-/// Starts compiling the head of `order` (those legal here) before the search asks for it.
-fn early_compiles(
-    s: &Shared<'_>,
-    l: &Arc<crate::lowering::Lowering>,
-    order: &[PerfConfig],
-) -> EarlyCompiles {
+/// Where the seeds compile before the search asks for them.
+fn early_compiler(s: &Shared<'_>, l: &Arc<crate::lowering::Lowering>) -> EarlyCompiles {
     if s.options.inject_faults > 0 {
         // Injected faults are chosen from the enumeration: nothing compiles before it.
         return EarlyCompiles::default();
     }
     let (lowering, arch) = (Arc::clone(l), s.arch);
-    let legal: Vec<PerfConfig> = order
-        .iter()
-        .filter(|c| crate::legality::check(l, c, &arch).is_ok())
-        .copied()
-        .collect();
-    EarlyCompiles::start(legal, move |c| {
-        compile_plan(&lowering, c, &arch, false).map_err(|e| e.to_string())
-    })
+    EarlyCompiles::new(move |c| compile_plan(&lowering, c, &arch, false).map_err(|e| e.to_string()))
 }
 
 /// Compiles the reference and runs it on the device (opened here if this is its first
@@ -539,10 +537,17 @@ fn run_reference(
 /// search that never measured its own problem's shipped Hopper entry: 99.5 µs against the
 /// entry's 79.8). The search measures them first ([`Seeded`]), so a winner is never slower
 /// than the untuned fallback it replaces, a search cut short by its time still has it, and the
-/// report says what timing the candidates on first use would have picked.
+/// report says what timing the candidates on first use would have picked. An exact entry
+/// starts compiling at once (`early`); `heuristic` is the cost model's pick
+/// ([`crate::lookup::find_candidates_with`]).
 /// Empty when the lookup fails (a database that does not load is reported when the winner is
 /// written, not here).
-fn lookup_candidates(s: &Shared<'_>, p: &ConvProblem) -> Vec<PerfConfig> {
+fn lookup_candidates(
+    s: &Shared<'_>,
+    p: &ConvProblem,
+    early: &EarlyCompiles,
+    heuristic: impl FnOnce() -> Option<PerfConfig>,
+) -> Vec<PerfConfig> {
     let user = if s.db_path.exists() {
         match TunedDb::load(&s.db_path) {
             Ok(d) => Some(d),
@@ -558,13 +563,18 @@ fn lookup_candidates(s: &Shared<'_>, p: &ConvProblem) -> Vec<PerfConfig> {
         system,
         user: user.as_ref(),
     };
-    crate::lookup::find_candidates_in_space(
+    let space = s.options.space.as_ref().map(|_| &s.space);
+    // The answer whenever there is an exact entry, known before anything is enumerated.
+    let exact = crate::lookup::exact_config(p, &s.arch, layers, Some(&s.fingerprint), space);
+    early.start(exact);
+    crate::lookup::find_candidates_with(
         p,
         &s.arch,
         layers,
         Some(&s.fingerprint),
-        s.options.space.as_ref().map(|_| &s.space),
+        space,
         crate::lookup::SEED_CANDIDATES,
+        heuristic,
     )
     .map(|found| found.iter().map(|f| f.config).collect())
     .unwrap_or_default()

@@ -20,23 +20,37 @@ type Compiled = Result<LaunchPlan, String>;
 /// compile with the search, not all at once before it).
 pub(super) const EARLY_COMPILES: usize = 8;
 
+/// How a config compiles (shared with the compile pool's threads).
+type CompileFn = Arc<dyn Fn(&PerfConfig) -> Compiled + Send + Sync>;
+
 /// Compiles in flight or done, by config; each is taken once.
 #[derive(Clone, Default)]
 pub(super) struct EarlyCompiles {
     slots: Arc<Mutex<HashMap<PerfConfig, mpsc::Receiver<Compiled>>>>,
+    compile: Option<CompileFn>,
 }
 
 impl EarlyCompiles {
-    /// Starts compiling the first [`EARLY_COMPILES`] distinct `configs` with `compile` on the
-    /// compile pool. Every one of them is queued before the search queues anything, and the
-    /// pool serves its queue in order, so a search job that waits for an early one
-    /// ([`EarlyCompiles::take_or`]) never holds the thread that early one needs.
-    pub(super) fn start<C>(configs: impl IntoIterator<Item = PerfConfig>, compile: C) -> Self
+    /// Nothing started yet; [`EarlyCompiles::start`] compiles with `compile`.
+    pub(super) fn new<C>(compile: C) -> Self
     where
         C: Fn(&PerfConfig) -> Compiled + Send + Sync + 'static,
     {
-        let compile = Arc::new(compile);
-        let mut slots = HashMap::new();
+        EarlyCompiles {
+            slots: Arc::default(),
+            compile: Some(Arc::new(compile)),
+        }
+    }
+
+    /// Starts compiling `configs` not started yet on the compile pool, while fewer than
+    /// [`EARLY_COMPILES`] have been (none without a compiler: [`EarlyCompiles::default`]).
+    /// Every one of them is queued before the search queues anything, and the pool serves its
+    /// queue in order, so a search job that waits for an early one
+    /// ([`EarlyCompiles::take_or`]) never holds the thread that early one needs.
+    pub(super) fn start(&self, configs: impl IntoIterator<Item = PerfConfig>) {
+        let (Some(compile), Ok(mut slots)) = (&self.compile, self.slots.lock()) else {
+            return;
+        };
         for c in configs {
             if slots.len() == EARLY_COMPILES {
                 break;
@@ -45,15 +59,12 @@ impl EarlyCompiles {
                 continue;
             }
             let (done, result) = mpsc::channel();
-            let compile = Arc::clone(&compile);
+            let compile = Arc::clone(compile);
             super::plan::spawn_on_compile_pool(move || {
                 // The search may have ended first (its deadline): nobody waits for it.
                 let _ = done.send(compile(&c));
             });
             slots.insert(c, result);
-        }
-        EarlyCompiles {
-            slots: Arc::new(Mutex::new(slots)),
         }
     }
 
@@ -98,7 +109,9 @@ mod tests {
             Err::<LaunchPlan, _>("no codegen in this test".to_string())
         };
         let cs = configs(3);
-        let early = EarlyCompiles::start(cs.iter().copied().chain([cs[0]]), compile.clone());
+        let early = EarlyCompiles::new(compile);
+        early.start([cs[0]]);
+        early.start(cs.iter().copied().chain([cs[0]]));
         assert_eq!(early.len(), 3, "a repeated config compiles once");
         // Taken: the early compile's result, and no compile here.
         let got = early.take_or(&cs[1], |_| panic!("must not compile again"));
@@ -114,10 +127,12 @@ mod tests {
 
     #[test]
     fn at_most_the_head_compiles_early() {
-        let early = EarlyCompiles::start(configs(EARLY_COMPILES + 5), |_: &PerfConfig| {
-            Err::<LaunchPlan, _>("x".to_string())
-        });
+        let early = EarlyCompiles::new(|_: &PerfConfig| Err::<LaunchPlan, _>("x".to_string()));
+        early.start(configs(EARLY_COMPILES + 5));
         assert_eq!(early.len(), EARLY_COMPILES);
+        let none = EarlyCompiles::default();
+        none.start(configs(2));
+        assert_eq!(none.len(), 0, "no compiler, nothing started");
         let late = configs(EARLY_COMPILES + 5)[EARLY_COMPILES + 2];
         let got = early.take_or(&late, |_| Err("compiled here".into()));
         assert_eq!(got.unwrap_err(), "compiled here");
