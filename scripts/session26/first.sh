@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 26 (issue 16, fixed cost): time to the first measured candidate, this build
 # ($B, target/release) against the base build (target/base), on scripts/session10/tune-cost-ab.sh's
-# four problems, `--time T` each, REPS rounds alternating which build goes first; every run
+# four problems and two without a database entry, `--time T` each, REPS rounds alternating which build goes first; every run
 # with a cold codegen cache and a cold CUDA JIT cache of its own (a shared one would favour the
 # build that runs second). One line a run: build, problem, wall s, first candidate s, candidates,
 # best µs, and the run's stages (lookup, enumerate, reference) from its journal.
@@ -11,12 +11,15 @@ T=${T:-6}
 REPS=${REPS:-2}
 R=${OUT:-/tmp}/first
 mkdir -p "$R"
-NAMES=(fwd-3x3 fwd-1x1 bwdw-3x3 nchw-9)
+# The first four have exact entries in the shipped database; the last two have none.
+NAMES=(fwd-3x3 fwd-1x1 bwdw-3x3 nchw-9 u-bwdw u-fwd)
 PROBLEMS=(
   "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
   "convbfp16 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1 --layout NHWC"
   "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
   "conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2"
+  "convbfp16 -n 32 -c 192 -H 35 -W 35 -k 192 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
+  "convbfp16 -n 32 -c 384 -H 17 -W 17 -k 192 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
 )
 row() { # tag name wall
   python3 - "$R" "$@" <<'PY'
