@@ -38,9 +38,6 @@ const TRIM_EVERY: usize = 256;
 /// Bump when the entry format changes.
 const FORMAT: &[u8] = b"convtune-codegen-cache-1";
 
-/// The pass pipeline the key assumes (`machine::optimize`'s).
-const PIPELINE: &str = "default<O3>";
-
 /// What decides the output besides the IR and the target: how it is optimised, emitted and
 /// linked (this file's neighbour, hashed as text).
 const MACHINE_SOURCE: &str = include_str!("machine.rs");
@@ -103,7 +100,7 @@ impl CodegenCache {
             triple.as_bytes(),
             cpu.as_bytes(),
             features.as_bytes(),
-            PIPELINE.as_bytes(),
+            machine::PIPELINE.as_bytes(),
             llvm.as_bytes(),
             linker_version().as_bytes(),
             MACHINE_SOURCE.as_bytes(),

@@ -93,6 +93,9 @@ pub(crate) fn new_module<'ctx>(
     Ok(module)
 }
 
+/// The pass pipeline [`optimize`] runs (the codegen cache's key names it).
+pub(crate) const PIPELINE: &str = "default<O3>";
+
 /// Verifies the module, then runs the O3 pipeline on it.
 pub(crate) fn optimize(module: &Module, tm: &TargetMachine) -> Result<(), CodegenError> {
     let name = module.get_name().to_string_lossy().into_owned();
@@ -101,7 +104,7 @@ pub(crate) fn optimize(module: &Module, tm: &TargetMachine) -> Result<(), Codege
         message: e.to_string(),
     })?;
     module
-        .run_passes("default<O3>", tm, PassBuilderOptions::create())
+        .run_passes(PIPELINE, tm, PassBuilderOptions::create())
         .map_err(|e| CodegenError::Llvm {
             step: "optimisation",
             module: name,
