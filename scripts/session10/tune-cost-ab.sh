@@ -23,32 +23,8 @@ PROBLEMS=(
   "conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2"
 )
 t0=$(date +%s)
-row() { # tag name wall
-  python3 - "$R" "$@" <<'PY'
-import json, sys
-r, tag, n, wall = sys.argv[1:5]
-recs = []
-stages = {}
-try:
-    lines = open(f"{r}/{tag}-{n}.jsonl").readlines()
-except OSError:
-    lines = []
-for j in map(json.loads, lines):
-    if j["config"] == "@stages":
-        stages = j["outcome"]
-    elif not j["config"].startswith("@") and j.get("at_s") is not None:
-        recs.append(j["at_s"])
-recs.sort()
-first = recs[0] if recs else float("nan")
-win = [a for a in recs if a >= first + 1.0]
-rate = (len(win) - 1) / (win[-1] - win[0]) if len(win) > 2 and win[-1] > win[0] else float("nan")
-try:
-    best = json.load(open(f"{r}/{tag}-{n}.json"))[0]["time_us"]
-except Exception:
-    best = float("nan")
-cg, jit = stages.get("codegen_s", float("nan")), stages.get("jit_s", float("nan"))
-print(f"{tag:4} {n:9} {float(wall):6.1f} {first:7.2f} {len(recs):6d} {rate:7.1f} {best:8.1f} {cg:8.1f} {jit:7.1f}")
-PY
+row() { # tag name wall: scripts/lib/run-row.py with the codegen and JIT CPU seconds
+  python3 "$(dirname "$0")/../lib/run-row.py" "$R" "$@" codegen_s jit_s
 }
 if [ -n "$AB" ] && [ -s "$AB" ]; then
   echo "== A/B of configs whose PTX changed (µs, verified, --full-timing; old/new alternating x$REPS)"

@@ -4,7 +4,7 @@
 # four problems and two without a database entry, `--time T` each, REPS rounds alternating which build goes first; every run
 # with a cold codegen cache and a cold CUDA JIT cache of its own (a shared one would favour the
 # build that runs second). One line a run: build, problem, wall s, first candidate s, candidates,
-# best µs, and the run's stages (lookup, enumerate, reference) from its journal.
+# candidates/s, best µs, and the run's stages (lookup, enumerate, reference) from its journal.
 #   Usage (repo root, on the device, after scripts/session11/lib.sh): T=6 REPS=2 bash scripts/session26/first.sh
 set -uo pipefail
 T=${T:-6}
@@ -21,32 +21,10 @@ PROBLEMS=(
   "convbfp16 -n 32 -c 192 -H 35 -W 35 -k 192 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
   "convbfp16 -n 32 -c 384 -H 17 -W 17 -k 192 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
 )
-row() { # tag name wall
-  python3 - "$R" "$@" <<'PY'
-import json, sys
-r, tag, n, wall = sys.argv[1:5]
-ats, stages = [], {}
-try:
-    lines = open(f"{r}/{tag}-{n}.jsonl").readlines()
-except OSError:
-    lines = []
-for j in map(json.loads, lines):
-    if j["config"] == "@stages":
-        stages = j["outcome"]
-    elif not j["config"].startswith("@") and j.get("at_s") is not None:
-        ats.append(j["at_s"])
-ats.sort()
-first = ats[0] if ats else float("nan")
-try:
-    best = json.load(open(f"{r}/{tag}-{n}.json"))[0]["time_us"]
-except Exception:
-    best = float("nan")
-g = lambda k: stages.get(k, float("nan"))
-print(f"{tag:4} {n:9} {float(wall):6.1f} {first:7.2f} {len(ats):6d} {best:8.1f}"
-      f"   lookup {g('lookup_s'):.2f} enum {g('enumerate_s'):.2f} ref {g('reference_s'):.2f}")
-PY
+row() { # tag name wall: scripts/lib/run-row.py with the stages before the first candidate
+  python3 "$(dirname "$0")/../lib/run-row.py" "$R" "$@" lookup_s enumerate_s reference_s
 }
-echo "build problem   wall s first s  cands  best us   stages"
+echo "build problem   wall s first s  cands  rate/s  best us  lookup   enum    ref"
 for rep in $(seq "$REPS"); do
   order="new old"; [ $((rep % 2)) = 0 ] && order="old new"
   for i in "${!NAMES[@]}"; do
