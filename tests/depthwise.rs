@@ -37,6 +37,19 @@ fn runs(p: &ConvProblem, c: &PerfConfig, arch: Arch, seed: u64) {
         "{p} {c}: {:?}",
         rep.kernels
     );
+    // Backward weight: zeroed first; a 16-bit filter gradient converted from f32 after.
+    if p.direction() == convtune::problem::Direction::BwdWeight {
+        let names: Vec<_> = rep.kernels.iter().map(|k| k.name.as_str()).collect();
+        let finish = p.dtype() != convtune::problem::DType::F32;
+        let at = |k: &str| names.iter().position(|n| *n == k);
+        let order = (at("convtune_zero"), at("convtune_depthwise"));
+        assert!(matches!(order, (Some(z), Some(d)) if z < d), "{names:?}");
+        assert_eq!(
+            names.contains(&"convtune_depthwise_finish"),
+            finish,
+            "{names:?}"
+        );
+    }
 }
 
 /// A random depthwise problem and a config the kernel takes for it.
@@ -44,6 +57,8 @@ fn random_case(rng: &mut StdRng) -> (ConvProblem, PerfConfig) {
     loop {
         let dt = ["conv", "convfp16", "convbfp16"][rng.gen_range(0..3)];
         let bwd = rng.gen_bool(0.3);
+        // Backward weight: any stride and multiplier, as forward.
+        let wgrad = !bwd && rng.gen_bool(0.4);
         let c = [1, 3, 4, 6, 8, 12, 16, 24][rng.gen_range(0..8)];
         let m = if bwd || rng.gen_bool(0.7) { 1 } else { 2 };
         let (y, x) = (rng.gen_range(1..=5), rng.gen_range(1..=4));
@@ -57,7 +72,13 @@ fn random_case(rng: &mut StdRng) -> (ConvProblem, PerfConfig) {
         // Padding up to beyond the filter.
         let (ph, pw) = (rng.gen_range(0..=y + 1), rng.gen_range(0..=x + 1));
         let n = rng.gen_range(1..=2);
-        let dir = if bwd { 2 } else { 1 };
+        let dir = if bwd {
+            2
+        } else if wgrad {
+            4
+        } else {
+            1
+        };
         let line = format!(
             "{dt} -n {n} -c {c} -H {h} -W {w} -k {k} -y {y} -x {x} -p {ph} -q {pw} -u {u} -v {v} \
              -l {l} -j {j} -g {c} -F {dir} --layout NHWC",
@@ -94,8 +115,8 @@ fn emulated_random_depthwise_bit_exact() {
 }
 
 /// The shapes the brief names, scaled down: 3×3 padded (the shipped problem's form), 3×3 at
-/// stride 2, 5×5, multiplier 2 with 8-wide vectors (each reads 4 input channels), and the
-/// backward data of the first.
+/// stride 2, 5×5, multiplier 2 with 8-wide vectors (each reads 4 input channels), the
+/// backward data of the first, and backward weight.
 #[test]
 fn emulated_named_shapes() {
     for (line, c) in [
@@ -119,6 +140,16 @@ fn emulated_named_shapes() {
             "conv -n 2 -c 8 -H 5 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2 --layout NHWC",
             dw(8, 8, 4, 2, 1, "none"),
         ),
+        // Backward weight: several blocks share a channel block's pixels; a 16-bit gradient
+        // through the f32 copy, an f32 one in place; stride 2 and multiplier 2.
+        (
+            "convbfp16 -n 3 -c 16 -H 9 -W 11 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 4 --layout NHWC",
+            dw(16, 4, 8, 2, 1, "none"),
+        ),
+        (
+            "conv -n 2 -c 8 -H 7 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 8 -F 4 --layout NHWC",
+            dw(16, 8, 4, 1, 2, "none"),
+        ),
     ] {
         runs(&problem(line), &c, Arch::SM_90, 7);
     }
@@ -130,6 +161,17 @@ fn emulated_named_shapes() {
 fn nchw_through_the_transform() {
     let p = problem("convfp16 -n 2 -c 8 -H 5 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 1");
     runs(&p, &dw(8, 4, 8, 2, 1, "nhwc_out"), Arch::SM_90, 3);
+    // Backward weight reads both activations channels-last through the transform (a
+    // depthwise filter is the same in either layout).
+    let w = problem("convbfp16 -n 2 -c 8 -H 5 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 4");
+    let legal: Vec<_> = ["none", "nhwc", "nhwc_out"]
+        .into_iter()
+        .filter(|xf| legality::check(&lower(&w), &dw(8, 4, 8, 2, 1, xf), &Arch::SM_90).is_ok())
+        .collect();
+    assert!(!legal.is_empty() && !legal.contains(&"none"), "{legal:?}");
+    for xf in legal {
+        runs(&w, &dw(8, 4, 8, 2, 1, xf), Arch::SM_90, 5);
+    }
     for (xf, why) in [
         ("none", "xf=nhwc_out"),
         ("nhwc", "output is not channels-last"),
@@ -139,7 +181,7 @@ fn nchw_through_the_transform() {
     }
 }
 
-/// Refusals with reasons: not depthwise, bwd-weight, strided bwd-data, a vector that does not
+/// Refusals with reasons: not depthwise, strided bwd-data, a vector that does not
 /// divide the channels, a tile that is not whole threads; and the GEMM paths still take the
 /// depthwise problem.
 #[test]
@@ -151,11 +193,6 @@ fn refusals_name_the_reason() {
             "convfp16 -n 1 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -g 8 -F 1 --layout NHWC",
             good,
             "not depthwise: 4 input channels per group",
-        ),
-        (
-            "convfp16 -n 1 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 4 --layout NHWC",
-            good,
-            "bwd-weight",
         ),
         (
             "convfp16 -n 1 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 32 -F 2 --layout NHWC",

@@ -231,9 +231,53 @@ fn plan_depthwise<'l>(
         plan.threads(),
         plan.shared_bytes,
     )?;
+    if !plan.shape.reduce {
+        return Ok(Launches {
+            kernels: vec![(k, Body::Depthwise(Box::new(plan)))],
+            workspace_bytes: 0,
+            fault: false,
+            redirect: [None; 3],
+        });
+    }
+    // Backward weight adds the blocks' sums into a zeroed f32 filter gradient: the filter
+    // itself when f32, else a copy in the workspace converted after.
+    let elems = plan.filter_elems();
+    let (dt, in_ws) = (plan.shape.dtype, plan.sums_in_workspace);
+    let (role, zdt) = if in_ws {
+        (ArgRole::Workspace, DType::F32)
+    } else {
+        (ArgRole::Filter, dt)
+    };
+    let zero = kernel(
+        "convtune_zero".into(),
+        [blocks(elems, fill_width(elems, zdt.bytes())), 1, 1],
+        THREADS,
+        0,
+    )?;
+    let mut kernels = vec![
+        (
+            zero,
+            Body::Zero {
+                role,
+                dt: zdt,
+                elems,
+            },
+        ),
+        (k, Body::Depthwise(Box::new(plan))),
+    ];
+    if in_ws {
+        let finish = kernel(
+            "convtune_depthwise_finish".into(),
+            [blocks(elems, 1), 1, 1],
+            THREADS,
+            0,
+        )?;
+        let written = Tensor::Filter;
+        kernels.push((finish, Body::Finish { written, dt, elems }));
+    }
     Ok(Launches {
-        kernels: vec![(k, Body::Depthwise(Box::new(plan)))],
-        workspace_bytes: 0,
+        kernels,
+        workspace_bytes: if in_ws { elems * 4 } else { 0 },
         fault: false,
         redirect: [None; 3],
     })
@@ -371,6 +415,10 @@ pub(crate) fn emit<'ctx>(
                 w
             }
             Body::Phased(_) => vec![ArgRole::Input],
+            Body::Depthwise(plan) if plan.shape.reduce => match plan.sums_in_workspace {
+                true => vec![ArgRole::Workspace],
+                false => vec![ArgRole::Filter],
+            },
             Body::Depthwise(plan) => vec![ArgRole::of(plan.shape.dst)],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],

@@ -34,8 +34,13 @@ pub(crate) struct DwPlan {
     pub tiles: u32,
     /// Blocks along (pixels, channels).
     pub grid: [u64; 3],
-    /// Dynamic shared memory (the filter).
+    /// Dynamic shared memory (the filter; backward weight: the block's sums).
     pub shared_bytes: u32,
+    /// Backward weight: pixel tiles each block walks (one contiguous run), and the f32 copy
+    /// of the filter gradient the blocks add their sums into (`None`: the filter itself,
+    /// f32 already).
+    pub run: u32,
+    pub sums_in_workspace: bool,
 }
 
 impl DwPlan {
@@ -52,18 +57,23 @@ impl DwPlan {
             return Err(fail(why));
         }
         let tiles_hw = shape.tiles_hw(tile.rows, tile.cols);
-        let tiles = u64::from(shape.batch) * u64::from(tiles_hw[0]) * u64::from(tiles_hw[1]);
+        let tiles = shape.tiles(tile.rows, tile.cols);
+        let channel_blocks = u64::from(shape.channels.div_ceil(tile.channels));
+        let (grid_x, run) = if shape.reduce {
+            let slices = shape.slices(&tile, arch);
+            (u64::from(slices), tiles.div_ceil(u64::from(slices)) as u32)
+        } else {
+            (tiles.div_ceil(u64::from(tile.tiles())), tile.tiles())
+        };
         Ok(DwPlan {
             shape,
             tile,
             tiles_hw,
             tiles: tiles as u32,
-            grid: [
-                tiles.div_ceil(u64::from(tile.tiles())),
-                u64::from(shape.channels.div_ceil(tile.channels)),
-                1,
-            ],
+            grid: [grid_x, channel_blocks, 1],
             shared_bytes: shape.filter_bytes(tile.channels) as u32,
+            run,
+            sums_in_workspace: shape.reduce && shape.dtype != DType::F32,
         })
     }
 
@@ -71,10 +81,18 @@ impl DwPlan {
     pub fn threads(&self) -> u32 {
         self.tile.threads()
     }
+
+    /// Elements of the filter gradient (backward weight's sums, one per channel and tap).
+    pub fn filter_elems(&self) -> u64 {
+        u64::from(self.shape.channels) * u64::from(self.shape.taps[0] * self.shape.taps[1])
+    }
 }
 
 /// Emits the kernel of `pl`.
 pub(crate) fn emit_depthwise<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
+    if pl.shape.reduce {
+        return emit_weight_grad(kb, pl);
+    }
     let (s, t) = (&pl.shape, &pl.tile);
     let threads = pl.threads();
     kb.set_block_size(threads);
@@ -101,6 +119,178 @@ pub(crate) fn emit_depthwise<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
         let acc = accumulate(kb, pl, n, [h0, w0], cv, ch0);
         store(kb, pl, n, [h0, w0], ch0, &acc);
     });
+}
+
+/// Backward weight: each thread sums `src · dst` per tap for its `va` channels over the `dst`
+/// pixel tiles it takes from its block's run ([`DwPlan::run`]: tile `start + k·lanes + lane`),
+/// `dst`'s tile held in registers while the `src` span is walked as in the forward kernel. The
+/// block then adds its threads' sums lane by lane into shared memory (`[tap][channel]`,
+/// ordered by barriers, so the result does not depend on timing), and adds those into the f32
+/// filter gradient with one atomic per channel and tap.
+fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
+    let (s, t) = (&pl.shape, &pl.tile);
+    let threads = pl.threads();
+    kb.set_block_size(threads);
+    let tid = kb.thread_idx();
+    let taps = s.taps[0] * s.taps[1];
+    let va = t.vec;
+    let cvecs = t.channel_vectors();
+    let cv = kb.uremc(tid, cvecs);
+    let lane = kb.udivc(tid, cvecs);
+    let lanes = t.tiles();
+    let ch_block = kb.mulc(kb.block_idx(1), i64::from(t.channels));
+    let ch0 = kb.add(ch_block, kb.mulc(cv, i64::from(va)));
+    let ch_ok = kb.ultc(ch0, s.channels);
+    let f32t = kb.f32t();
+    let smem = kb.shared_base();
+    let elems = t.channels * taps;
+    // The block's sums, zeroed.
+    block_strided(kb, threads, elems, tid, |kb, i| {
+        kb.store(
+            Mem::Shared,
+            kb.gep(f32t.into(), smem, i),
+            kb.cf(0.0).into(),
+            4,
+        );
+    });
+    kb.barrier();
+    let sums: Vec<_> = (0..taps * va).map(|_| kb.var(kb.cf(0.0).into())).collect();
+    let start = kb.mulc(kb.block_idx(0), i64::from(pl.run));
+    kb.for_range(
+        kb.c(0),
+        kb.c(i64::from(pl.run.div_ceil(lanes))),
+        |kb, it| {
+            let k = kb.add(kb.mulc(it, i64::from(lanes)), lane);
+            let tile = kb.add(start, k);
+            let live = kb.all(&[ch_ok, kb.ultc(k, pl.run), kb.ultc(tile, pl.tiles)]);
+            kb.if_then(live, |kb| {
+                let [tiles_h, tiles_w] = pl.tiles_hw;
+                let wt = kb.uremc(tile, tiles_w);
+                let rest = kb.udivc(tile, tiles_w);
+                let (ht, n) = (kb.uremc(rest, tiles_h), kb.udivc(rest, tiles_h));
+                let origin = [
+                    kb.mulc(ht, i64::from(t.rows)),
+                    kb.mulc(wt, i64::from(t.cols)),
+                ];
+                let dst = load_dst_tile(kb, pl, n, origin, ch0);
+                let mut acc: Vec<FloatValue> = sums
+                    .iter()
+                    .map(|&v| kb.get(v, f32t.into()).into_float_value())
+                    .collect();
+                walk_src(kb, pl, n, origin, ch0, |kb, i, j, tap, x| {
+                    let d = ((i * t.cols + j) * va) as usize;
+                    for e in 0..va as usize {
+                        let a = tap as usize * va as usize + e;
+                        acc[a] = kb.fma(x(e), dst[d + e], acc[a]);
+                    }
+                });
+                for (&v, a) in sums.iter().zip(acc) {
+                    kb.set(v, a.into());
+                }
+            });
+        },
+    );
+    // Lane by lane into shared memory, `[tap][channel]`.
+    kb.for_range(kb.c(0), kb.c(i64::from(lanes)), |kb, l| {
+        kb.if_then(kb.all(&[kb.eq(lane, l), ch_ok]), |kb| {
+            for tap in 0..taps {
+                for e in 0..va {
+                    let i = kb.addc(kb.mulc(cv, i64::from(va)), i64::from(tap * t.channels + e));
+                    let at = kb.gep(f32t.into(), smem, i);
+                    let old = kb.load(Mem::Shared, f32t.into(), at, 4).into_float_value();
+                    let mine = kb.get(sums[(tap * va + e) as usize], f32t.into());
+                    kb.store(
+                        Mem::Shared,
+                        at,
+                        kb.fadd(old, mine.into_float_value()).into(),
+                        4,
+                    );
+                }
+            }
+        });
+        kb.barrier();
+    });
+    // The block's sums into the filter gradient (its f32 copy in the workspace).
+    let (base, role_elems) = if pl.sums_in_workspace {
+        (kb.arg(crate::abi::ArgRole::Workspace), DType::F32)
+    } else {
+        (kb.tensor(Tensor::Filter), s.dtype)
+    };
+    let fs = s.filter_strides;
+    block_strided(kb, threads, elems, tid, |kb, i| {
+        let tap = kb.udivc(i, t.channels);
+        let ch = kb.add(ch_block, kb.uremc(i, t.channels));
+        kb.if_then(kb.ultc(ch, s.channels), |kb| {
+            let m = s.multiplier;
+            let (g, k) = (kb.udivc(ch, m), kb.uremc(ch, m));
+            let (y, x) = (kb.udivc(tap, s.taps[1]), kb.uremc(tap, s.taps[1]));
+            let off = [(g, fs[0]), (k, fs[1]), (y, fs[2]), (x, fs[3])]
+                .into_iter()
+                .fold(kb.c(0), |acc, (v, st)| kb.add(acc, kb.mulc(v, st as i64)));
+            let v = kb.load(Mem::Shared, f32t.into(), kb.gep(f32t.into(), smem, i), 4);
+            kb.atomic_add_f32(
+                kb.gep(kb.elem_ty(role_elems), base, off),
+                v.into_float_value(),
+            );
+        });
+    });
+}
+
+/// `body(i)` for every `i < elems`, the block's `threads` threads taking consecutive ones.
+fn block_strided<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    threads: u32,
+    elems: u32,
+    tid: IntValue<'ctx>,
+    body: impl Fn(&Kb<'_, 'ctx>, IntValue<'ctx>),
+) {
+    kb.for_range(
+        kb.c(0),
+        kb.c(i64::from(elems.div_ceil(threads))),
+        |kb, r| {
+            let i = kb.add(kb.mulc(r, i64::from(threads)), tid);
+            kb.if_then(kb.ultc(i, elems), |kb| body(kb, i));
+        },
+    );
+}
+
+/// Backward weight: the `dst` values of a thread's tile as f32, `[row][col][channel]`, zero
+/// for pixels past the image.
+fn load_dst_tile<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    pl: &DwPlan,
+    n: IntValue<'ctx>,
+    origin: [IntValue<'ctx>; 2],
+    ch0: IntValue<'ctx>,
+) -> Vec<FloatValue<'ctx>> {
+    let (s, t) = (&pl.shape, &pl.tile);
+    let dt = s.dtype;
+    let ty = kb.vec_ty(dt, t.vec);
+    let dst = kb.tensor(s.dst);
+    let base = kb.add(kb.mulc(n, s.dst_strides[0] as i64), ch0);
+    let mut out = Vec::with_capacity((t.rows * t.cols * t.vec) as usize);
+    for i in 0..t.rows {
+        let h = kb.addc(origin[0], i64::from(i));
+        let h_ok = kb.ultc(h, s.dst_hw[0]);
+        let h = kb.seli(h_ok, h, kb.c(0));
+        for j in 0..t.cols {
+            let w = kb.addc(origin[1], i64::from(j));
+            let ok = kb.all(&[h_ok, kb.ultc(w, s.dst_hw[1])]);
+            let w = kb.seli(ok, w, kb.c(0));
+            let off = kb.add(
+                base,
+                kb.add(
+                    kb.mulc(h, s.dst_strides[1] as i64),
+                    kb.mulc(w, s.dst_strides[2] as i64),
+                ),
+            );
+            let at = kb.gep(kb.elem_ty(dt), dst, off);
+            let v = kb.load(Mem::Global, ty, at, t.vec * dt.bytes());
+            let v = kb.select(ok, v, kb.zero(ty));
+            out.extend(kb.scatter(v).into_iter().map(|e| kb.widen(e, dt)));
+        }
+    }
+    out
 }
 
 /// Copies the filter taps of the block's channels to shared memory as f32, `[tap][channel]`
@@ -186,10 +376,38 @@ fn accumulate<'ctx>(
     ch0: IntValue<'ctx>,
 ) -> Vec<FloatValue<'ctx>> {
     let (s, t) = (&pl.shape, &pl.tile);
+    let va = t.vec;
+    let mut acc = vec![kb.cf(0.0); (t.rows * t.cols * va) as usize];
+    let mut filter: Vec<Option<Vec<FloatValue<'ctx>>>> =
+        vec![None; (s.taps[0] * s.taps[1]) as usize];
+    walk_src(kb, pl, n, origin, ch0, |kb, i, j, tap, x| {
+        let f = filter[tap as usize]
+            .get_or_insert_with(|| taps_of(kb, pl, tap, cv))
+            .clone();
+        let a = ((i * t.cols + j) * va) as usize;
+        for e in 0..va as usize {
+            acc[a + e] = kb.fma(x(e), f[e], acc[a + e]);
+        }
+    });
+    acc
+}
+
+/// Walks the `src` rows and columns a thread's tile of `dst` pixels at `origin` spans, loading
+/// each `src` vector once (zero in the padding), and calls `visit(kb, i, j, tap, x)` for every
+/// tile pixel `(i, j)` and filter element `tap` (row-major, flipped for backward data) that
+/// reads it; `x(e)` is the `src` value `dst` channel `ch0 + e` multiplies.
+fn walk_src<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    pl: &DwPlan,
+    n: IntValue<'ctx>,
+    origin: [IntValue<'ctx>; 2],
+    ch0: IntValue<'ctx>,
+    mut visit: impl FnMut(&Kb<'_, 'ctx>, u32, u32, u32, &dyn Fn(usize) -> FloatValue<'ctx>),
+) {
+    let (s, t) = (&pl.shape, &pl.tile);
     let dt = s.dtype;
     let (va, rv) = (t.vec, s.src_vec(t.vec));
     let m = s.multiplier;
-    let mut acc = vec![kb.cf(0.0); (t.rows * t.cols * va) as usize];
     // src coordinates of the tile's first pixel at tap 0 (negative in the padding).
     let first: [IntValue; 2] =
         std::array::from_fn(|d| kb.addc(kb.mulc(origin[d], i64::from(s.stride[d])), s.offset[d]));
@@ -204,8 +422,6 @@ fn accumulate<'ctx>(
             .filter(|&(i, f)| i * s.stride[d] + f * s.dilation[d] == o)
             .collect()
     };
-    let mut filter: Vec<Option<Vec<FloatValue<'ctx>>>> =
-        vec![None; (s.taps[0] * s.taps[1]) as usize];
     for rr in 0..span[0] {
         let rows = users(0, rr, t.rows);
         if rows.is_empty() {
@@ -231,6 +447,9 @@ fn accumulate<'ctx>(
             let v = kb.load(Mem::Global, vty, at, rv * dt.bytes());
             let v = kb.select(ok, v, kb.zero(vty));
             let x: Vec<FloatValue> = kb.scatter(v).into_iter().map(|e| kb.widen(e, dt)).collect();
+            // dst channel ch0 + e reads src channel (ch0 + e) / m: element e / m of the
+            // vector (0 when va divides m).
+            let x_of = |e: usize| x[if va >= m { e / m as usize } else { 0 }];
             for &(i, fy) in &rows {
                 for &(j, fx) in &cols {
                     let (fy, fx) = if s.flip {
@@ -238,22 +457,11 @@ fn accumulate<'ctx>(
                     } else {
                         (fy, fx)
                     };
-                    let tap = fy * s.taps[1] + fx;
-                    let f = filter[tap as usize]
-                        .get_or_insert_with(|| taps_of(kb, pl, tap, cv))
-                        .clone();
-                    let a = ((i * t.cols + j) * va) as usize;
-                    for e in 0..va as usize {
-                        // dst channel ch0 + e reads src channel (ch0 + e) / m: element e / m of
-                        // the vector (0 when va divides m).
-                        let xe = x[if va >= m { e / m as usize } else { 0 }];
-                        acc[a + e] = kb.fma(xe, f[e], acc[a + e]);
-                    }
+                    visit(kb, i, j, fy * s.taps[1] + fx, &x_of);
                 }
             }
         }
     }
-    acc
 }
 
 /// Stores the thread's accumulators as `va`-wide vectors, skipping pixels past the image.

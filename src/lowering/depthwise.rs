@@ -7,7 +7,7 @@
 //! memory-bound anyway; the direct kernel reads each activation once per filter row from
 //! cache and does only the useful ones.
 //!
-//! Both directions it runs are one formula. The kernel writes `dst[n][h][w][ch]` (channels
+//! The three directions are one formula. The kernel writes `dst[n][h][w][ch]` (channels
 //! innermost) as `Σ_t src[n][h·stride + t·dil + offset][ch / m] · W[ch][tap(t)]` over the
 //! filter taps `t` that land inside `src`:
 //!
@@ -16,8 +16,12 @@
 //!   filter flipped (`tap(t)` = Y − 1 − t) and `offset` = pad − dil·(Y − 1), because
 //!   `dx[h] = Σ_y dy[h + pad − y·dil] · W[y]`. Strided backward data would make the taps a
 //!   pixel meets depend on its residue modulo the stride: refused.
-//!
-//! Backward weight reduces over the pixels and stays on the GEMM paths.
+//! - backward weight: the same walk read the other way round. `src` = input, `dst` = output
+//!   gradient (read, not written), `offset` = −pad, and the kernel reduces
+//!   `dW[ch][tap(t)] = Σ_pixels src[…][ch / m] · dst[…][ch]` over every `dst` pixel
+//!   ([`DwShape::reduce`]): each block sums its share of the pixels in f32 and adds the sums
+//!   into an f32 copy of the filter gradient (the GEMM paths pack groups block-diagonally
+//!   there too, and a depthwise bwd-weight ran at 0.32× cuDNN: session 25, call 6).
 
 use crate::arch::Arch;
 use crate::config::DwTile;
@@ -55,6 +59,9 @@ pub struct DwShape {
     pub offset: [i64; 2],
     /// Whether tap `t` reads filter element `taps − 1 − t` (backward data).
     pub flip: bool,
+    /// Backward weight: `dst` (the output gradient) is read, and the kernel sums
+    /// `src · dst` over its pixels into the filter gradient instead of writing `dst`.
+    pub reduce: bool,
     /// Element strides of `src` along (n, h, w); its channels are contiguous.
     pub src_strides: [u64; 3],
     /// Element strides of `dst` along (n, h, w); its channels are contiguous.
@@ -87,9 +94,7 @@ impl DwShape {
         let (src, dst) = match dir {
             Direction::Fwd => (Tensor::Input, Tensor::Output),
             Direction::BwdData => (Tensor::Output, Tensor::Input),
-            Direction::BwdWeight => {
-                return Err("bwd-weight reduces over the pixels: it stays on the GEMM paths".into())
-            }
+            Direction::BwdWeight => (Tensor::Input, Tensor::Output),
         };
         if dir == Direction::BwdData {
             if m != 1 {
@@ -150,6 +155,7 @@ impl DwShape {
             dilation: s.dilation,
             offset,
             flip: bwd,
+            reduce: dir == Direction::BwdWeight,
             src_strides: pixel(src),
             dst_strides: pixel(dst),
             filter_strides: [fs[0], fs[1], fs[3], fs[4]],
@@ -225,7 +231,7 @@ impl DwShape {
     }
 
     /// Shared memory of a block of `channels` channels: the filter taps of its channels in
-    /// f32, `[tap][channel]`.
+    /// f32, `[tap][channel]` (backward weight: the block's sums of them, the same size).
     pub fn filter_bytes(&self, channels: u32) -> u64 {
         u64::from(channels) * u64::from(self.taps[0] * self.taps[1]) * 4
     }
@@ -234,6 +240,7 @@ impl DwShape {
     /// the f32 accumulators, the filter taps of its channels (the compiler keeps each one
     /// loaded from shared memory once), one row of `src` vectors, and addressing.
     pub fn registers(&self, vec: u32, rows: u32, cols: u32) -> u32 {
+        // Backward weight swaps the roles: sums per tap, the tile's `dst` values held.
         let acc = vec * rows * cols;
         let filter = vec * self.taps[0] * self.taps[1];
         let row = self.span(rows, cols)[1] * self.src_vec(vec);
@@ -261,7 +268,8 @@ impl DwShape {
         let bytes = self.filter_bytes(channels);
         (bytes > u64::from(arch.smem_per_block)).then(|| {
             format!(
-                "the filter taps of bm = {channels} channels take {bytes} bytes of shared                  memory (at most {})",
+                "the f32 filter taps of bm = {channels} channels take {bytes} bytes of shared \
+                 memory (at most {})",
                 arch.smem_per_block
             )
         })
@@ -303,6 +311,27 @@ impl DwShape {
             * u64::from(self.dst_hw[0])
             * u64::from(self.dst_hw[1])
             * u64::from(self.channels)
+    }
+
+    /// Pixel tiles of `dst` in all images, for a tile of `rows × cols` pixels.
+    pub fn tiles(&self, rows: u32, cols: u32) -> u64 {
+        let [th, tw] = self.tiles_hw(rows, cols);
+        u64::from(self.batch) * u64::from(th) * u64::from(tw)
+    }
+
+    /// Backward weight: how many blocks share each channel block's pixel tiles, one
+    /// contiguous run of tiles each. Enough blocks for every SM to hold as many as its threads
+    /// allow (the sums cost one f32 add per block, channel and tap in the end), never more
+    /// than there are runs of one tile per thread.
+    pub fn slices(&self, tile: &DwTile, arch: &Arch) -> u32 {
+        let threads = tile.threads().max(1);
+        let per_sm = (arch.max_threads_per_sm / threads).clamp(1, arch.max_blocks_per_sm);
+        let channel_blocks = self.channels.div_ceil(tile.channels.max(1));
+        let want = (arch.compute_units * per_sm).div_ceil(channel_blocks);
+        let most = self
+            .tiles(tile.rows, tile.cols)
+            .div_ceil(u64::from(tile.tiles().max(1)));
+        u64::from(want).clamp(1, most.max(1)) as u32
     }
 
     /// Elements of `src`.
@@ -350,6 +379,17 @@ mod tests {
             (Tensor::Output, Tensor::Input, true)
         );
         assert_eq!(b.offset, [4 - 4, -4]);
+        // Backward weight walks the output gradient's pixels over the input, as forward does.
+        let w = shape(
+            "conv -n 2 -c 8 -H 7 -W 9 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 8 -F 4 --layout NHWC",
+        )
+        .unwrap();
+        assert_eq!(
+            (w.src, w.dst, w.flip, w.reduce),
+            (Tensor::Input, Tensor::Output, false, true)
+        );
+        assert_eq!((w.multiplier, w.channels, w.offset), (2, 16, [-1, -1]));
+        assert!(!b.reduce);
         // 12 channels: a vector of 8 would start misaligned at every other pixel.
         assert!(b.vec_misfit(8, 16).is_some());
         assert_eq!(b.widest_vec(16), 4);
@@ -357,10 +397,6 @@ mod tests {
             (
                 "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 4 -F 1 --layout NHWC",
                 "not depthwise",
-            ),
-            (
-                "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -g 8 -F 4 --layout NHWC",
-                "bwd-weight",
             ),
             (
                 "conv -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -u 2 -g 8 -F 2 --layout NHWC",

@@ -19,6 +19,8 @@ use crate::lowering::Lowering;
 
 /// Bytes in flight per SM that saturate DRAM (the GEMM model's figure).
 const SATURATING_BYTES_PER_SM: f64 = 32768.0;
+/// L2 bytes an f32 atomic add costs (a read-modify-write at the L2, serialised per address).
+const ATOMIC_BYTES: f64 = 32.0;
 /// Issue slots a thread spends outside its tile's arithmetic: index math, bounds, the filter
 /// copy's share.
 const THREAD_OVERHEAD_SLOTS: f64 = 40.0;
@@ -57,10 +59,20 @@ pub(super) fn estimate(
         return out;
     }
     let e = f64::from(shape.dtype.bytes());
-    let [th, tw] = shape.tiles_hw(tile.rows, tile.cols);
-    let tiles = u64::from(shape.batch) * u64::from(th) * u64::from(tw);
+    let tiles = shape.tiles(tile.rows, tile.cols);
     let channel_blocks = u64::from(shape.channels.div_ceil(tile.channels));
-    let blocks = ceil_div(tiles, u64::from(tile.tiles())) * channel_blocks;
+    let lanes = u64::from(tile.tiles());
+    // Backward weight: `slices` blocks per channel block, each thread walking its share of
+    // their run of tiles; forward and backward data: one tile a thread.
+    let (blocks, per_lane) = if shape.reduce {
+        let slices = u64::from(shape.slices(&tile, arch));
+        (
+            slices * channel_blocks,
+            ceil_div(ceil_div(tiles, slices), lanes),
+        )
+    } else {
+        (ceil_div(tiles, lanes) * channel_blocks, 1)
+    };
     let sms = u64::from(arch.compute_units);
     let slots = sms * u64::from(bps);
     let waves = ceil_div(blocks, slots).max(1);
@@ -74,10 +86,21 @@ pub(super) fn estimate(
     let src_loads = tiles as f64 * vectors * f64::from(sh * sw) * src_vec_bytes;
     let dst_bytes = shape.dst_elems() as f64 * e;
     let filter = blocks as f64 * f64::from(tile.channels) * taps * e;
+    // Backward weight: each block's f32 sums added into the gradient, an atomic per channel
+    // and tap (charged as ATOMIC_BYTES of L2 traffic each), and the zeroing and conversion
+    // launches around the kernel.
+    let (atomics, launches) = if shape.reduce {
+        (
+            blocks as f64 * f64::from(tile.channels) * taps * ATOMIC_BYTES,
+            3.0,
+        )
+    } else {
+        (0.0, 1.0)
+    };
     let dram = (shape.src_elems() as f64 * e + dst_bytes)
         / vector_efficiency(shape.src_vec(tile.vec) * shape.dtype.bytes())
         + (f64::from(shape.channels) * taps * e);
-    let l2 = src_loads + dst_bytes + filter;
+    let l2 = src_loads + dst_bytes + filter + atomics;
     let in_flight = resident as f64 * f64::from(threads) * f64::from(sh * sw) * src_vec_bytes;
     let bw_frac = (in_flight / (sms as f64 * SATURATING_BYTES_PER_SM)).clamp(0.05, 1.0);
     let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
@@ -86,13 +109,22 @@ pub(super) fn estimate(
     let per_thread = px * taps * va // FMAs
         + f64::from(sh * sw) * (1.0 + va) // loads and their conversions
         + taps * va.div_euclid(4.0).max(1.0) // filter taps from shared memory
-        + px * (1.0 + va / 2.0) // conversions back and stores
+        + px * (1.0 + va / 2.0) // conversions back and stores (backward weight: the loads)
         + THREAD_OVERHEAD_SLOTS;
+    // Backward weight: a thread walks `per_lane` tiles, then adds its sums into the block's.
+    let per_thread = per_thread * per_lane as f64
+        + if shape.reduce {
+            taps * va * 3.0 + lanes as f64 * 2.0
+        } else {
+            0.0
+        };
     let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);
-    // The busiest SM issues its share of the blocks.
-    let compute = ceil_div(blocks, sms) as f64 * f64::from(threads) * per_thread * slot_us;
+    // The busiest SM issues its share of the blocks, each in whole warps (a block of 4
+    // threads issues as many instructions as one of 32).
+    let issued = f64::from(threads.next_multiple_of(arch.warp_size));
+    let compute = ceil_div(blocks, sms) as f64 * issued * per_thread * slot_us;
 
-    out.time_us = compute.max(memory) + 0.2 * compute.min(memory) + machine.launch_us;
+    out.time_us = compute.max(memory) + 0.2 * compute.min(memory) + launches * machine.launch_us;
     out.compute_us = compute;
     out.memory_us = memory;
     out.blocks = blocks;
