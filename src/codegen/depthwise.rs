@@ -216,17 +216,11 @@ fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
     } else {
         (kb.tensor(Tensor::Filter), s.dtype)
     };
-    let fs = s.filter_strides;
     block_strided(kb, threads, elems, tid, |kb, i| {
         let tap = kb.udivc(i, t.channels);
         let ch = kb.add(ch_block, kb.uremc(i, t.channels));
         kb.if_then(kb.ultc(ch, s.channels), |kb| {
-            let m = s.multiplier;
-            let (g, k) = (kb.udivc(ch, m), kb.uremc(ch, m));
-            let (y, x) = (kb.udivc(tap, s.taps[1]), kb.uremc(tap, s.taps[1]));
-            let off = [(g, fs[0]), (k, fs[1]), (y, fs[2]), (x, fs[3])]
-                .into_iter()
-                .fold(kb.c(0), |acc, (v, st)| kb.add(acc, kb.mulc(v, st as i64)));
+            let off = filter_offset(kb, s, ch, tap);
             let v = kb.load(Mem::Shared, f32t.into(), kb.gep(f32t.into(), smem, i), 4);
             kb.atomic_add_f32(
                 kb.gep(kb.elem_ty(role_elems), base, off),
@@ -308,30 +302,35 @@ fn fill_filter<'ctx>(
     let elems = t.channels * ty * tx;
     let smem = kb.shared_base();
     let f32t = kb.f32t();
-    let fs = s.filter_strides;
-    kb.for_range(
-        kb.c(0),
-        kb.c(i64::from(elems.div_ceil(threads))),
-        |kb, r| {
-            let i = kb.add(kb.mulc(r, i64::from(threads)), tid);
-            kb.if_then(kb.ultc(i, elems), |kb| {
-                let tap = kb.udivc(i, t.channels);
-                let ch = kb.add(ch_block, kb.uremc(i, t.channels));
-                let ok = kb.ultc(ch, s.channels);
-                let ch = kb.seli(ok, ch, kb.c(0));
-                let m = s.multiplier;
-                let (g, k) = (kb.udivc(ch, m), kb.uremc(ch, m));
-                let (y, x) = (kb.udivc(tap, tx), kb.uremc(tap, tx));
-                let off = [(g, fs[0]), (k, fs[1]), (y, fs[2]), (x, fs[3])]
-                    .into_iter()
-                    .fold(kb.c(0), |acc, (v, st)| kb.add(acc, kb.mulc(v, st as i64)));
-                let at = kb.gep(kb.elem_ty(dt), kb.tensor(Tensor::Filter), off);
-                let v = kb.widen(kb.load(Mem::Global, kb.elem_ty(dt), at, dt.bytes()), dt);
-                let v = kb.select(ok, v.into(), kb.cf(0.0).into());
-                kb.store(Mem::Shared, kb.gep(f32t.into(), smem, i), v, 4);
-            });
-        },
-    );
+    block_strided(kb, threads, elems, tid, |kb, i| {
+        let tap = kb.udivc(i, t.channels);
+        let ch = kb.add(ch_block, kb.uremc(i, t.channels));
+        let ok = kb.ultc(ch, s.channels);
+        let ch = kb.seli(ok, ch, kb.c(0));
+        let at = kb.gep(
+            kb.elem_ty(dt),
+            kb.tensor(Tensor::Filter),
+            filter_offset(kb, s, ch, tap),
+        );
+        let v = kb.widen(kb.load(Mem::Global, kb.elem_ty(dt), at, dt.bytes()), dt);
+        let v = kb.select(ok, v.into(), kb.cf(0.0).into());
+        kb.store(Mem::Shared, kb.gep(f32t.into(), smem, i), v, 4);
+    });
+}
+
+/// Element offset in the filter of channel `ch` (of `dst`) and tap `tap` (row-major).
+fn filter_offset<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    s: &DwShape,
+    ch: IntValue<'ctx>,
+    tap: IntValue<'ctx>,
+) -> IntValue<'ctx> {
+    let (m, fs) = (s.multiplier, s.filter_strides);
+    let (g, k) = (kb.udivc(ch, m), kb.uremc(ch, m));
+    let (y, x) = (kb.udivc(tap, s.taps[1]), kb.uremc(tap, s.taps[1]));
+    [(g, fs[0]), (k, fs[1]), (y, fs[2]), (x, fs[3])]
+        .into_iter()
+        .fold(kb.c(0), |acc, (v, st)| kb.add(acc, kb.mulc(v, st as i64)))
 }
 
 /// The f32 filter taps of filter element `tap` (row-major `y · X + x`) for the thread's
