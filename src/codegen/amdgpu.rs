@@ -83,10 +83,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
   %old = atomicrmw fadd ptr addrspace(1) %p, float %v syncscope("agent") monotonic, align 4, !amdgpu.no.fine.grained.memory !0, !amdgpu.ignore.denormal.mode !0
   ret void
 }
-define internal void @convtune_atomic_fadd_shared(ptr addrspace(3) %p, float %v) alwaysinline nounwind {
-  %old = atomicrmw fadd ptr addrspace(3) %p, float %v syncscope("workgroup") monotonic, align 4
-  ret void
-}
 define internal i32 @convtune_arrive(ptr addrspace(1) %p) alwaysinline nounwind {
   %old = atomicrmw add ptr addrspace(1) %p, i32 1 syncscope("agent") acq_rel, align 4
   ret i32 %old

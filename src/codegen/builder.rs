@@ -254,16 +254,6 @@ impl<'a, 'ctx> Kb<'a, 'ctx> {
         );
     }
 
-    /// Atomically adds an f32 to shared memory (a block's sums), through the prelude's
-    /// `convtune_atomic_fadd_shared` (relaxed; `atom.shared.add.f32`, `ds_add_f32`).
-    pub fn atomic_add_shared_f32(&self, ptr: PointerValue<'ctx>, v: FloatValue<'ctx>) {
-        let ptr = self.guard(Mem::Shared, ptr, 4, 4, true);
-        self.call(
-            self.prelude_fn("convtune_atomic_fadd_shared"),
-            &[ptr.into(), v.into()],
-        );
-    }
-
     /// Adds 1 to the u32 counter at `ptr` (acquire-release, device scope) and returns the value
     /// before: the split-K fix-up's arrival ([`super::fixup`]), through the prelude's
     /// `convtune_arrive`.

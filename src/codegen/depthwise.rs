@@ -124,8 +124,9 @@ pub(crate) fn emit_depthwise<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
 /// Backward weight: each thread sums `src · dst` per tap for its `va` channels over the `dst`
 /// pixel tiles it takes from its block's run ([`DwPlan::run`]: tile `start + k·lanes + lane`),
 /// `dst`'s tile held in registers while the `src` span is walked as in the forward kernel. The
-/// block then adds its threads' sums into shared memory (`[tap][channel]`, shared-memory
-/// atomics), and adds those into the f32 filter gradient with one atomic per channel and tap.
+/// block then adds its threads' sums lane by lane into shared memory (`[tap][channel]`,
+/// ordered by barriers, so the result does not depend on timing), and adds those into the f32
+/// filter gradient with one atomic per channel and tap.
 fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
     let (s, t) = (&pl.shape, &pl.tile);
     let threads = pl.threads();
@@ -189,19 +190,26 @@ fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
             });
         },
     );
-    // Every thread's sums into the block's, `[tap][channel]`: shared-memory atomics, so the
-    // lanes of a channel add at once (lane after lane, a barrier each, a block of `lanes`
-    // lanes would wait `lanes` rounds).
-    kb.if_then(ch_ok, |kb| {
-        for tap in 0..taps {
-            for e in 0..va {
-                let i = kb.addc(kb.mulc(cv, i64::from(va)), i64::from(tap * t.channels + e));
-                let mine = kb.get(sums[(tap * va + e) as usize], f32t.into());
-                kb.atomic_add_shared_f32(kb.gep(f32t.into(), smem, i), mine.into_float_value());
+    // Lane by lane into shared memory, `[tap][channel]`.
+    kb.for_range(kb.c(0), kb.c(i64::from(lanes)), |kb, l| {
+        kb.if_then(kb.all(&[kb.eq(lane, l), ch_ok]), |kb| {
+            for tap in 0..taps {
+                for e in 0..va {
+                    let i = kb.addc(kb.mulc(cv, i64::from(va)), i64::from(tap * t.channels + e));
+                    let at = kb.gep(f32t.into(), smem, i);
+                    let old = kb.load(Mem::Shared, f32t.into(), at, 4).into_float_value();
+                    let mine = kb.get(sums[(tap * va + e) as usize], f32t.into());
+                    kb.store(
+                        Mem::Shared,
+                        at,
+                        kb.fadd(old, mine.into_float_value()).into(),
+                        4,
+                    );
+                }
             }
-        }
+        });
+        kb.barrier();
     });
-    kb.barrier();
     // The block's sums into the filter gradient (its f32 copy in the workspace).
     let (base, role_elems) = if pl.sums_in_workspace {
         (kb.arg(crate::abi::ArgRole::Workspace), DType::F32)

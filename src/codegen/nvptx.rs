@@ -129,10 +129,6 @@ define internal void @convtune_atomic_fadd(ptr addrspace(1) %p, float %v) always
   %old = atomicrmw fadd ptr addrspace(1) %p, float %v monotonic, align 4
   ret void
 }
-define internal void @convtune_atomic_fadd_shared(ptr addrspace(3) %p, float %v) alwaysinline nounwind {
-  %old = atomicrmw fadd ptr addrspace(3) %p, float %v monotonic, align 4
-  ret void
-}
 define internal i32 @convtune_arrive(ptr addrspace(1) %p) alwaysinline nounwind {
   %a = ptrtoint ptr addrspace(1) %p to i64
   %old = call i32 asm sideeffect "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}"(i64 %a)

@@ -136,7 +136,6 @@ pub(crate) trait TargetSpec: Sync {
     }
     /// LLVM IR text that every module starts from: helpers the C API cannot build (sync
     /// scopes, atomic metadata). Must define `convtune_atomic_fadd(ptr global, float)`,
-    /// `convtune_atomic_fadd_shared(ptr shared, float)`,
     /// `i32 convtune_arrive(ptr global)` (device-scope acquire-release increment, returning the
     /// old value) and `convtune_fence_device(ptr global)` (device-scope acquire-release fence).
     fn prelude_ir(&self) -> String;

@@ -183,10 +183,6 @@ define internal void @convtune_atomic_fadd(ptr %p, float %v) alwaysinline nounwi
   %old = atomicrmw fadd ptr %p, float %v monotonic, align 4
   ret void
 }
-define internal void @convtune_atomic_fadd_shared(ptr %p, float %v) alwaysinline nounwind {
-  %old = atomicrmw fadd ptr %p, float %v monotonic, align 4
-  ret void
-}
 define internal i32 @convtune_arrive(ptr %p) alwaysinline nounwind {
   %old = atomicrmw add ptr %p, i32 1 seq_cst, align 4
   ret i32 %old

@@ -111,10 +111,13 @@ pub(super) fn estimate(
         + taps * va.div_euclid(4.0).max(1.0) // filter taps from shared memory
         + px * (1.0 + va / 2.0) // conversions back and stores (backward weight: the loads)
         + THREAD_OVERHEAD_SLOTS;
-    // Backward weight: a thread walks `per_lane` tiles, then adds its sums into the block's
-    // (a shared-memory atomic each).
-    let per_thread =
-        per_thread * per_lane as f64 + if shape.reduce { taps * va * 2.0 } else { 0.0 };
+    // Backward weight: a thread walks `per_lane` tiles, then adds its sums into the block's.
+    let per_thread = per_thread * per_lane as f64
+        + if shape.reduce {
+            taps * va * 3.0 + lanes as f64 * 2.0
+        } else {
+            0.0
+        };
     let slot_us = 1.0 / (machine.issue_per_clk * machine.clock_ghz * 1e3);
     // The busiest SM issues its share of the blocks, each in whole warps (a block of 4
     // threads issues as many instructions as one of 32).
