@@ -401,6 +401,22 @@ struct Fit<'a> {
     elem: u32,
     max_bytes: u32,
     splits: &'a [u32],
+    /// A depthwise backward-weight problem: an `mma=dw` neighbour keeps the widths it was
+    /// tuned with wherever they are legal. The model's widths for that kernel are not to be
+    /// trusted: in session 26's call 4 it preferred `va=8` where every winner used 1 or 2, and
+    /// its first pick among the measured dw configs ran at 0.58–0.97 of the fastest.
+    dw_widths_as_tuned: bool,
+}
+
+impl Fit<'_> {
+    /// `c` with the widths it may be fitted with ([`width_variants`], or only its own).
+    fn widths(&self, c: &PerfConfig, legal: bool) -> Vec<PerfConfig> {
+        if self.dw_widths_as_tuned && legal && c.mma == crate::config::MmaPath::Depthwise {
+            vec![*c]
+        } else {
+            width_variants(c, self.elem, self.max_bytes)
+        }
+    }
 }
 
 /// The fastest by `score` of (neighbour, config) pairs given nearest neighbour first, each
@@ -419,7 +435,7 @@ fn fastest<'n>(
         |a: &PerfConfig, b: &PerfConfig| b.vec_a + b.vec_b + b.vec_c > a.vec_a + a.vec_b + a.vec_c;
     pairs
         .flat_map(|(n, c)| {
-            width_variants(&c, fit.elem, fit.max_bytes)
+            fit.widths(&c, score(&c).is_some())
                 .into_iter()
                 .flat_map(|w| split_variants(&w, fit.splits))
                 .map(move |c| (n, c))
@@ -466,6 +482,7 @@ pub fn ranked(
         elem,
         max_bytes: arch.max_vector_bytes,
         splits: &tiles.splits,
+        dw_widths_as_tuned: problem.direction() == crate::problem::Direction::BwdWeight,
     };
     let d_min = near
         .iter()

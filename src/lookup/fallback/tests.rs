@@ -459,3 +459,31 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
         assert_eq!(lookup.len(), 4, "{line}");
     }
 }
+
+#[test]
+fn a_depthwise_bwd_weight_neighbour_keeps_its_tuned_widths() {
+    let dw: PerfConfig =
+        "v2:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw"
+            .parse()
+            .unwrap();
+    let gemm: PerfConfig = "v1:bm=16,bn=32,bk=64,wm=16,wn=16,st=4,va=2,vb=8,vc=1,lds=swz,sk=1,rs=1"
+        .parse()
+        .unwrap();
+    // A model that always prefers the widest vectors.
+    let score = |c: &PerfConfig| Some(100.0 / f64::from(c.vec_a + c.vec_b + c.vec_c));
+    for (as_tuned, c, widened) in [(true, dw, false), (false, dw, true), (true, gemm, true)] {
+        let n = Neighbour {
+            key: "k".into(),
+            config: c,
+            distance: 1.0,
+        };
+        let fit = Fit {
+            elem: 2,
+            max_bytes: 16,
+            splits: &[1],
+            dw_widths_as_tuned: as_tuned,
+        };
+        let (_, got, _) = fastest(std::iter::once((&n, c)), fit, &score).unwrap();
+        assert_eq!(got.vec_a != c.vec_a, widened, "{as_tuned} {c} -> {got}");
+    }
+}
