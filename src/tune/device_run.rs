@@ -464,15 +464,18 @@ fn prepare(
     let (reference, reference_d) = reference?;
     stages.enumerate_s = enumerate_d.as_secs_f64();
     stages.reference_s = reference_d.as_secs_f64();
+    // Each config looked up once among millions (the lookup's also lead `order`).
+    let mut at: HashMap<PerfConfig, Option<usize>> = HashMap::new();
+    let mut index = |c: &PerfConfig| {
+        *at.entry(*c)
+            .or_insert_with(|| index_among(c, l, &arch, &mut e.legal))
+    };
     let before: Vec<PerfConfig> = looked
         .iter()
-        .filter(|c| index_among(c, l, &arch, &mut e.legal).is_some())
+        .filter(|c| index(c).is_some())
         .copied()
         .collect();
-    let seeds = order
-        .iter()
-        .filter_map(|c| index_among(c, l, &arch, &mut e.legal))
-        .collect();
+    let seeds = order.iter().filter_map(&mut index).collect();
     Ok(Prepared {
         e,
         seeds,
