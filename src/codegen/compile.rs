@@ -242,38 +242,23 @@ fn plan_depthwise<'l>(
     // Backward weight adds the blocks' sums into a zeroed f32 filter gradient: the filter
     // itself when f32, else a copy in the workspace converted after.
     let elems = plan.filter_elems();
-    let (dt, in_ws) = (plan.shape.dtype, plan.sums_in_workspace);
+    let (dt, in_ws) = (plan.shape.dtype, plan.shape.sums_in_workspace());
     let (role, zdt) = if in_ws {
         (ArgRole::Workspace, DType::F32)
     } else {
         (ArgRole::Filter, dt)
     };
-    let zero = kernel(
-        "convtune_zero".into(),
-        [blocks(elems, fill_width(elems, zdt.bytes())), 1, 1],
-        THREADS,
-        0,
-    )?;
     let mut kernels = vec![
-        (
-            zero,
-            Body::Zero {
-                role,
-                dt: zdt,
-                elems,
-            },
-        ),
+        zero_launch("convtune_zero", role, zdt, elems)?,
         (k, Body::Depthwise(Box::new(plan))),
     ];
     if in_ws {
-        let finish = kernel(
-            "convtune_depthwise_finish".into(),
-            [blocks(elems, 1), 1, 1],
-            THREADS,
-            0,
-        )?;
-        let written = Tensor::Filter;
-        kernels.push((finish, Body::Finish { written, dt, elems }));
+        kernels.push(finish_launch(
+            "convtune_depthwise_finish",
+            Tensor::Filter,
+            dt,
+            elems,
+        )?);
     }
     Ok(Launches {
         kernels,
@@ -281,6 +266,34 @@ fn plan_depthwise<'l>(
         fault: false,
         redirect: [None; 3],
     })
+}
+
+/// The launch that writes zeros to `elems` elements of `dt` at argument `role` (split-K and
+/// depthwise backward-weight sums, fix-up counters, zero-initialised outputs).
+fn zero_launch<'l>(
+    name: &str,
+    role: ArgRole,
+    dt: DType,
+    elems: u64,
+) -> Result<(Kernel, Body<'l>), CodegenError> {
+    let k = kernel(
+        name.into(),
+        [blocks(elems, fill_width(elems, dt.bytes())), 1, 1],
+        THREADS,
+        0,
+    )?;
+    Ok((k, Body::Zero { role, dt, elems }))
+}
+
+/// The launch that converts `elems` f32 sums in the workspace to `written`'s type `dt`.
+fn finish_launch<'l>(
+    name: &str,
+    written: Tensor,
+    dt: DType,
+    elems: u64,
+) -> Result<(Kernel, Body<'l>), CodegenError> {
+    let k = kernel(name.into(), [blocks(elems, 1), 1, 1], THREADS, 0)?;
+    Ok((k, Body::Finish { written, dt, elems }))
 }
 
 /// The launches of the GEMMs of `lowering` with `cfg` (and the zeroing, fix-up counters and
@@ -334,20 +347,12 @@ fn plan_gemms<'l>(
             workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
         }
         let words = counters / 4;
-        let k = kernel(
-            "convtune_zero_counters".into(),
-            [blocks(words, fill_width(words, 4)), 1, 1],
-            THREADS,
-            0,
-        )?;
-        kernels.push((
-            k,
-            Body::Zero {
-                role: ArgRole::Workspace,
-                dt: DType::F32,
-                elems: words,
-            },
-        ));
+        kernels.push(zero_launch(
+            "convtune_zero_counters",
+            ArgRole::Workspace,
+            DType::F32,
+            words,
+        )?);
     }
     if lowering.zero_init || atomics {
         let (role, zdt) = if to_workspace {
@@ -355,21 +360,7 @@ fn plan_gemms<'l>(
         } else {
             (ArgRole::of(written), dt)
         };
-        let per = fill_width(elems, zdt.bytes());
-        let k = kernel(
-            "convtune_zero".into(),
-            [blocks(elems, per), 1, 1],
-            THREADS,
-            0,
-        )?;
-        kernels.push((
-            k,
-            Body::Zero {
-                role,
-                dt: zdt,
-                elems,
-            },
-        ));
+        kernels.push(zero_launch("convtune_zero", role, zdt, elems)?);
     }
     for plan in plans {
         let name = format!("convtune_gemm{}", plan.gemm.id);
@@ -380,13 +371,7 @@ fn plan_gemms<'l>(
         kernels.push((k, Body::Gemm(Box::new(plan))));
     }
     if to_workspace {
-        let k = kernel(
-            "convtune_splitk_finish".into(),
-            [blocks(elems, 1), 1, 1],
-            THREADS,
-            0,
-        )?;
-        kernels.push((k, Body::Finish { written, dt, elems }));
+        kernels.push(finish_launch("convtune_splitk_finish", written, dt, elems)?);
     }
     Ok(Launches {
         kernels,
@@ -415,7 +400,7 @@ pub(crate) fn emit<'ctx>(
                 w
             }
             Body::Phased(_) => vec![ArgRole::Input],
-            Body::Depthwise(plan) if plan.shape.reduce => match plan.sums_in_workspace {
+            Body::Depthwise(plan) if plan.shape.reduce => match plan.shape.sums_in_workspace() {
                 true => vec![ArgRole::Workspace],
                 false => vec![ArgRole::Filter],
             },

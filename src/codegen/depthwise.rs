@@ -36,11 +36,9 @@ pub(crate) struct DwPlan {
     pub grid: [u64; 3],
     /// Dynamic shared memory (the filter; backward weight: the block's sums).
     pub shared_bytes: u32,
-    /// Backward weight: pixel tiles each block walks (one contiguous run), and the f32 copy
-    /// of the filter gradient the blocks add their sums into (`None`: the filter itself,
-    /// f32 already).
+    /// Pixel tiles each block takes ([`DwShape::pixel_blocks`]; backward weight: the one
+    /// contiguous run its threads walk).
     pub run: u32,
-    pub sums_in_workspace: bool,
 }
 
 impl DwPlan {
@@ -59,12 +57,7 @@ impl DwPlan {
         let tiles_hw = shape.tiles_hw(tile.rows, tile.cols);
         let tiles = shape.tiles(tile.rows, tile.cols);
         let channel_blocks = u64::from(shape.channels.div_ceil(tile.channels));
-        let (grid_x, run) = if shape.reduce {
-            let slices = shape.slices(&tile, arch);
-            (u64::from(slices), tiles.div_ceil(u64::from(slices)) as u32)
-        } else {
-            (tiles.div_ceil(u64::from(tile.tiles())), tile.tiles())
-        };
+        let (grid_x, run) = shape.pixel_blocks(&tile, arch);
         Ok(DwPlan {
             shape,
             tile,
@@ -73,7 +66,6 @@ impl DwPlan {
             grid: [grid_x, channel_blocks, 1],
             shared_bytes: shape.filter_bytes(tile.channels) as u32,
             run,
-            sums_in_workspace: shape.reduce && shape.dtype != DType::F32,
         })
     }
 
@@ -110,14 +102,9 @@ pub(crate) fn emit_depthwise<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
     );
     let live = kb.all(&[kb.ultc(tile, pl.tiles), kb.ultc(ch0, s.channels)]);
     kb.if_then(live, |kb| {
-        let [tiles_h, tiles_w] = pl.tiles_hw;
-        let wt = kb.uremc(tile, tiles_w);
-        let rest = kb.udivc(tile, tiles_w);
-        let (ht, n) = (kb.uremc(rest, tiles_h), kb.udivc(rest, tiles_h));
-        let h0 = kb.mulc(ht, i64::from(t.rows));
-        let w0 = kb.mulc(wt, i64::from(t.cols));
-        let acc = accumulate(kb, pl, n, [h0, w0], cv, ch0);
-        store(kb, pl, n, [h0, w0], ch0, &acc);
+        let (n, origin) = tile_origin(kb, pl, tile);
+        let acc = accumulate(kb, pl, n, origin, cv, ch0);
+        store(kb, pl, n, origin, ch0, &acc);
     });
 }
 
@@ -164,14 +151,7 @@ fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
             let tile = kb.add(start, k);
             let live = kb.all(&[ch_ok, kb.ultc(k, pl.run), kb.ultc(tile, pl.tiles)]);
             kb.if_then(live, |kb| {
-                let [tiles_h, tiles_w] = pl.tiles_hw;
-                let wt = kb.uremc(tile, tiles_w);
-                let rest = kb.udivc(tile, tiles_w);
-                let (ht, n) = (kb.uremc(rest, tiles_h), kb.udivc(rest, tiles_h));
-                let origin = [
-                    kb.mulc(ht, i64::from(t.rows)),
-                    kb.mulc(wt, i64::from(t.cols)),
-                ];
+                let (n, origin) = tile_origin(kb, pl, tile);
                 let dst = load_dst_tile(kb, pl, n, origin, ch0);
                 let mut acc: Vec<FloatValue> = sums
                     .iter()
@@ -211,7 +191,7 @@ fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
         kb.barrier();
     });
     // The block's sums into the filter gradient (its f32 copy in the workspace).
-    let (base, role_elems) = if pl.sums_in_workspace {
+    let (base, role_elems) = if s.sums_in_workspace() {
         (kb.arg(crate::abi::ArgRole::Workspace), DType::F32)
     } else {
         (kb.tensor(Tensor::Filter), s.dtype)
@@ -228,6 +208,24 @@ fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
             );
         });
     });
+}
+
+/// The image of pixel tile `tile` (numbered along W, then H, then images) and its first
+/// `dst` pixel (row, column).
+fn tile_origin<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    pl: &DwPlan,
+    tile: IntValue<'ctx>,
+) -> (IntValue<'ctx>, [IntValue<'ctx>; 2]) {
+    let [tiles_h, tiles_w] = pl.tiles_hw;
+    let wt = kb.uremc(tile, tiles_w);
+    let rest = kb.udivc(tile, tiles_w);
+    let (ht, n) = (kb.uremc(rest, tiles_h), kb.udivc(rest, tiles_h));
+    let origin = [
+        kb.mulc(ht, i64::from(pl.tile.rows)),
+        kb.mulc(wt, i64::from(pl.tile.cols)),
+    ];
+    (n, origin)
 }
 
 /// `body(i)` for every `i < elems`, the block's `threads` threads taking consecutive ones.

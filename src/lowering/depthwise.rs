@@ -334,6 +334,25 @@ impl DwShape {
         u64::from(want).clamp(1, most.max(1)) as u32
     }
 
+    /// Blocks along the pixels per channel block, and the pixel tiles each one takes: one
+    /// tile a thread for forward and backward data; backward weight's [`Self::slices`], each
+    /// a contiguous run of tiles its threads walk.
+    pub fn pixel_blocks(&self, tile: &DwTile, arch: &Arch) -> (u64, u32) {
+        let tiles = self.tiles(tile.rows, tile.cols);
+        if self.reduce {
+            let slices = u64::from(self.slices(tile, arch));
+            (slices, tiles.div_ceil(slices) as u32)
+        } else {
+            (tiles.div_ceil(u64::from(tile.tiles())), tile.tiles())
+        }
+    }
+
+    /// Backward weight with a 16-bit filter: the blocks' sums go to an f32 copy in the
+    /// workspace, converted after (an f32 filter takes them itself).
+    pub fn sums_in_workspace(&self) -> bool {
+        self.reduce && self.dtype != DType::F32
+    }
+
     /// Elements of `src`.
     pub fn src_elems(&self) -> u64 {
         u64::from(self.batch)

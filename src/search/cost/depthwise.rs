@@ -64,15 +64,11 @@ pub(super) fn estimate(
     let lanes = u64::from(tile.tiles());
     // Backward weight: `slices` blocks per channel block, each thread walking its share of
     // their run of tiles; forward and backward data: one tile a thread.
-    let (blocks, per_lane) = if shape.reduce {
-        let slices = u64::from(shape.slices(&tile, arch));
-        (
-            slices * channel_blocks,
-            ceil_div(ceil_div(tiles, slices), lanes),
-        )
-    } else {
-        (ceil_div(tiles, lanes) * channel_blocks, 1)
-    };
+    let (pixel_blocks, run) = shape.pixel_blocks(&tile, arch);
+    let (blocks, per_lane) = (
+        pixel_blocks * channel_blocks,
+        ceil_div(u64::from(run), lanes),
+    );
     let sms = u64::from(arch.compute_units);
     let slots = sms * u64::from(bps);
     let waves = ceil_div(blocks, slots).max(1);
