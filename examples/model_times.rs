@@ -1,5 +1,6 @@
-//! The cost model's time (µs) and whether the config is legal, for `PROBLEM | CONFIG` lines on
-//! stdin (sm_90), tab-separated: what a fallback or search experiment needs without a GPU
+//! The cost model's time (µs), its compute and memory terms (µs), blocks and blocks per SM, and
+//! whether the config is legal (last), for `PROBLEM | CONFIG` lines on stdin (sm_90),
+//! tab-separated: what a fallback or search experiment needs without a GPU
 //! (`scripts/session25/loo-tries.py --legal-only`).
 use convtune::arch::Arch;
 use convtune::lowering::lower;
@@ -15,6 +16,10 @@ fn main() {
         let l = lower(&p);
         let m = CostModel::new(&l, CostArch::from_arch(&arch, p.dtype()));
         let ok = convtune::legality::check(&l, &c, &arch).is_ok();
-        println!("{:.3}\t{}", m.estimate(&c).time_us, ok);
+        let e = m.estimate(&c);
+        println!(
+            "{:.3}\t{:.3}\t{:.3}\t{}\t{}\t{ok}",
+            e.time_us, e.compute_us, e.memory_us, e.blocks, e.blocks_per_sm
+        );
     }
 }

@@ -8,7 +8,7 @@ use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, Target};
 use convtune::config::{DwTile, MmaPath, PerfConfig};
 use convtune::legality;
-use convtune::lowering::lower;
+use convtune::lowering::{depthwise::DwShape, lower};
 use convtune::problem::ConvProblem;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 mod common;
@@ -37,6 +37,12 @@ fn runs(p: &ConvProblem, c: &PerfConfig, arch: Arch, seed: u64) {
         "{p} {c}: {:?}",
         rep.kernels
     );
+    // The launches besides the transposes are those the cost model charges.
+    if let Ok(shape) = DwShape::of(p) {
+        let own = rep.kernels.iter();
+        let own = own.filter(|k| !k.name.starts_with("convtune_relayout_"));
+        assert_eq!(own.count() as u32, shape.launches(), "{p} {c}");
+    }
     // Backward weight: zeroed first; a 16-bit filter gradient converted from f32 after.
     if p.direction() == convtune::problem::Direction::BwdWeight {
         let names: Vec<_> = rep.kernels.iter().map(|k| k.name.as_str()).collect();

@@ -402,9 +402,12 @@ struct Fit<'a> {
     max_bytes: u32,
     splits: &'a [u32],
     /// A depthwise backward-weight problem: an `mma=dw` neighbour keeps the widths it was
-    /// tuned with wherever they are legal. The model's widths for that kernel are not to be
-    /// trusted: in session 26's call 4 it preferred `va=8` where every winner used 1 or 2, and
-    /// its first pick among the measured dw configs ran at 0.58–0.97 of the fastest.
+    /// tuned with wherever they are legal. In session 26's call 4 the model preferred `va=8`
+    /// where every winner used 1 or 2, its first pick among the measured dw configs running at
+    /// 0.58–0.97 of the fastest. Session 27's recalibration (contended atomics, coalescing by
+    /// the block's channels) brought its width choice within a tile from 0.81 to 0.95 of the
+    /// fastest on the same timings; whether it now matches the neighbours' measured widths
+    /// has not been timed, so they are still kept.
     dw_widths_as_tuned: bool,
 }
 

@@ -353,6 +353,12 @@ impl DwShape {
         self.reduce && self.dtype != DType::F32
     }
 
+    /// Kernel launches a run takes: the kernel; for backward weight also the zeroing of what
+    /// the blocks add into, and with [`Self::sums_in_workspace`] the conversion after.
+    pub fn launches(&self) -> u32 {
+        1 + u32::from(self.reduce) + u32::from(self.sums_in_workspace())
+    }
+
     /// Elements of `src`.
     pub fn src_elems(&self) -> u64 {
         u64::from(self.batch)

@@ -1,7 +1,12 @@
 //! The cost of the direct depthwise kernel (`mma=dw`): a memory-bound estimate.
 //!
 //! - **DRAM**: `src` and `dst` once each (the kernel's re-reads of `src` across filter rows
-//!   and neighbouring tiles hit L1 or L2), narrow vectors wasting sectors as on the GEMM paths.
+//!   and neighbouring tiles hit L1 or L2). Sectors are wasted only when a block's run of
+//!   channels is narrower than a sector: its threads lie along the channels first, so a warp
+//!   reads a block's channels of a pixel as one contiguous run whatever each thread's vector
+//!   (charging narrow *per-thread* vectors as the GEMM paths do ranked `va=8` first where the
+//!   winners load 1–2 channels: on session 26's 603 timed configs of a forward depthwise
+//!   problem, the model's pick went from 0.76 to 0.93 of the fastest).
 //! - **L2**: every `src` vector a thread loads (its tile's span of rows × columns: the reuse
 //!   within a tile is in registers, so a wider tile loads less), the stores, and each block's
 //!   copy of its filter taps.
@@ -10,6 +15,9 @@
 //!   grid can draw.
 //! - **Issue**: FMAs, conversions, loads and stores per thread on the busiest SM, with the
 //!   wave quantisation of the grid.
+//! - **Atomics** (backward weight): every block adds its sums for each of its channels and taps
+//!   into the same few thousand addresses, and those adds serialise at the L2 instead of
+//!   streaming; charged on top of the rest ([`CONTENDED_ATOMIC_BYTES`]).
 
 use super::{blocks_per_sm, ceil_div, vector_efficiency, CostArch, Estimate};
 use crate::config::{DwTile, PerfConfig};
@@ -19,8 +27,13 @@ use crate::lowering::Lowering;
 
 /// Bytes in flight per SM that saturate DRAM (the GEMM model's figure).
 const SATURATING_BYTES_PER_SM: f64 = 32768.0;
-/// L2 bytes an f32 atomic add costs (a read-modify-write at the L2, serialised per address).
-const ATOMIC_BYTES: f64 = 32.0;
+/// L2 bytes of bandwidth one f32 atomic add into a contended address takes, as time not hidden
+/// behind the kernel's loads. Fitted on session 26's call 4 (1,887 timed backward-weight configs
+/// of ten problems, each block adding into C × taps addresses): about 23 µs per million adds on
+/// the H200, the model's pick among each problem's timed configs 0.70 → 0.87 of the fastest
+/// with the coalescing rule above (any value from 150 to 300 picks the same); charged as L2
+/// bytes so that it scales with an arch's L2.
+const CONTENDED_ATOMIC_BYTES: f64 = 230.0;
 /// Issue slots a thread spends outside its tile's arithmetic: index math, bounds, the filter
 /// copy's share.
 const THREAD_OVERHEAD_SLOTS: f64 = 40.0;
@@ -83,20 +96,19 @@ pub(super) fn estimate(
     let dst_bytes = shape.dst_elems() as f64 * e;
     let filter = blocks as f64 * f64::from(tile.channels) * taps * e;
     // Backward weight: each block's f32 sums added into the gradient, an atomic per channel
-    // and tap (charged as ATOMIC_BYTES of L2 traffic each), and the zeroing and conversion
-    // launches around the kernel.
-    let (atomics, launches) = if shape.reduce {
-        (
-            blocks as f64 * f64::from(tile.channels) * taps * ATOMIC_BYTES,
-            3.0,
-        )
+    // and tap.
+    let atomics_us = if shape.reduce {
+        blocks as f64 * f64::from(tile.channels) * taps * CONTENDED_ATOMIC_BYTES
+            / (machine.l2_tbps * 1e6)
     } else {
-        (0.0, 1.0)
+        0.0
     };
-    let dram = (shape.src_elems() as f64 * e + dst_bytes)
-        / vector_efficiency(shape.src_vec(tile.vec) * shape.dtype.bytes())
+    let launches = f64::from(shape.launches());
+    // A warp reads a block's channels of a pixel as one run (see the module doc).
+    let run_bytes = shape.src_vec(tile.channels) * shape.dtype.bytes();
+    let dram = (shape.src_elems() as f64 * e + dst_bytes) / vector_efficiency(run_bytes)
         + (f64::from(shape.channels) * taps * e);
-    let l2 = src_loads + dst_bytes + filter + atomics;
+    let l2 = src_loads + dst_bytes + filter;
     let in_flight = resident as f64 * f64::from(threads) * f64::from(sh * sw) * src_vec_bytes;
     let bw_frac = (in_flight / (sms as f64 * SATURATING_BYTES_PER_SM)).clamp(0.05, 1.0);
     let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
@@ -120,7 +132,8 @@ pub(super) fn estimate(
     let issued = f64::from(threads.next_multiple_of(arch.warp_size));
     let compute = ceil_div(blocks, sms) as f64 * issued * per_thread * slot_us;
 
-    out.time_us = compute.max(memory) + 0.2 * compute.min(memory) + launches * machine.launch_us;
+    out.time_us =
+        compute.max(memory) + 0.2 * compute.min(memory) + atomics_us + launches * machine.launch_us;
     out.compute_us = compute;
     out.memory_us = memory;
     out.blocks = blocks;
@@ -144,6 +157,33 @@ mod tests {
         )
         .parse()
         .unwrap()
+    }
+
+    #[test]
+    fn backward_weight_ranks_measured_extremes_in_order() {
+        // Session 26's call 4 on the H200 (µs): the fastest and one of the slowest timed
+        // configs of two problems. The slow ones add into the filter from 4–8× more blocks
+        // (contended atomics) or load 8 channels a thread; the model before session 27 ranked
+        // both of them first.
+        let a = |dt| CostArch::from_arch(&Arch::SM_90, dt);
+        for (p, fast, slow) in [
+            (
+                "conv -n 128 -c 32 -H 28 -W 28 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 4 --layout NHWC",
+                dw(16, 256, 1, 4, 4), // 30.2
+                dw(32, 32, 2, 4, 4),  // 226.1
+            ),
+            (
+                "convfp16 -n 8 -c 2048 -H 56 -W 56 -k 2048 -y 3 -x 3 -p 1 -q 1 -g 2048 -F 4 \
+                 --layout NHWC",
+                dw(64, 128, 2, 4, 4), // 79.8
+                dw(128, 32, 8, 2, 4), // 281.4
+            ),
+        ] {
+            let p: ConvProblem = p.parse().unwrap();
+            let (l, a) = (lower(&p), a(p.dtype()));
+            let (f, s) = (estimate(&l, &fast, &a), estimate(&l, &slow, &a));
+            assert!(f.time_us < s.time_us, "{p}: {f:?} vs {s:?}");
+        }
     }
 
     #[test]
