@@ -192,11 +192,67 @@ pub fn find_candidates_with(
     most: usize,
     heuristic: impl FnOnce() -> Option<PerfConfig>,
 ) -> Result<Vec<Found>, LookupError> {
-    let check = SpaceCheck { space };
-    let hit = layers.lookup(problem, arch.name, fingerprint, &check);
-    let mut out = Vec::new();
-    if hit.source == Source::Exact {
-        if let Some(cfg) = hit.config.as_deref().and_then(|c| c.parse().ok()) {
+    Read::databases(problem, arch, layers, fingerprint, space).candidates(most, heuristic)
+}
+
+/// A lookup with its databases read and not yet ranked: the exact entry, when there is one,
+/// is known here ([`Read::exact`]), before the fallback enumerates and ranks anything, so the
+/// tuner starts compiling it at once; [`Read::candidates`] goes on from the same read.
+pub struct Read<'a> {
+    problem: &'a ConvProblem,
+    arch: &'a Arch,
+    layers: Layered<'a>,
+    fingerprint: Option<&'a Fingerprint>,
+    space: Option<&'a SearchSpace>,
+    hit: db::Lookup,
+}
+
+impl<'a> Read<'a> {
+    /// Reads the problem's entry from `layers` (the user's over the system's, see
+    /// [`Layered`]), checked for legality here and, with `space`, for membership of it.
+    pub fn databases(
+        problem: &'a ConvProblem,
+        arch: &'a Arch,
+        layers: Layered<'a>,
+        fingerprint: Option<&'a Fingerprint>,
+        space: Option<&'a SearchSpace>,
+    ) -> Read<'a> {
+        let hit = layers.lookup(problem, arch.name, fingerprint, &SpaceCheck { space });
+        Read {
+            problem,
+            arch,
+            layers,
+            fingerprint,
+            space,
+            hit,
+        }
+    }
+
+    /// The exact entry's config, when there is one that may run here: the lookup's answer.
+    pub fn exact(&self) -> Option<PerfConfig> {
+        (self.hit.source == Source::Exact)
+            .then(|| self.hit.config.as_deref()?.parse().ok())
+            .flatten()
+    }
+
+    /// The exact entry's config first, then up to `most` of the fallback's ranked configs
+    /// ([`find_candidates_with`]).
+    pub fn candidates(
+        self,
+        most: usize,
+        heuristic: impl FnOnce() -> Option<PerfConfig>,
+    ) -> Result<Vec<Found>, LookupError> {
+        let exact = self.exact();
+        let Read {
+            problem,
+            arch,
+            layers,
+            fingerprint,
+            space,
+            hit,
+        } = self;
+        let mut out = Vec::new();
+        if let Some(cfg) = exact {
             out.push(Found {
                 config: cfg,
                 source: hit.source.clone(),
@@ -206,62 +262,62 @@ pub fn find_candidates_with(
                 return Ok(out);
             }
         }
-    }
-    // No exact entry: the nearest tuned problems' configs and the quick list, ranked by the
-    // cost model for this problem.
-    let why = if hit.source == Source::None {
-        hit.reason.clone()
-    } else if hit.source == Source::Exact {
-        "besides the exact entry".to_string()
-    } else {
-        let mut why = "no exact entry".to_string();
-        crate::db::append_notes(&mut why, &hit.notes);
-        why
-    };
-    let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
-    let near = fallback::neighbours(problem, arch, &layers, fingerprint);
-    let default_space = SearchSpace::default_for(arch);
-    let mut guesses: Vec<(PerfConfig, Guess)> = shipped_quick_list(arch.name)
-        .configs(problem.direction(), problem.dtype())
-        .iter()
-        .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
-        .collect();
-    // The heuristic enumerates the whole space: once, as a guess and as the last resort.
-    let model_pick = heuristic();
-    guesses.extend(model_pick.map(|c| (c, Guess::Model)));
-    let within = if space.is_some() {
-        " in the given space"
-    } else {
-        ""
-    };
-    let tiles = match space {
-        Some(s) => TileValues::of(&[s]),
-        None => {
-            let mut spaces = vec![&default_space];
-            spaces.extend(extra_spaces(&lower(problem), arch));
-            TileValues::of(&spaces)
+        // No exact entry: the nearest tuned problems' configs and the quick list, ranked by
+        // the cost model for this problem.
+        let why = if hit.source == Source::None {
+            hit.reason.clone()
+        } else if hit.source == Source::Exact {
+            "besides the exact entry".to_string()
+        } else {
+            let mut why = "no exact entry".to_string();
+            crate::db::append_notes(&mut why, &hit.notes);
+            why
+        };
+        let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
+        let near = fallback::neighbours(problem, arch, &layers, fingerprint);
+        let default_space = SearchSpace::default_for(arch);
+        let mut guesses: Vec<(PerfConfig, Guess)> = shipped_quick_list(arch.name)
+            .configs(problem.direction(), problem.dtype())
+            .iter()
+            .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
+            .collect();
+        // The heuristic enumerates the whole space: once, as a guess and as the last resort.
+        let model_pick = heuristic();
+        guesses.extend(model_pick.map(|c| (c, Guess::Model)));
+        let within = if space.is_some() {
+            " in the given space"
+        } else {
+            ""
+        };
+        let tiles = match space {
+            Some(s) => TileValues::of(&[s]),
+            None => {
+                let mut spaces = vec![&default_space];
+                spaces.extend(extra_spaces(&lower(problem), arch));
+                TileValues::of(&spaces)
+            }
+        };
+        let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_space, most);
+        for (rank, pick) in picks.into_iter().enumerate() {
+            let found = found_of(pick, &why, within, near.len(), rank);
+            if out.len() < most && out.iter().all(|f| f.config != found.config) {
+                out.push(found);
+            }
         }
-    };
-    let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_space, most);
-    for (rank, pick) in picks.into_iter().enumerate() {
-        let found = found_of(pick, &why, within, near.len(), rank);
-        if out.len() < most && out.iter().all(|f| f.config != found.config) {
-            out.push(found);
+        if !out.is_empty() {
+            return Ok(out);
         }
+        // Nothing ranked (the model gave no finite time): the heuristic's pick as it is.
+        let config = model_pick.ok_or_else(|| LookupError::NoLegalConfig {
+            problem: problem.key(),
+            arch: arch.name.to_string(),
+        })?;
+        Ok(vec![Found {
+            config,
+            source: Source::Heuristic,
+            reason: format!("{}; using the cost model's best legal config", hit.reason),
+        }])
     }
-    if !out.is_empty() {
-        return Ok(out);
-    }
-    // Nothing ranked (the model gave no finite time): the heuristic's pick as it is.
-    let config = model_pick.ok_or_else(|| LookupError::NoLegalConfig {
-        problem: problem.key(),
-        arch: arch.name.to_string(),
-    })?;
-    Ok(vec![Found {
-        config,
-        source: Source::Heuristic,
-        reason: format!("{}; using the cost model's best legal config", hit.reason),
-    }])
 }
 
 /// The answer for one of the fallback's ranked picks (`rank` 0 is its first choice).
@@ -327,22 +383,6 @@ fn ordinal(n: usize) -> String {
         _ => "th",
     };
     format!("{n}{suffix}")
-}
-
-/// The problem's exact database entry (the user's over the system's, see [`Layered`]) when it
-/// is legal here (and in `space`, when given): [`find_candidates_with`]'s answer whenever
-/// there is one, known before anything is enumerated.
-pub fn exact_config(
-    problem: &ConvProblem,
-    arch: &Arch,
-    layers: Layered<'_>,
-    fingerprint: Option<&Fingerprint>,
-    space: Option<&SearchSpace>,
-) -> Option<PerfConfig> {
-    let hit = layers.lookup(problem, arch.name, fingerprint, &SpaceCheck { space });
-    (hit.source == Source::Exact)
-        .then(|| hit.config.as_deref()?.parse().ok())
-        .flatten()
 }
 
 /// Legality, and with a space, membership of it.

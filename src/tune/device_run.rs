@@ -567,18 +567,10 @@ fn lookup_candidates(
         user: user.as_ref(),
     };
     let space = s.options.space.as_ref().map(|_| &s.space);
+    let read = crate::lookup::Read::databases(p, &s.arch, layers, Some(&s.fingerprint), space);
     // The answer whenever there is an exact entry, known before anything is enumerated.
-    let exact = crate::lookup::exact_config(p, &s.arch, layers, Some(&s.fingerprint), space);
-    early.start(exact);
-    crate::lookup::find_candidates_with(
-        p,
-        &s.arch,
-        layers,
-        Some(&s.fingerprint),
-        space,
-        crate::lookup::SEED_CANDIDATES,
-        heuristic,
-    )
-    .map(|found| found.iter().map(|f| f.config).collect())
-    .unwrap_or_default()
+    early.start(read.exact());
+    read.candidates(crate::lookup::SEED_CANDIDATES, heuristic)
+        .map(|found| found.iter().map(|f| f.config).collect())
+        .unwrap_or_default()
 }

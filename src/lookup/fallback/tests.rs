@@ -487,3 +487,27 @@ fn a_depthwise_bwd_weight_neighbour_keeps_its_tuned_widths() {
         assert_eq!(got.vec_a != c.vec_a, widened, "{as_tuned} {c} -> {got}");
     }
 }
+
+#[test]
+fn the_exact_entry_is_known_from_the_read_and_is_the_answer() {
+    // With its entry, the read knows the answer before ranking; held out, it knows none, and
+    // the candidates come from the fallback.
+    let arch = Arch::SM_90;
+    let line = "convbfp16 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -p 0 -q 0 -F 1 --layout NHWC";
+    let held = HeldOut::new(line);
+    let suite =
+        crate::db::TunedDb::parse(SUITE_DB, "tests/golden/sm_90-suite-2026-12-03.toml").unwrap();
+    let whole = crate::db::Layered {
+        system: None,
+        user: Some(&suite),
+    };
+    let read = crate::lookup::Read::databases(&held.p, &arch, whole, None, None);
+    let exact = read.exact();
+    assert!(exact.is_some() && exact == held.tuned, "{line}");
+    let found = read.candidates(1, || None).unwrap();
+    assert_eq!(Some(found[0].config), exact);
+    let read = crate::lookup::Read::databases(&held.p, &arch, held.layers(), None, None);
+    assert_eq!(read.exact(), None);
+    let found = read.candidates(2, || None).unwrap();
+    assert!(!found.is_empty() && found.iter().all(|f| f.source != crate::db::Source::Exact));
+}
