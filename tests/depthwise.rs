@@ -6,7 +6,7 @@
 
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, Target};
-use convtune::config::{DwTile, MmaPath, PerfConfig};
+use convtune::config::{DwSums, DwTile, MmaPath, PerfConfig};
 use convtune::legality;
 use convtune::lowering::{depthwise::DwShape, lower};
 use convtune::problem::ConvProblem;
@@ -18,9 +18,14 @@ use common::{cfg, emulate_where_legal, problem};
 /// A depthwise config: `bm` channels × `bn` pixels per block, `va` channels and `vc × vb`
 /// pixels per thread; the fields the kernel ignores at the default space's smallest values.
 fn dw(bm: u32, bn: u32, va: u32, vb: u32, vc: u32, xf: &str) -> PerfConfig {
+    dw_red(bm, bn, va, vb, vc, xf, "atomic")
+}
+
+/// [`dw`] with `red` (backward weight: `atomic` or `fixup`, the partials).
+fn dw_red(bm: u32, bn: u32, va: u32, vb: u32, vc: u32, xf: &str, red: &str) -> PerfConfig {
     cfg(&format!(
         "v4:bm={bm},bn={bn},bk=16,wm=16,wn=16,st=2,va={va},vb={vb},vc={vc},lds=pad,sk=1,rs=1,\
-         mma=dw,red=atomic,ld=cp,pk=0,xf={xf}"
+         mma=dw,red={red},ld=cp,pk=0,xf={xf}"
     ))
 }
 
@@ -38,23 +43,31 @@ fn runs(p: &ConvProblem, c: &PerfConfig, arch: Arch, seed: u64) {
         rep.kernels
     );
     // The launches besides the transposes are those the cost model charges.
+    let tile = DwTile::of(c);
     if let Ok(shape) = DwShape::of(p) {
         let own = rep.kernels.iter();
         let own = own.filter(|k| !k.name.starts_with("convtune_relayout_"));
-        assert_eq!(own.count() as u32, shape.launches(), "{p} {c}");
+        assert_eq!(own.count() as u32, shape.launches(&tile), "{p} {c}");
     }
-    // Backward weight: zeroed first; a 16-bit filter gradient converted from f32 after.
+    // Backward weight by atomics: zeroed first; a 16-bit filter gradient converted from f32
+    // after. As partials: no zeroing, the slots summed after.
     if p.direction() == convtune::problem::Direction::BwdWeight {
         let names: Vec<_> = rep.kernels.iter().map(|k| k.name.as_str()).collect();
-        let finish = p.dtype() != convtune::problem::DType::F32;
         let at = |k: &str| names.iter().position(|n| *n == k);
-        let order = (at("convtune_zero"), at("convtune_depthwise"));
-        assert!(matches!(order, (Some(z), Some(d)) if z < d), "{names:?}");
-        assert_eq!(
-            names.contains(&"convtune_depthwise_finish"),
-            finish,
-            "{names:?}"
-        );
+        if tile.sums == Some(DwSums::Partials) {
+            let order = (at("convtune_depthwise"), at("convtune_depthwise_sum"));
+            assert!(matches!(order, (Some(d), Some(s)) if d < s), "{names:?}");
+            assert_eq!(at("convtune_zero"), None, "{names:?}");
+        } else {
+            let finish = p.dtype() != convtune::problem::DType::F32;
+            let order = (at("convtune_zero"), at("convtune_depthwise"));
+            assert!(matches!(order, (Some(z), Some(d)) if z < d), "{names:?}");
+            assert_eq!(
+                names.contains(&"convtune_depthwise_finish"),
+                finish,
+                "{names:?}"
+            );
+        }
     }
 }
 
@@ -103,7 +116,12 @@ fn random_case(rng: &mut StdRng) -> (ConvProblem, PerfConfig) {
             let (vb, vc) = (1 << rng.gen_range(0..3), 1 << rng.gen_range(0..2));
             let bm = va * [1, 2, 4][rng.gen_range(0..3)];
             let bn = vb * vc * [1, 2, 4][rng.gen_range(0..3)];
-            let c = dw(bm, bn, va, vb, vc, "none");
+            let red = if wgrad && rng.gen_bool(0.5) {
+                "fixup"
+            } else {
+                "atomic"
+            };
+            let c = dw_red(bm, bn, va, vb, vc, "none", red);
             if shape.tile_refusal(&DwTile::of(&c), &Arch::SM_90).is_none() {
                 return (p, c);
             }
@@ -156,6 +174,15 @@ fn emulated_named_shapes() {
             "conv -n 2 -c 8 -H 7 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 8 -F 4 --layout NHWC",
             dw(16, 8, 4, 1, 2, "none"),
         ),
+        // The same two with their blocks' sums as partials, added by a second kernel.
+        (
+            "convbfp16 -n 3 -c 16 -H 9 -W 11 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 4 --layout NHWC",
+            dw_red(16, 4, 8, 2, 1, "none", "fixup"),
+        ),
+        (
+            "conv -n 2 -c 8 -H 7 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 8 -F 4 --layout NHWC",
+            dw_red(16, 8, 4, 1, 2, "none", "fixup"),
+        ),
     ] {
         runs(&problem(line), &c, Arch::SM_90, 7);
     }
@@ -177,6 +204,7 @@ fn nchw_through_the_transform() {
     assert!(!legal.is_empty() && !legal.contains(&"none"), "{legal:?}");
     for xf in legal {
         runs(&w, &dw(8, 4, 8, 2, 1, xf), Arch::SM_90, 5);
+        runs(&w, &dw_red(8, 4, 8, 2, 1, xf, "fixup"), Arch::SM_90, 5);
     }
     for (xf, why) in [
         ("none", "xf=nhwc_out"),
@@ -220,6 +248,11 @@ fn refusals_name_the_reason() {
             "convfp16 -n 1 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -g 256 -F 1 --layout NHWC",
             dw(256, 128, 8, 4, 2, "none"),
             "exceed the 65536 registers of an SM",
+        ),
+        (
+            "convfp16 -n 1 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 4 --layout NHWC",
+            dw_red(32, 8, 8, 4, 1, "none", "stream"),
+            "red=stream is a GEMM schedule",
         ),
     ] {
         let p = problem(line);
@@ -283,4 +316,75 @@ fn default_space_enumerates_and_ranks_it() {
     };
     let (d, g) = (best(true), best(false));
     assert!(d.is_finite() && d < g, "depthwise {d} µs, GEMM {g} µs");
+}
+
+/// Backward weight as partials with more slots than the summing kernel's threads an element
+/// and chains cover in one step (8 × 4), so that its loop runs several steps and ends part way.
+#[test]
+fn partials_of_many_blocks_sum_exactly() {
+    for (line, va) in [
+        (
+            "convbfp16 -n 3 -c 16 -H 9 -W 11 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 4 --layout NHWC",
+            8,
+        ),
+        (
+            "conv -n 5 -c 8 -H 9 -W 7 -k 8 -y 3 -x 2 -p 1 -q 1 -g 8 -F 4 --layout NHWC",
+            4,
+        ),
+    ] {
+        let p = problem(line);
+        let c = dw_red(8, 2, va, 2, 1, "none", "fixup");
+        let slots = DwShape::of(&p)
+            .unwrap()
+            .slices(&DwTile::of(&c), &Arch::SM_90);
+        assert!(
+            slots > 32 && !slots.is_multiple_of(32),
+            "{line}: {slots} slots"
+        );
+        runs(&p, &c, Arch::SM_90, 11);
+    }
+}
+
+/// Backward weight takes one `red` per space, its smallest: the built-in space (atomic first)
+/// the measured atomics, a space of `red = ["fixup"]` alone (deterministic results) the
+/// partials, the same tiles either way; `stream` alone leaves the direct kernel out.
+#[test]
+fn a_space_picks_how_backward_weight_sums() {
+    use convtune::space::{enumerate_lowered, SearchSpace};
+    let p = problem(
+        "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -g 64 -F 4 --layout NHWC",
+    );
+    let (arch, l) = (Arch::SM_90, lower(&p));
+    let text = include_str!("../search-spaces/nvidia.toml");
+    let with = |red: &str| {
+        let t = text.replace(
+            r#"red = ["atomic", "fixup", "stream"]"#,
+            &format!("red = [{red}]"),
+        );
+        assert!(
+            t.contains(&format!("red = [{red}]")),
+            "the built-in red list moved"
+        );
+        let space = SearchSpace::from_toml(&t, "test").unwrap();
+        let dws: Vec<PerfConfig> = enumerate_lowered(&l, &arch, &space)
+            .legal
+            .into_iter()
+            .filter(|c| c.mma == MmaPath::Depthwise)
+            .collect();
+        dws
+    };
+    let sums = |cs: &[PerfConfig]| {
+        let s: std::collections::BTreeSet<_> = cs
+            .iter()
+            .map(|c| format!("{:?}", DwTile::of(c).sums))
+            .collect();
+        s.into_iter().collect::<Vec<_>>()
+    };
+    let default = with(r#""atomic", "fixup", "stream""#);
+    let fixup = with(r#""fixup""#);
+    assert!(!default.is_empty());
+    assert_eq!(sums(&default), ["Some(Atomic)"]);
+    assert_eq!(sums(&fixup), ["Some(Partials)"]);
+    assert_eq!(default.len(), fixup.len());
+    assert!(with(r#""stream""#).is_empty());
 }

@@ -8,14 +8,14 @@ use super::gemm::{emit_gemm, grid};
 use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::GemmPlan;
 use super::relayout::{self, emit_transpose, Place, Transpose};
-use super::simple::{self, blocks, fill_width, THREADS};
+use super::simple::{self, blocks, fill_width, slot_sum_blocks, THREADS};
 use super::spec::TargetSpec;
 use super::target::Target;
 use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
 use crate::arch::{Vendor, MAX_GRID};
-use crate::config::{MmaPath, PerfConfig, Transform};
+use crate::config::{DwSums, MmaPath, PerfConfig, Transform};
 use crate::lowering::{relayout::relayouts, Lowering};
 use crate::problem::{ConvProblem, DType, Tensor};
 use inkwell::context::Context;
@@ -51,11 +51,13 @@ pub(crate) enum Body<'l> {
     Phased(Box<PhasedPlan<'l>>),
     /// The direct depthwise convolution (`mma=dw`).
     Depthwise(Box<DwPlan>),
-    /// Workspace (f32) → written tensor.
+    /// Workspace (f32) → written tensor: the sum of `slots` runs of `elems` (one: a
+    /// conversion).
     Finish {
         written: Tensor,
         dt: DType,
         elems: u64,
+        slots: u32,
     },
     /// Direct convolution.
     Reference(&'l ConvProblem),
@@ -239,30 +241,43 @@ fn plan_depthwise<'l>(
             redirect: [None; 3],
         });
     }
-    // Backward weight adds the blocks' sums into a zeroed f32 filter gradient: the filter
-    // itself when f32, else a copy in the workspace converted after.
-    let elems = plan.filter_elems();
-    let (dt, in_ws) = (plan.shape.dtype, plan.shape.sums_in_workspace());
-    let (role, zdt) = if in_ws {
-        (ArgRole::Workspace, DType::F32)
+    // Backward weight: by atomics, the blocks' sums are added into a zeroed f32 filter
+    // gradient (the filter itself when f32, else a copy in the workspace converted after); as
+    // partials, each block's go to a workspace slot of its own, added up by a second kernel.
+    let (shape, tile) = (plan.shape, plan.tile);
+    let elems = shape.filter_elems();
+    let (dt, in_ws) = (shape.dtype, shape.sums_in_workspace(&tile));
+    let workspace_bytes = 4 * shape.workspace_elems(&tile, spec.target().arch());
+    let kernels = if tile.sums == Some(DwSums::Partials) {
+        let slots = plan.grid[0] as u32;
+        vec![
+            (k, Body::Depthwise(Box::new(plan))),
+            finish_launch("convtune_depthwise_sum", Tensor::Filter, dt, elems, slots)?,
+        ]
     } else {
-        (ArgRole::Filter, dt)
+        let (role, zdt) = if in_ws {
+            (ArgRole::Workspace, DType::F32)
+        } else {
+            (ArgRole::Filter, dt)
+        };
+        let mut kernels = vec![
+            zero_launch("convtune_zero", role, zdt, elems)?,
+            (k, Body::Depthwise(Box::new(plan))),
+        ];
+        if in_ws {
+            kernels.push(finish_launch(
+                "convtune_depthwise_finish",
+                Tensor::Filter,
+                dt,
+                elems,
+                1,
+            )?);
+        }
+        kernels
     };
-    let mut kernels = vec![
-        zero_launch("convtune_zero", role, zdt, elems)?,
-        (k, Body::Depthwise(Box::new(plan))),
-    ];
-    if in_ws {
-        kernels.push(finish_launch(
-            "convtune_depthwise_finish",
-            Tensor::Filter,
-            dt,
-            elems,
-        )?);
-    }
     Ok(Launches {
         kernels,
-        workspace_bytes: if in_ws { elems * 4 } else { 0 },
+        workspace_bytes,
         fault: false,
         redirect: [None; 3],
     })
@@ -285,15 +300,36 @@ fn zero_launch<'l>(
     Ok((k, Body::Zero { role, dt, elems }))
 }
 
-/// The launch that converts `elems` f32 sums in the workspace to `written`'s type `dt`.
+/// The launch that writes `written` (of type `dt`) from the f32 workspace: each of its
+/// `elems` elements the sum of `slots` consecutive runs of `elems` sums, in slot order (one
+/// slot: a conversion).
 fn finish_launch<'l>(
     name: &str,
     written: Tensor,
     dt: DType,
     elems: u64,
+    slots: u32,
 ) -> Result<(Kernel, Body<'l>), CodegenError> {
-    let k = kernel(name.into(), [blocks(elems, 1), 1, 1], THREADS, 0)?;
-    Ok((k, Body::Finish { written, dt, elems }))
+    let k = if slots > 1 {
+        let smem = THREADS * 4;
+        kernel(
+            name.into(),
+            [slot_sum_blocks(elems, slots), 1, 1],
+            THREADS,
+            smem,
+        )?
+    } else {
+        kernel(name.into(), [blocks(elems, 1), 1, 1], THREADS, 0)?
+    };
+    Ok((
+        k,
+        Body::Finish {
+            written,
+            dt,
+            elems,
+            slots,
+        },
+    ))
 }
 
 /// The launches of the GEMMs of `lowering` with `cfg` (and the zeroing, fix-up counters and
@@ -371,7 +407,13 @@ fn plan_gemms<'l>(
         kernels.push((k, Body::Gemm(Box::new(plan))));
     }
     if to_workspace {
-        kernels.push(finish_launch("convtune_splitk_finish", written, dt, elems)?);
+        kernels.push(finish_launch(
+            "convtune_splitk_finish",
+            written,
+            dt,
+            elems,
+            1,
+        )?);
     }
     Ok(Launches {
         kernels,
@@ -400,10 +442,12 @@ pub(crate) fn emit<'ctx>(
                 w
             }
             Body::Phased(_) => vec![ArgRole::Input],
-            Body::Depthwise(plan) if plan.shape.reduce => match plan.shape.sums_in_workspace() {
-                true => vec![ArgRole::Workspace],
-                false => vec![ArgRole::Filter],
-            },
+            Body::Depthwise(plan) if plan.shape.reduce => {
+                match plan.shape.sums_in_workspace(&plan.tile) {
+                    true => vec![ArgRole::Workspace],
+                    false => vec![ArgRole::Filter],
+                }
+            }
             Body::Depthwise(plan) => vec![ArgRole::of(plan.shape.dst)],
             Body::Finish { written, .. } => vec![ArgRole::of(*written)],
             Body::Reference(p) => vec![ArgRole::of(p.direction().written())],
@@ -431,7 +475,12 @@ pub(crate) fn emit<'ctx>(
             Body::Gemm(plan) => emit_gemm(&kb, plan, launches.fault),
             Body::Phased(plan) => emit_phased(&kb, plan, launches.fault),
             Body::Depthwise(plan) => emit_depthwise(&kb, plan),
-            Body::Finish { written, dt, elems } => simple::emit_finish(&kb, *written, *dt, *elems),
+            Body::Finish {
+                written,
+                dt,
+                elems,
+                slots,
+            } => simple::emit_finish(&kb, *written, *dt, *elems, *slots),
             Body::Reference(p) => simple::emit_reference(&kb, p),
             Body::Relayout(t) => emit_transpose(&kb, t),
         }

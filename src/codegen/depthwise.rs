@@ -16,7 +16,7 @@
 use super::builder::{Kb, Mem};
 use super::CodegenError;
 use crate::arch::Arch;
-use crate::config::{DwTile, PerfConfig};
+use crate::config::{DwSums, DwTile, PerfConfig};
 use crate::lowering::depthwise::DwShape;
 use crate::problem::{ConvProblem, DType, Tensor};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
@@ -73,11 +73,6 @@ impl DwPlan {
     pub fn threads(&self) -> u32 {
         self.tile.threads()
     }
-
-    /// Elements of the filter gradient (backward weight's sums, one per channel and tap).
-    pub fn filter_elems(&self) -> u64 {
-        u64::from(self.shape.channels) * u64::from(self.shape.taps[0] * self.shape.taps[1])
-    }
 }
 
 /// Emits the kernel of `pl`.
@@ -113,7 +108,8 @@ pub(crate) fn emit_depthwise<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
 /// `dst`'s tile held in registers while the `src` span is walked as in the forward kernel. The
 /// block then adds its threads' sums lane by lane into shared memory (`[tap][channel]`,
 /// ordered by barriers, so the result does not depend on timing), and adds those into the f32
-/// filter gradient with one atomic per channel and tap.
+/// filter gradient with one atomic per channel and tap, or stores them to its own slot of
+/// partials for the summing kernel ([`DwSums`]).
 fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
     let (s, t) = (&pl.shape, &pl.tile);
     let threads = pl.threads();
@@ -190,22 +186,30 @@ fn emit_weight_grad<'ctx>(kb: &Kb<'_, 'ctx>, pl: &DwPlan) {
         });
         kb.barrier();
     });
-    // The block's sums into the filter gradient (its f32 copy in the workspace).
-    let (base, role_elems) = if s.sums_in_workspace() {
+    // The block's sums into the filter gradient: by atomics into it (its f32 copy in the
+    // workspace), or stored to the block's own slot of partials (`DwSums::Partials`).
+    let partials = t.sums == Some(DwSums::Partials);
+    let (base, role_elems) = if s.sums_in_workspace(t) {
         (kb.arg(crate::abi::ArgRole::Workspace), DType::F32)
     } else {
         (kb.tensor(Tensor::Filter), s.dtype)
     };
+    let slot = kb.mulc(kb.block_idx(0), s.filter_elems() as i64);
     block_strided(kb, threads, elems, tid, |kb, i| {
         let tap = kb.udivc(i, t.channels);
         let ch = kb.add(ch_block, kb.uremc(i, t.channels));
         kb.if_then(kb.ultc(ch, s.channels), |kb| {
             let off = filter_offset(kb, s, ch, tap);
             let v = kb.load(Mem::Shared, f32t.into(), kb.gep(f32t.into(), smem, i), 4);
-            kb.atomic_add_f32(
-                kb.gep(kb.elem_ty(role_elems), base, off),
-                v.into_float_value(),
-            );
+            if partials {
+                let at = kb.gep(f32t.into(), base, kb.add(slot, off));
+                kb.store(Mem::Global, at, v, 4);
+            } else {
+                kb.atomic_add_f32(
+                    kb.gep(kb.elem_ty(role_elems), base, off),
+                    v.into_float_value(),
+                );
+            }
         });
     });
 }

@@ -42,8 +42,20 @@ pub(crate) fn emit_zero<'ctx>(kb: &Kb<'_, 'ctx>, role: ArgRole, dt: DType, elems
     });
 }
 
-/// Converts the f32 workspace to the written tensor's type (split-K with f16/bf16).
-pub(crate) fn emit_finish<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64) {
+/// Writes the written tensor from the f32 workspace: element `i` the sum of `slots` runs of
+/// `elems` sums (`ws[s · elems + i]`), converted to its type. One slot (split-K with f16/bf16)
+/// is a conversion, a thread an element; more (depthwise backward weight's partials, one a
+/// block) go to [`emit_slot_sum`].
+pub(crate) fn emit_finish<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    written: Tensor,
+    dt: DType,
+    elems: u64,
+    slots: u32,
+) {
+    if slots > 1 {
+        return emit_slot_sum(kb, written, dt, elems, slots);
+    }
     kb.set_block_size(THREADS);
     let i = global_id(kb);
     kb.if_then(kb.ultc(i, elems as u32), |kb| {
@@ -53,6 +65,80 @@ pub(crate) fn emit_finish<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, e
             .into_float_value();
         let dst = kb.gep(kb.elem_ty(dt), kb.tensor(written), i);
         kb.store(Mem::Global, dst, kb.narrow(v, dt), dt.bytes());
+    });
+}
+
+/// Independent sums a thread of [`emit_slot_sum`] keeps, so that as many of its loads are in
+/// flight at once instead of each waiting for the add before it.
+const SUM_CHAINS: u32 = 4;
+
+/// How [`emit_slot_sum`] spreads `slots` over a block: `lanes` threads an element (a power of
+/// two up to 8, at most `slots`), `THREADS / lanes` elements a block.
+pub(crate) fn slot_lanes(slots: u32) -> u32 {
+    let mut lanes = 8;
+    while lanes > 1 && lanes > slots {
+        lanes /= 2;
+    }
+    lanes
+}
+
+/// Dependent load rounds a thread of [`emit_slot_sum`] waits through for `slots` slots: each
+/// round has [`SUM_CHAINS`] loads in flight (what the cost model charges as latency).
+pub fn slot_sum_rounds(slots: u32) -> u32 {
+    slots.div_ceil(slot_lanes(slots) * SUM_CHAINS)
+}
+
+/// Blocks of [`emit_slot_sum`] for `elems` elements of `slots` slots.
+pub(crate) fn slot_sum_blocks(elems: u64, slots: u32) -> u64 {
+    elems.div_ceil(u64::from(THREADS / slot_lanes(slots)))
+}
+
+/// The sum of many slots, in an order fixed by the code alone (the same bits every run): an
+/// element's [`slot_lanes`] threads each add every `lanes`-th slot along [`SUM_CHAINS`]
+/// chains (consecutive threads reading consecutive elements of one slot), combine their chains
+/// in order, and the first lane adds the lanes' sums from shared memory in lane order.
+fn emit_slot_sum<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64, slots: u32) {
+    kb.set_block_size(THREADS);
+    let lanes = slot_lanes(slots);
+    let per_block = THREADS / lanes;
+    let tid = kb.thread_idx();
+    let (e, lane) = (kb.uremc(tid, per_block), kb.udivc(tid, per_block));
+    let i = kb.add(kb.mulc(kb.block_idx(0), i64::from(per_block)), e);
+    let live = kb.ultc(i, elems as u32);
+    let f32t = kb.f32t();
+    let ws = kb.arg(ArgRole::Workspace);
+    let chains: Vec<_> = (0..SUM_CHAINS).map(|_| kb.var(kb.cf(0.0).into())).collect();
+    let stride = lanes * SUM_CHAINS;
+    kb.if_then(live, |kb| {
+        kb.for_range(kb.c(0), kb.c(i64::from(slots.div_ceil(stride))), |kb, j| {
+            for (k, &chain) in chains.iter().enumerate() {
+                let s = kb.add(kb.mulc(j, i64::from(stride)), lane);
+                let s = kb.addc(s, (k as u32 * lanes).into());
+                kb.if_then(kb.ultc(s, slots), |kb| {
+                    let at = kb.add(kb.mulc(s, elems as i64), i);
+                    let v = kb.load(Mem::Global, f32t.into(), kb.gep(f32t.into(), ws, at), 4);
+                    let acc = kb.get(chain, f32t.into()).into_float_value();
+                    kb.set(chain, kb.fadd(acc, v.into_float_value()).into());
+                });
+            }
+        });
+    });
+    let mut v = kb.get(chains[0], f32t.into()).into_float_value();
+    for &chain in &chains[1..] {
+        v = kb.fadd(v, kb.get(chain, f32t.into()).into_float_value());
+    }
+    let smem = kb.shared_base();
+    kb.store(Mem::Shared, kb.gep(f32t.into(), smem, tid), v.into(), 4);
+    kb.barrier();
+    kb.if_then(kb.all(&[live, kb.eq(lane, kb.c(0))]), |kb| {
+        let mut total = kb.cf(0.0);
+        for l in 0..lanes {
+            let at = kb.addc(e, i64::from(l * per_block));
+            let x = kb.load(Mem::Shared, f32t.into(), kb.gep(f32t.into(), smem, at), 4);
+            total = kb.fadd(total, x.into_float_value());
+        }
+        let dst = kb.gep(kb.elem_ty(dt), kb.tensor(written), i);
+        kb.store(Mem::Global, dst, kb.narrow(total, dt), dt.bytes());
     });
 }
 

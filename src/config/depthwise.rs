@@ -15,12 +15,39 @@
 //! | `va` | channels per thread: the vector width of every activation access |
 //! | `vb` | output columns (along W) per thread |
 //! | `vc` | output rows (along H) per thread |
+//! | `red` | backward weight: how the blocks' sums meet ([`DwSums`]); ignored otherwise |
 //! | `xf` | the layout transform, as on the GEMM paths |
 //!
-//! Every other field ([`DwTile::IGNORED`]) means nothing here; a search enumerates only the
-//! smallest value its space lists for each, so that one kernel is not timed under many names.
+//! Every other field ([`DwTile::IGNORED`], and `red` off backward weight) means nothing here;
+//! a search enumerates only the smallest value its space lists for each, so that one kernel is
+//! not timed under many names.
 
-use super::{Field, PerfConfig};
+use super::{Field, PerfConfig, Reduction};
+
+/// How backward weight's blocks combine their f32 sums into the filter gradient (`red`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DwSums {
+    /// `red=atomic`: one f32 atomic add per channel and tap and block into a zeroed gradient
+    /// (its f32 copy in the workspace for a 16-bit filter, converted after). Every block adds
+    /// into the same few thousand addresses, and those adds serialise at the L2.
+    Atomic,
+    /// `red=fixup`: each block stores its sums to a slot of its own in the workspace, and a
+    /// second kernel adds the slots in block order and writes the gradient in its type: no
+    /// atomics and no zeroing, and the same bits on every run (deterministic, as PyTorch's
+    /// `use_deterministic_algorithms` asks).
+    Partials,
+}
+
+impl DwSums {
+    /// What `red` asks for; `None` for a value the depthwise kernel has no use for (`stream`).
+    pub fn of(red: Reduction) -> Option<DwSums> {
+        match red {
+            Reduction::Atomic => Some(DwSums::Atomic),
+            Reduction::Fixup => Some(DwSums::Partials),
+            Reduction::Stream => None,
+        }
+    }
+}
 
 /// The depthwise tile of a config (`mma=dw`), read from the fields the module table names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,11 +62,14 @@ pub struct DwTile {
     pub cols: u32,
     /// Output rows per thread (`vc`).
     pub rows: u32,
+    /// Backward weight: how the blocks' sums meet (`red`; `None` for `stream`, which legality
+    /// refuses there).
+    pub sums: Option<DwSums>,
 }
 
 impl DwTile {
     /// The fields the depthwise kernel does not read.
-    pub const IGNORED: [Field; 10] = [
+    pub const IGNORED: [Field; 9] = [
         Field::WarpM,
         Field::WarpN,
         Field::BlockK,
@@ -47,7 +77,6 @@ impl DwTile {
         Field::Lds,
         Field::Ld,
         Field::SplitK,
-        Field::Red,
         Field::Raster,
         Field::Persistent,
     ];
@@ -60,6 +89,7 @@ impl DwTile {
             vec: cfg.vec_a,
             cols: cfg.vec_b,
             rows: cfg.vec_c,
+            sums: DwSums::of(cfg.red),
         }
     }
 

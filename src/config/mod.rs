@@ -16,7 +16,7 @@ mod stream_k;
 mod text;
 
 pub use cluster::ClusterShape;
-pub use depthwise::DwTile;
+pub use depthwise::{DwSums, DwTile};
 pub use epilogue::{stage_align, Epilogue, TMA_STAGE_ALIGN};
 pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
 pub use persistent::{

@@ -24,7 +24,7 @@
 //!   there too, and a depthwise bwd-weight ran at 0.32× cuDNN: session 25, call 6).
 
 use crate::arch::Arch;
-use crate::config::DwTile;
+use crate::config::{DwSums, DwTile};
 use crate::problem::{ConvProblem, DType, Direction, Tensor};
 
 /// Registers per thread beyond the tile's values: addresses, indices, bounds (estimate).
@@ -260,6 +260,9 @@ impl DwShape {
         if let Some(why) = tile.misfit() {
             return Some(why);
         }
+        if let Some(why) = self.sums_refusal(tile) {
+            return Some(why);
+        }
         self.thread_refusal(tile, arch)
     }
 
@@ -347,16 +350,49 @@ impl DwShape {
         }
     }
 
-    /// Backward weight with a 16-bit filter: the blocks' sums go to an f32 copy in the
-    /// workspace, converted after (an f32 filter takes them itself).
-    pub fn sums_in_workspace(&self) -> bool {
-        self.reduce && self.dtype != DType::F32
+    /// Backward weight: whether the blocks' sums go to the workspace (their own slots with
+    /// [`DwSums::Partials`]; by atomics, an f32 copy of a 16-bit filter gradient, converted
+    /// after) rather than into the filter gradient itself.
+    pub fn sums_in_workspace(&self, tile: &DwTile) -> bool {
+        self.reduce && (tile.sums == Some(DwSums::Partials) || self.dtype != DType::F32)
     }
 
-    /// Kernel launches a run takes: the kernel; for backward weight also the zeroing of what
-    /// the blocks add into, and with [`Self::sums_in_workspace`] the conversion after.
-    pub fn launches(&self) -> u32 {
-        1 + u32::from(self.reduce) + u32::from(self.sums_in_workspace())
+    /// Kernel launches a run takes: the kernel; for backward weight by atomics also the
+    /// zeroing of what the blocks add into and, with the sums in the workspace, the conversion
+    /// after; by partials the kernel that adds the blocks' slots.
+    pub fn launches(&self, tile: &DwTile) -> u32 {
+        match (self.reduce, tile.sums) {
+            (false, _) => 1,
+            (true, Some(DwSums::Partials)) => 2,
+            (true, _) => 2 + u32::from(self.sums_in_workspace(tile)),
+        }
+    }
+
+    /// Elements of the filter gradient: one sum per channel and tap.
+    pub fn filter_elems(&self) -> u64 {
+        u64::from(self.channels) * u64::from(self.taps[0] * self.taps[1])
+    }
+
+    /// f32 elements of workspace a run of `tile` takes: backward weight's partial slots (one
+    /// filter gradient per block along the pixels) or the f32 copy a 16-bit gradient is summed
+    /// into by atomics; none otherwise.
+    pub fn workspace_elems(&self, tile: &DwTile, arch: &Arch) -> u64 {
+        if !self.sums_in_workspace(tile) {
+            return 0;
+        }
+        match tile.sums {
+            Some(DwSums::Partials) => u64::from(self.slices(tile, arch)) * self.filter_elems(),
+            _ => self.filter_elems(),
+        }
+    }
+
+    /// Why backward weight cannot combine its blocks' sums as `tile` asks (`red=stream`).
+    pub fn sums_refusal(&self, tile: &DwTile) -> Option<String> {
+        (self.reduce && tile.sums.is_none()).then(|| {
+            "backward weight adds its blocks' sums by atomics (red=atomic) or as partials summed \
+             by a second kernel (red=fixup); red=stream is a GEMM schedule"
+                .to_string()
+        })
     }
 
     /// Elements of `src`.

@@ -64,6 +64,15 @@ impl Checker {
             }
             Rule::Tma => self.dw_ignored(cfg, &[Field::Ld]),
             Rule::SplitK => self.dw_ignored(cfg, &[Field::SplitK]),
+            // Backward weight reads `red` (how its blocks' sums meet: `atomic` or `fixup`), the
+            // other directions not. A search space gives it one value all the same, its
+            // smallest: the built-in spaces (atomic first) keep the atomics that were measured
+            // on the GPU, and a space of `red = ["fixup"]` alone (deterministic results, as on
+            // the GEMM paths) takes the partials.
+            Rule::Reduction if shape.reduce => {
+                dw(shape.sums_refusal(&tile))?;
+                self.dw_ignored(cfg, &[Field::Red])
+            }
             Rule::Reduction => self.dw_ignored(cfg, &[Field::Red]),
             Rule::Raster => self.dw_ignored(cfg, &[Field::Raster]),
             Rule::Persistent => self.dw_ignored(cfg, &[Field::Persistent]),
@@ -129,6 +138,16 @@ impl Checker {
             ),
             Rule::Tma => ignored(&[Field::Ld]),
             Rule::SplitK => ignored(&[Field::SplitK]),
+            Rule::Reduction if s.reduce => match tile.sums {
+                Some(crate::config::DwSums::Partials) => {
+                    "red=fixup: each block's sums to a workspace slot of its own, added in block \
+                     order by a second kernel"
+                        .into()
+                }
+                _ => {
+                    "red=atomic: each block's sums added into the zeroed gradient by atomics".into()
+                }
+            },
             Rule::Reduction => ignored(&[Field::Red]),
             Rule::Raster => ignored(&[Field::Raster]),
             Rule::Persistent => ignored(&[Field::Persistent]),

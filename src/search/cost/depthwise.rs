@@ -15,12 +15,14 @@
 //!   grid can draw.
 //! - **Issue**: FMAs, conversions, loads and stores per thread on the busiest SM, with the
 //!   wave quantisation of the grid.
-//! - **Atomics** (backward weight): every block adds its sums for each of its channels and taps
-//!   into the same few thousand addresses, and those adds serialise at the L2 instead of
-//!   streaming; charged on top of the rest ([`CONTENDED_ATOMIC_BYTES`]).
+//! - **The blocks' sums** (backward weight), charged on top of the rest: by atomics
+//!   ([`DwSums::Atomic`]) every block adds its sums for each of its channels and taps into the
+//!   same few thousand addresses, and those adds serialise at the L2 instead of streaming
+//!   ([`CONTENDED_ATOMIC_BYTES`]); as partials ([`DwSums::Partials`]) they are stored and read
+//!   back once (bytes) by a summing kernel that waits through a few rounds of L2 loads.
 
 use super::{blocks_per_sm, ceil_div, vector_efficiency, CostArch, Estimate};
-use crate::config::{DwTile, PerfConfig};
+use crate::config::{DwSums, DwTile, PerfConfig};
 use crate::legality::Resources;
 use crate::lowering::depthwise::DwShape;
 use crate::lowering::Lowering;
@@ -34,6 +36,10 @@ const SATURATING_BYTES_PER_SM: f64 = 32768.0;
 /// with the coalescing rule above (any value from 150 to 300 picks the same); charged as L2
 /// bytes so that it scales with an arch's L2.
 const CONTENDED_ATOMIC_BYTES: f64 = 230.0;
+/// Time of one round of dependent loads from L2 (about 300 cycles at the H200's clock; not
+/// measured on its own): the summing kernel of backward weight's partials waits through
+/// [`crate::codegen::slot_sum_rounds`] of them.
+const L2_ROUND_TRIP_US: f64 = 0.15;
 /// Issue slots a thread spends outside its tile's arithmetic: index math, bounds, the filter
 /// copy's share.
 const THREAD_OVERHEAD_SLOTS: f64 = 40.0;
@@ -95,20 +101,29 @@ pub(super) fn estimate(
     let src_loads = tiles as f64 * vectors * f64::from(sh * sw) * src_vec_bytes;
     let dst_bytes = shape.dst_elems() as f64 * e;
     let filter = blocks as f64 * f64::from(tile.channels) * taps * e;
-    // Backward weight: each block's f32 sums added into the gradient, an atomic per channel
-    // and tap.
-    let atomics_us = if shape.reduce {
-        blocks as f64 * f64::from(tile.channels) * taps * CONTENDED_ATOMIC_BYTES
-            / (machine.l2_tbps * 1e6)
-    } else {
-        0.0
+    // Backward weight: each block's f32 sums, one per channel and tap, added into the
+    // gradient by contended atomics, or stored to its slot and read back by the summing
+    // kernel (a stream of plain accesses, charged as bytes).
+    let block_sums = blocks as f64 * f64::from(tile.channels) * taps;
+    let (sums_us, partial_bytes) = match (shape.reduce, tile.sums) {
+        (false, _) => (0.0, 0.0),
+        (true, Some(DwSums::Partials)) => {
+            let slots = pixel_blocks as u32;
+            let rounds = f64::from(crate::codegen::slot_sum_rounds(slots));
+            (rounds * L2_ROUND_TRIP_US, block_sums * 4.0 * 2.0)
+        }
+        (true, _) => (
+            block_sums * CONTENDED_ATOMIC_BYTES / (machine.l2_tbps * 1e6),
+            0.0,
+        ),
     };
-    let launches = f64::from(shape.launches());
+    let launches = f64::from(shape.launches(&tile));
     // A warp reads a block's channels of a pixel as one run (see the module doc).
     let run_bytes = shape.src_vec(tile.channels) * shape.dtype.bytes();
     let dram = (shape.src_elems() as f64 * e + dst_bytes) / vector_efficiency(run_bytes)
-        + (f64::from(shape.channels) * taps * e);
-    let l2 = src_loads + dst_bytes + filter;
+        + (f64::from(shape.channels) * taps * e)
+        + partial_bytes;
+    let l2 = src_loads + dst_bytes + filter + partial_bytes;
     let in_flight = resident as f64 * f64::from(threads) * f64::from(sh * sw) * src_vec_bytes;
     let bw_frac = (in_flight / (sms as f64 * SATURATING_BYTES_PER_SM)).clamp(0.05, 1.0);
     let memory = (dram / (machine.dram_tbps * 1e6)).max(l2 / (machine.l2_tbps * 1e6)) / bw_frac;
@@ -133,7 +148,7 @@ pub(super) fn estimate(
     let compute = ceil_div(blocks, sms) as f64 * issued * per_thread * slot_us;
 
     out.time_us =
-        compute.max(memory) + 0.2 * compute.min(memory) + atomics_us + launches * machine.launch_us;
+        compute.max(memory) + 0.2 * compute.min(memory) + sums_us + launches * machine.launch_us;
     out.compute_us = compute;
     out.memory_us = memory;
     out.blocks = blocks;
