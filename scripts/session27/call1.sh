@@ -2,6 +2,11 @@
 # Session 27's device call, for the first session with a GPU (H200). Carry: .carry/convtune.xz
 # (this session's build: the depthwise cost model recalibrated), .carry/convtune-base.xz
 # (session 26's final build), .carry/libffi.so.8, .whl/ (this session's wheel).
+#  0. Depthwise backward weight as partials (red=fixup, new this session, never run on a GPU):
+#     `convtune selfcheck` with a space of only mma=dw, red=fixup (every sampled kernel checked
+#     against the reference on the GPU), then the same tiles with red=atomic and red=fixup
+#     timed in one tuner process (the three fastest tiles of each of session 26's ten problems,
+#     scripts/session27/partials/), scored by scripts/session27/partials-ab.py.
 #  1. Leave-one-out over the 23 depthwise entries of the shipped database: the lookup's four
 #     candidates of both builds (scripts/session27/loo/dw, written offline by
 #     scripts/session25/loo-tries.py), timed beside each entry's tuned winner in one tuner
@@ -19,6 +24,14 @@ set -uo pipefail
 . scripts/session11/lib.sh
 J=/tmp/j; mkdir -p $J
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$S"
+say "== 0 depthwise backward weight as partials $(el)"
+sed 's/^mma = \[[^]]*\]/mma = ["dw"]/; s/^red = \[[^]]*\]/red = ["fixup"]/' search-spaces/nvidia.toml > /tmp/dw-fixup.toml
+grep -q '^red = \["fixup"\]' /tmp/dw-fixup.toml || say "dw-fixup space not made"
+selfcheck_step partials 150 --problems scripts/session26/dw-wgrad.txt --space /tmp/dw-fixup.toml --configs 4
+P=scripts/session27/partials
+timeout 150 "$B" --problems $P/problems.txt --arch sm_90 --try $P/tries.txt --budget 7 --time 20 \
+  --time-total 130 --db /tmp/partials.toml --journal $J/partials.jsonl --quiet > $J/partials.log 2>&1
+say "rc=$? $(el)"; python3 scripts/session27/partials-ab.py $J/partials.jsonl | cut -c1-200 | tee -a "$S"
 say "== 1 leave-one-out, depthwise entries $(el)"
 for g in scripts/session27/loo/dw/g*; do
   n=${g##*/g}; tag=dw-g$n
