@@ -510,3 +510,28 @@ fn dry_run_summary_had_no_json() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
+
+#[test]
+fn lookup_deterministic_passes_over_an_entry_with_atomics() {
+    // The shipped entry of this grouped bwd-weight problem splits K 16 ways by atomics.
+    let p = "convbfp16 -n 32 -c 160 -H 56 -W 56 -k 160 -y 3 -x 3 -p 1 -q 1 -g 5 -F 4 \
+             --layout NHWC";
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none.toml");
+    let none = none.to_str().unwrap();
+    let plain = json_of(&lookup(p, none, &["--json"]));
+    assert_eq!(plain["source"]["kind"], "exact", "{plain}");
+    assert_eq!(plain["deterministic"], false);
+    let det = json_of(&lookup(
+        p,
+        none,
+        &["--json", "--deterministic", "--candidates", "3"],
+    ));
+    assert_eq!(det["deterministic"], true);
+    assert_ne!(det["source"]["kind"], "exact", "{det}");
+    assert!(det["reason"].as_str().unwrap().contains("atomics"), "{det}");
+    for c in det["candidates"].as_array().unwrap() {
+        let c = c["config"].as_str().unwrap();
+        assert!(c.contains("sk=1,") || !c.contains("red=atomic"), "{c}");
+    }
+}

@@ -218,6 +218,14 @@ int convtune_lookup_str(const char *problem, const char *arch, const char *user_
                         convtune_config *out);
 
 /*
+ * convtune_lookup_str answering only configs whose results are the same bits on every run: no
+ * floating-point atomics (split-K with red=atomic, depthwise backward weight by atomics are
+ * passed over, and `reason` says so), as `convtune lookup --deterministic` does.
+ */
+int convtune_lookup_str_deterministic(const char *problem, const char *arch,
+                                      const char *user_db, convtune_config *out);
+
+/*
  * The config string of `config`'s tuning fields (block_m .. ld; the other members are not
  * read), as `convtune compile --config` takes it: what convtune_lookup wrote in `config` for an
  * unchanged struct, so a caller can change fields and print the result. Writes at most `len`

@@ -14,7 +14,7 @@ mod tensor_map;
 
 use convtune::arch::Arch;
 use convtune::db::Source;
-use convtune::lookup::{find_config_with_user_db, Found, LookupError};
+use convtune::lookup::{find_candidates_with_user_db, Found, LookupError};
 use convtune::problem::ConvProblem;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -218,14 +218,18 @@ pub(crate) fn fill(buf: &mut [c_char], s: &str) {
 }
 
 /// The lookup every entry point shares: arch, user database, then the library's lookup.
-pub fn lookup(problem: &ConvProblem, arch: &str, user_db: Option<&str>) -> Result<Found, Failure> {
+/// With `deterministic`, only configs without floating-point atomics
+/// (`convtune lookup --deterministic`).
+pub fn lookup(
+    problem: &ConvProblem,
+    arch: &str,
+    user_db: Option<&str>,
+    deterministic: bool,
+) -> Result<Found, Failure> {
     let arch = Arch::from_name(arch).map_err(|e| Failure::new(Status::Arch, e.to_string()))?;
-    Ok(find_config_with_user_db(
-        problem,
-        &arch,
-        user_db.map(Path::new),
-        true,
-    )?)
+    let db = user_db.map(Path::new);
+    let mut found = find_candidates_with_user_db(problem, &arch, db, true, 1, deterministic)?;
+    Ok(found.swap_remove(0))
 }
 
 /// Writes a lookup's answer into the C struct.
@@ -255,6 +259,7 @@ unsafe fn lookup_into(
     arch: *const c_char,
     user_db: *const c_char,
     out: *mut ConfigC,
+    deterministic: bool,
 ) -> Result<(), Failure> {
     // SAFETY: the header's contract for these arguments.
     let (arch, user_db) = unsafe {
@@ -266,7 +271,7 @@ unsafe fn lookup_into(
     if out.is_null() {
         return Err(Failure::new(Status::Null, "out is NULL"));
     }
-    let found = lookup(problem, arch, user_db)?;
+    let found = lookup(problem, arch, user_db, deterministic)?;
     // SAFETY: `out` is non-null and the caller gives a writable convtune_config.
     write_config(problem, &found, unsafe { &mut *out });
     Ok(())
@@ -291,7 +296,7 @@ pub unsafe extern "C" fn convtune_lookup(
         // SAFETY: non-null, and the caller promises a valid convtune_problem.
         let p = unsafe { (*problem).to_problem()? };
         // SAFETY: forwarded caller contract.
-        unsafe { lookup_into(&p, arch, user_db, out) }
+        unsafe { lookup_into(&p, arch, user_db, out, false) }
     })
 }
 
@@ -313,7 +318,30 @@ pub unsafe extern "C" fn convtune_lookup_str(
             .parse()
             .map_err(|e| Failure::new(Status::Problem, format!("problem '{text}': {e}")))?;
         // SAFETY: forwarded caller contract.
-        unsafe { lookup_into(&p, arch, user_db, out) }
+        unsafe { lookup_into(&p, arch, user_db, out, false) }
+    })
+}
+
+/// `convtune_lookup_str_deterministic`: [`convtune_lookup_str`] answering only configs whose
+/// results are the same bits on every run (no floating-point atomics).
+///
+/// # Safety
+/// As [`convtune_lookup_str`].
+#[no_mangle]
+pub unsafe extern "C" fn convtune_lookup_str_deterministic(
+    problem: *const c_char,
+    arch: *const c_char,
+    user_db: *const c_char,
+    out: *mut ConfigC,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let text = unsafe { required_str(problem, "problem")? };
+        let p: ConvProblem = text
+            .parse()
+            .map_err(|e| Failure::new(Status::Problem, format!("problem '{text}': {e}")))?;
+        // SAFETY: forwarded caller contract.
+        unsafe { lookup_into(&p, arch, user_db, out, true) }
     })
 }
 

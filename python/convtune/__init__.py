@@ -69,7 +69,7 @@ def problem(text):
     return _json.loads(_native.problem_info(text))
 
 
-def lookup(problem, arch, db=None, system_db=True, candidates=1):
+def lookup(problem, arch, db=None, system_db=True, candidates=1, deterministic=False):
     """The config a compiler should use for ``problem`` on ``arch`` (``"sm_90"``, ...), as
     ``convtune lookup`` finds it: the user database ``db`` (a file, or None for
     ``$CONVTUNE_DB`` / the XDG path) over the system database, then the shipped quick list,
@@ -81,14 +81,17 @@ def lookup(problem, arch, db=None, system_db=True, candidates=1):
     mma). With ``candidates`` > 1 also ``candidates``: a list of up to that many such dicts,
     the answer first, then the configs the untuned fallback ranks next (``convtune lookup
     --candidates``), for a caller that times a few on first use and keeps the fastest
-    (``convtune.torch.benchmark``). Raises ValueError for bad arguments and ConvtuneError for
-    a broken database.
+    (``convtune.torch.benchmark``). With ``deterministic``, only configs whose results are
+    the same bits on every run (no floating-point atomics: split-K by atomics and depthwise
+    backward weight by atomics are passed over, the reason says so), as
+    ``torch.use_deterministic_algorithms(True)`` demands (``convtune lookup --deterministic``).
+    Raises ValueError for bad arguments and ConvtuneError for a broken database.
     """
     return _json.loads(_native.lookup(_text(problem), arch, _path(db), bool(system_db),
-                                      int(candidates)))
+                                      int(candidates), bool(deterministic)))
 
 
-def compile(problem, arch, config=None, db=None, system_db=True):
+def compile(problem, arch, config=None, db=None, system_db=True, deterministic=False):
     """Compiles ``problem``'s kernels for ``arch``: returns ``(manifest, module)``.
 
     ``module`` is the PTX text (NVIDIA, bytes) or the AMDGPU code object. ``manifest`` is a dict:
@@ -99,9 +102,12 @@ def compile(problem, arch, config=None, db=None, system_db=True):
     alignment in the parameter buffer, and ``tensor_maps``: the TMA maps of ``ld=tma``/``ld=ws``
     kernels, each with ``encode``, the driver call that encodes it over its tensor's pointer)
     and ``workspace_bytes``. Its ``format`` is a draft until
-    the manifest of ``convtune compile --manifest`` is shared with it.
+    the manifest of ``convtune compile --manifest`` is shared with it. ``deterministic`` limits
+    the lookup as :func:`lookup`'s does; ``lookup.deterministic`` in the manifest says whether
+    the kernels give the same bits on every run.
     """
-    manifest, module = _native.compile(_text(problem), arch, config, _path(db), bool(system_db))
+    manifest, module = _native.compile(_text(problem), arch, config, _path(db), bool(system_db),
+                                       bool(deterministic))
     return _json.loads(manifest), module
 
 

@@ -22,6 +22,10 @@ warning names the config and the error. It costs one float64 convolution per pro
 kernel, once; with :data:`benchmark`, every timed candidate is checked and only those that pass
 are timed.
 
+Under ``torch.use_deterministic_algorithms(True)`` every lookup asks for configs whose results
+are the same bits on every run (``convtune.lookup(..., deterministic=True)``: no floating-point
+atomics), and a config given to :func:`launch` that adds by atomics runs in PyTorch instead.
+
 A convolution convtune does not run (CPU tensors, float64, an arch with no convtune target, a
 problem with no legal config, a kernel that failed the check, ...) runs in PyTorch instead, and
 a warning says so once per kind of reason. :func:`stats` counts both, and the checks.
@@ -56,7 +60,7 @@ _BENCHMARK_RUNS = 5
 _HOLD_CYCLES = 2_000_000
 
 _lock = threading.Lock()
-_plans = {}  # (device index, arch, problem line) -> _Plan or Fallback
+_plans = {}  # (device index, arch, problem line, config, deterministic) -> _Plan or Fallback
 _warned = set()
 _stats = {"convtune": 0, "fallback": {}, "verified": 0, "failed_check": 0, "unchecked": 0}
 _choices = {}  # problem line -> {config: ms} of its first-call benchmark, the kept one first
@@ -128,14 +132,17 @@ def _plan(device, line, config=None):
     or the Fallback that says why not; with :data:`benchmark` on and no config given, the
     lookup's candidates (:class:`_Candidates`) until the first call has timed them."""
     arch = arch_name(device.type, torch.cuda.get_device_capability(device))
-    key = (device.index, arch, line, config)
+    # PyTorch's deterministic mode may change between calls: a plan is kept per mode.
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    key = (device.index, arch, line, config, deterministic)
     with _lock:
         hit = _plans.get(key)
     if hit is not None:
         return hit
     if config is None and benchmark and BENCHMARK_CANDIDATES > 1:
         try:
-            found = _lookup(line, arch, candidates=BENCHMARK_CANDIDATES)
+            found = _lookup(line, arch, candidates=BENCHMARK_CANDIDATES,
+                            deterministic=deterministic)
         except (ValueError, ConvtuneError):
             found = None  # the plain path below says why
         if found is not None and found["source"] != "exact" and len(found["candidates"]) > 1:
@@ -147,7 +154,10 @@ def _plan(device, line, config=None):
                     _plans[key] = result
                 return result
     try:
-        manifest, module = _compile(line, arch, config=config)
+        manifest, module = _compile(line, arch, config=config, deterministic=deterministic)
+        if deterministic and not manifest["lookup"]["deterministic"]:
+            raise Fallback("nondeterministic", f"{config} adds its sums with atomics, and "
+                           "torch.use_deterministic_algorithms(True) is set")
         if manifest["module"]["kind"] != "ptx":
             raise Fallback("module", f"a {manifest['module']['kind']} cannot run through the "
                            "CUDA driver")

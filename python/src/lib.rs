@@ -8,9 +8,7 @@ use convtune::codegen::{compile_conv, Compiled};
 use convtune::config::{Domain, Field};
 use convtune::db::Source;
 use convtune::legality;
-use convtune::lookup::{
-    find_candidates_with_user_db, find_config_with_user_db, Found, LookupError, MAX_CANDIDATES,
-};
+use convtune::lookup::{find_candidates_with_user_db, Found, LookupError, MAX_CANDIDATES};
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, Tensor};
 use convtune::space::PerfConfig;
@@ -127,9 +125,10 @@ fn problem_info(problem: &str) -> PyResult<String> {
 
 /// The config for a problem on an arch (JSON), as `convtune lookup` finds it; with
 /// `candidates` > 1 also `"candidates"`: that many of the fallback's configs at most, the
-/// answer first (`convtune lookup --candidates`).
+/// answer first (`convtune lookup --candidates`); with `deterministic`, only configs without
+/// floating-point atomics (`convtune lookup --deterministic`).
 #[pyfunction]
-#[pyo3(signature = (problem, arch, db=None, system_db=true, candidates=1))]
+#[pyo3(signature = (problem, arch, db=None, system_db=true, candidates=1, deterministic=false))]
 fn lookup(
     py: Python<'_>,
     problem: &str,
@@ -137,6 +136,7 @@ fn lookup(
     db: Option<&str>,
     system_db: bool,
     candidates: usize,
+    deterministic: bool,
 ) -> PyResult<String> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
@@ -146,7 +146,10 @@ fn lookup(
         )));
     }
     let found = py
-        .detach(|| find_candidates_with_user_db(&p, &a, db.map(Path::new), system_db, candidates))
+        .detach(|| {
+            let db = db.map(Path::new);
+            find_candidates_with_user_db(&p, &a, db, system_db, candidates, deterministic)
+        })
         .map_err(lookup_error)?;
     let mut answer = found_json(&p, &a, &found[0]);
     if candidates > 1 {
@@ -155,9 +158,10 @@ fn lookup(
     Ok(answer.to_string())
 }
 
-/// Compiles a problem's kernels: (manifest JSON, module bytes). `config` overrides the lookup.
+/// Compiles a problem's kernels: (manifest JSON, module bytes). `config` overrides the lookup
+/// (which, with `deterministic`, answers only configs without floating-point atomics).
 #[pyfunction]
-#[pyo3(signature = (problem, arch, config=None, db=None, system_db=true))]
+#[pyo3(signature = (problem, arch, config=None, db=None, system_db=true, deterministic=false))]
 fn compile<'py>(
     py: Python<'py>,
     problem: &str,
@@ -165,6 +169,7 @@ fn compile<'py>(
     config: Option<&str>,
     db: Option<&str>,
     system_db: bool,
+    deterministic: bool,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
@@ -175,7 +180,11 @@ fn compile<'py>(
             reason: "given by the caller".into(),
         },
         None => py
-            .detach(|| find_config_with_user_db(&p, &a, db.map(Path::new), system_db))
+            .detach(|| {
+                let db = db.map(Path::new);
+                find_candidates_with_user_db(&p, &a, db, system_db, 1, deterministic)
+                    .map(|mut found| found.swap_remove(0))
+            })
             .map_err(lookup_error)?,
     };
     let l = lower(&p);
@@ -193,6 +202,7 @@ fn compile<'py>(
     if config.is_some() {
         lookup["source"] = json!("given");
     }
+    lookup["deterministic"] = json!(!found.config.adds_by_atomics(p.direction()));
     let manifest = json!({
         "format": "convtune-python-draft-1",
         "problem": problem_json(&p),

@@ -87,3 +87,23 @@ def test_candidates_start_with_the_answer_and_are_distinct(no_user_db):
     assert all(c["reason"] and c["problem"] == plain["problem"] for c in cs)
     with pytest.raises(ValueError, match="candidates"):
         convtune.lookup(line, "sm_90", db=no_user_db, candidates=0)
+
+
+def test_deterministic_lookup_passes_over_atomics(no_user_db):
+    # The shipped entry of this grouped bwd-weight problem splits K 16 ways by atomics, which
+    # torch.use_deterministic_algorithms(True) does not allow.
+    line = ("convbfp16 -n 32 -c 160 -H 56 -W 56 -k 160 -y 3 -x 3 -p 1 -q 1 -g 5 -F 4 "
+            "--layout NHWC")
+    plain = convtune.lookup(line, "sm_90", db=no_user_db)
+    assert plain["source"] == "exact"
+    assert "sk=16" in plain["config"] and "red=atomic" in plain["config"]
+    det = convtune.lookup(line, "sm_90", db=no_user_db, candidates=4, deterministic=True)
+    assert det["source"] != "exact"
+    assert "atomics" in det["reason"]
+    for c in det["candidates"]:
+        split = c["fields"]["split_k"]
+        assert split == 1 or "red=atomic" not in c["config"], c["config"]
+    manifest, _ = convtune.compile(line, "sm_90", db=no_user_db, deterministic=True)
+    assert manifest["lookup"]["deterministic"] is True
+    manifest, _ = convtune.compile(line, "sm_90", db=no_user_db)
+    assert manifest["lookup"]["deterministic"] is False

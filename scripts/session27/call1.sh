@@ -7,6 +7,9 @@
 #     against the reference on the GPU), then the same tiles with red=atomic and red=fixup
 #     timed in one tuner process (the three fastest tiles of each of session 26's ten problems,
 #     scripts/session27/partials/), scored by scripts/session27/partials-ab.py.
+#     And convtune.torch under torch.use_deterministic_algorithms(True)
+#     (scripts/session27/deterministic-check.py: no atomics, the same bits twice, within
+#     tolerance of float64, with this session's wheel).
 #  1. Leave-one-out over the 23 depthwise entries of the shipped database: the lookup's four
 #     candidates of both builds (scripts/session27/loo/dw, written offline by
 #     scripts/session25/loo-tries.py), timed beside each entry's tuned winner in one tuner
@@ -32,6 +35,9 @@ P=scripts/session27/partials
 timeout 150 "$B" --problems $P/problems.txt --arch sm_90 --try $P/tries.txt --budget 7 --time 20 \
   --time-total 130 --db /tmp/partials.toml --journal $J/partials.jsonl --quiet > $J/partials.log 2>&1
 say "rc=$? $(el)"; python3 scripts/session27/partials-ab.py $J/partials.jsonl | cut -c1-200 | tee -a "$S"
+site=/tmp/site
+python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
+PYTHONPATH=$site timeout 120 python3 scripts/session27/deterministic-check.py 2>&1 | tail -5 | cut -c1-240 | tee -a "$S"
 say "== 1 leave-one-out, depthwise entries $(el)"
 for g in scripts/session27/loo/dw/g*; do
   n=${g##*/g}; tag=dw-g$n
@@ -59,8 +65,6 @@ for list in scripts/session26/dw-unseen.txt scripts/session27/dw-fwd-unseen.txt;
 done
 tar czf "$OUT/j.tgz" -C /tmp j
 say "== 4 first use, this session's wheel $(el)"
-site=/tmp/site
-python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
 for set in scripts/session26/dw-unseen.txt scripts/session23/setD.txt; do
   n=$(basename "$set" .txt)
   grep -v '^#' "$set" > "$OUT/$n.txt"

@@ -59,7 +59,8 @@ pub fn run(args: CompileArgs) -> anyhow::Result<()> {
             (cfg, ConfigSource::Given, "given with --config".to_string())
         }
         None => {
-            let found = args.db.find(&p, &arch, space.as_ref(), 1)?.found;
+            let limits = convtune::lookup::Limits::space(space.as_ref());
+            let found = args.db.find(&p, &arch, limits, 1)?.found;
             errln!("config from {}: {}", found.source, found.reason);
             (
                 found.config,

@@ -229,6 +229,12 @@ pub struct LookupArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=convtune::lookup::MAX_CANDIDATES as i64))]
     candidates: u16,
+    /// Only configs whose results are the same bits on every run: no floating-point atomics
+    /// (split-K with `red=atomic`, depthwise backward weight by atomics), as PyTorch's
+    /// `torch.use_deterministic_algorithms(True)` demands; a database entry that uses them is
+    /// passed over with the reason.
+    #[arg(long)]
+    deterministic: bool,
     /// Print JSON: `{"problem", "arch", "config", "source": {"kind", …}, "reason", "user_db", …}`.
     #[arg(long)]
     json: bool,
@@ -239,9 +245,13 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
     let p = args.problem.parse().map_err(bad_input)?;
     let arch = args.arch.arch(None)?;
     let space = args.arch.space_file(&arch)?;
+    let limits = convtune::lookup::Limits {
+        space: space.as_ref(),
+        deterministic: args.deterministic,
+    };
     let looked = args
         .db
-        .find(&p, &arch, space.as_ref(), usize::from(args.candidates))?;
+        .find(&p, &arch, limits, usize::from(args.candidates))?;
     let found = &looked.found;
     let candidate = |f: &convtune::lookup::Found| {
         serde_json::json!({
@@ -263,6 +273,7 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
             "user_db": looked.user_db.as_ref().map(|p| p.display().to_string()),
             "user_db_read": looked.user_db_read,
             "space": args.arch.space_origin(),
+            "deterministic": args.deterministic,
         }));
     }
     outln!("{}", found.config);

@@ -17,7 +17,7 @@ use anyhow::{anyhow, Context as _};
 use clap::{Parser, Subcommand};
 use convtune::arch::Arch;
 use convtune::db::{Layered, TunedDb};
-use convtune::lookup::{find_candidates_in_space, Found};
+use convtune::lookup::{find_candidates_in_space, Found, Limits};
 use convtune::problem::ConvProblem;
 use convtune::space::SearchSpace;
 use std::path::PathBuf;
@@ -175,12 +175,13 @@ pub struct Looked {
 impl DbArgs {
     /// The config a compiler would use: user database over the system one (unless
     /// `--no-system-db`), then the ranked fallback (nearest tuned problems, quick list, heuristic),
-    /// all within `space` if given; with `most` > 1, also the fallback's next configs.
+    /// all within `limits` (a space, deterministic results); with `most` > 1, also the
+    /// fallback's next configs.
     pub fn find(
         &self,
         p: &ConvProblem,
         arch: &Arch,
-        space: Option<&SearchSpace>,
+        limits: Limits<'_>,
         most: usize,
     ) -> anyhow::Result<Looked> {
         // The note names the user database, or why there is none: a lookup that silently read
@@ -219,7 +220,7 @@ impl DbArgs {
             system,
             user: user.as_ref(),
         };
-        let mut more = find_candidates_in_space(p, arch, layers, None, space, most.max(1))?;
+        let mut more = find_candidates_in_space(p, arch, layers, None, limits, most.max(1))?;
         let found = more.remove(0);
         Ok(Looked {
             found,

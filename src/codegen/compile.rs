@@ -8,7 +8,7 @@ use super::gemm::{emit_gemm, grid};
 use super::phased::{self, emit_phased, PhasedPlan};
 use super::plan::GemmPlan;
 use super::relayout::{self, emit_transpose, Place, Transpose};
-use super::simple::{self, blocks, fill_width, slot_sum_blocks, THREADS};
+use super::simple::{self, blocks, fill_width, THREADS};
 use super::spec::TargetSpec;
 use super::target::Target;
 use super::{amdgpu, nvptx};
@@ -16,7 +16,7 @@ use super::{CodegenError, Kernel};
 use crate::abi::{ArgRole, CONV_ARGS};
 use crate::arch::{Vendor, MAX_GRID};
 use crate::config::{DwSums, MmaPath, PerfConfig, Transform};
-use crate::lowering::{relayout::relayouts, Lowering};
+use crate::lowering::{depthwise::SlotSum, relayout::relayouts, Lowering};
 use crate::problem::{ConvProblem, DType, Tensor};
 use inkwell::context::Context;
 use inkwell::module::Module;
@@ -314,7 +314,7 @@ fn finish_launch<'l>(
         let smem = THREADS * 4;
         kernel(
             name.into(),
-            [slot_sum_blocks(elems, slots), 1, 1],
+            [SlotSum::of(slots).blocks(elems, THREADS), 1, 1],
             THREADS,
             smem,
         )?

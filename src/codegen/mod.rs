@@ -83,7 +83,6 @@ pub use error::CodegenError;
 #[doc(hidden)]
 pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};
-pub use simple::slot_sum_rounds;
 pub use spec::Capability;
 pub use steps::CompileSteps;
 pub use target::Target;

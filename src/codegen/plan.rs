@@ -217,7 +217,7 @@ impl<'l> GemmPlan<'l> {
         let mut b = load(Field::VecB.name(), &gemm.b, Dim::N, c.block_n, c.vec_b)?;
         let (sa, sb) = operand_tiles(c, dt, &a, &b).map_err(&fail)?;
         let split = c.split_k > 1;
-        let atomic = (split && c.red == Reduction::Atomic).then_some(dt != DType::F32);
+        let atomic = c.adds_by_atomics(p.direction()).then_some(dt != DType::F32);
         let smem_bytes = c.stages as u64 * (sa.stage + sb.stage) as u64 * bytes as u64;
         if smem_bytes > u32::MAX as u64 / 2 {
             return Err(fail(format!("{smem_bytes} bytes of shared memory")));

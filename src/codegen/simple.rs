@@ -4,6 +4,7 @@
 
 use super::builder::{Kb, Mem};
 use crate::abi::ArgRole;
+use crate::lowering::depthwise::SlotSum;
 use crate::problem::{ConvProblem, DType, Direction, Tensor};
 use inkwell::values::IntValue;
 
@@ -68,47 +69,24 @@ pub(crate) fn emit_finish<'ctx>(
     });
 }
 
-/// Independent sums a thread of [`emit_slot_sum`] keeps, so that as many of its loads are in
-/// flight at once instead of each waiting for the add before it.
-const SUM_CHAINS: u32 = 4;
-
-/// How [`emit_slot_sum`] spreads `slots` over a block: `lanes` threads an element (a power of
-/// two up to 8, at most `slots`), `THREADS / lanes` elements a block.
-pub(crate) fn slot_lanes(slots: u32) -> u32 {
-    let mut lanes = 8;
-    while lanes > 1 && lanes > slots {
-        lanes /= 2;
-    }
-    lanes
-}
-
-/// Dependent load rounds a thread of [`emit_slot_sum`] waits through for `slots` slots: each
-/// round has [`SUM_CHAINS`] loads in flight (what the cost model charges as latency).
-pub fn slot_sum_rounds(slots: u32) -> u32 {
-    slots.div_ceil(slot_lanes(slots) * SUM_CHAINS)
-}
-
-/// Blocks of [`emit_slot_sum`] for `elems` elements of `slots` slots.
-pub(crate) fn slot_sum_blocks(elems: u64, slots: u32) -> u64 {
-    elems.div_ceil(u64::from(THREADS / slot_lanes(slots)))
-}
-
 /// The sum of many slots, in an order fixed by the code alone (the same bits every run): an
-/// element's [`slot_lanes`] threads each add every `lanes`-th slot along [`SUM_CHAINS`]
-/// chains (consecutive threads reading consecutive elements of one slot), combine their chains
+/// element's [`SlotSum::lanes`] threads each add every `lanes`-th slot along
+/// [`SlotSum::CHAINS`] chains (consecutive threads reading consecutive elements of one slot), combine their chains
 /// in order, and the first lane adds the lanes' sums from shared memory in lane order.
 fn emit_slot_sum<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64, slots: u32) {
     kb.set_block_size(THREADS);
-    let lanes = slot_lanes(slots);
-    let per_block = THREADS / lanes;
+    let plan = SlotSum::of(slots);
+    let (lanes, per_block) = (plan.lanes, plan.per_block(THREADS));
     let tid = kb.thread_idx();
     let (e, lane) = (kb.uremc(tid, per_block), kb.udivc(tid, per_block));
     let i = kb.add(kb.mulc(kb.block_idx(0), i64::from(per_block)), e);
     let live = kb.ultc(i, elems as u32);
     let f32t = kb.f32t();
     let ws = kb.arg(ArgRole::Workspace);
-    let chains: Vec<_> = (0..SUM_CHAINS).map(|_| kb.var(kb.cf(0.0).into())).collect();
-    let stride = lanes * SUM_CHAINS;
+    let chains: Vec<_> = (0..SlotSum::CHAINS)
+        .map(|_| kb.var(kb.cf(0.0).into()))
+        .collect();
+    let stride = lanes * SlotSum::CHAINS;
     kb.if_then(live, |kb| {
         kb.for_range(kb.c(0), kb.c(i64::from(slots.div_ceil(stride))), |kb, j| {
             for (k, &chain) in chains.iter().enumerate() {

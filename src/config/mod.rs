@@ -398,6 +398,20 @@ impl PerfConfig {
         None
     }
 
+    /// Whether this config adds partial sums with floating-point atomics on `direction`'s
+    /// problems, so that its result's last bits depend on the order the GPU runs its blocks
+    /// in: split-K with `red=atomic` on the GEMM paths, and the depthwise kernel's backward
+    /// weight by atomics. Everything else (plain stores, the fix-up's and stream-K's sums in
+    /// slice order, the depthwise partials) gives the same bits every run. The code generator
+    /// plans atomics exactly where this says.
+    pub fn adds_by_atomics(&self, direction: crate::problem::Direction) -> bool {
+        let atomic = self.red == Reduction::Atomic;
+        match self.mma {
+            MmaPath::Depthwise => atomic && direction == crate::problem::Direction::BwdWeight,
+            _ => atomic && self.split_k > 1,
+        }
+    }
+
     /// What stream-K (`red=stream`) cannot do with this config's other fields, whatever the
     /// problem (the problem-dependent part, wave fill and K tiles per block, is legality's
     /// `red` rule): shared by that rule and the code generator's planner. `None` also when

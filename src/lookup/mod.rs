@@ -17,9 +17,11 @@
 //! ```
 
 pub mod fallback;
+mod limits;
 mod quick;
 
 use fallback::{Guess, Pick, TileValues};
+pub use limits::Limits;
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
@@ -97,18 +99,20 @@ pub fn find_config_with_user_db(
     user_db: Option<&std::path::Path>,
     use_system: bool,
 ) -> Result<Found, LookupError> {
-    let mut found = find_candidates_with_user_db(problem, arch, user_db, use_system, 1)?;
+    let mut found = find_candidates_with_user_db(problem, arch, user_db, use_system, 1, false)?;
     Ok(found.swap_remove(0))
 }
 
 /// [`find_config_with_user_db`], then up to `most - 1` more of the fallback's configs
-/// ([`find_candidates_in_space`]): what the Python package's first-use benchmark times.
+/// ([`find_candidates_in_space`]): what the Python package's first-use benchmark times. With
+/// `deterministic`, only configs without atomics ([`Limits::deterministic`]).
 pub fn find_candidates_with_user_db(
     problem: &ConvProblem,
     arch: &Arch,
     user_db: Option<&std::path::Path>,
     use_system: bool,
     most: usize,
+    deterministic: bool,
 ) -> Result<Vec<Found>, LookupError> {
     // No place for a user database (no home, no path given) is no layer, like a missing file.
     let user = match db::user_db_path(user_db, arch.name) {
@@ -124,7 +128,11 @@ pub fn find_candidates_with_user_db(
         system,
         user: user.as_ref(),
     };
-    find_candidates_in_space(problem, arch, layers, None, None, most)
+    let limits = Limits {
+        space: None,
+        deterministic,
+    };
+    find_candidates_in_space(problem, arch, layers, None, limits, most)
 }
 
 /// [`find_config`] over explicit database layers (e.g. without the system database).
@@ -134,21 +142,20 @@ pub fn find_config_in(
     layers: Layered<'_>,
     fingerprint: Option<&Fingerprint>,
 ) -> Result<Found, LookupError> {
-    find_config_in_space(problem, arch, layers, fingerprint, None)
+    find_config_in_space(problem, arch, layers, fingerprint, Limits::default())
 }
 
-/// [`find_config_in`] restricted to a search space (`--space FILE`): a database or quick-list
-/// config outside it is passed over like an illegal one (the reason says so), and the heuristic
-/// picks among the space's candidates. A user who narrows the space (no split-K, fewer stages)
-/// means every answer, not only the guess, to stay inside it.
+/// [`find_config_in`] within `limits` (a search space, `--space FILE`; deterministic results):
+/// a database or quick-list config outside them is passed over like an illegal one (the
+/// reason says so), and the heuristic picks among the space's candidates inside them.
 pub fn find_config_in_space(
     problem: &ConvProblem,
     arch: &Arch,
     layers: Layered<'_>,
     fingerprint: Option<&Fingerprint>,
-    space: Option<&SearchSpace>,
+    limits: Limits<'_>,
 ) -> Result<Found, LookupError> {
-    let mut found = find_candidates_in_space(problem, arch, layers, fingerprint, space, 1)?;
+    let mut found = find_candidates_in_space(problem, arch, layers, fingerprint, limits, 1)?;
     // Never empty: the last resort is the heuristic's config or an error.
     Ok(found.swap_remove(0))
 }
@@ -171,16 +178,16 @@ pub fn find_candidates_in_space(
     arch: &Arch,
     layers: Layered<'_>,
     fingerprint: Option<&Fingerprint>,
-    space: Option<&SearchSpace>,
+    limits: Limits<'_>,
     most: usize,
 ) -> Result<Vec<Found>, LookupError> {
-    let default_space = SearchSpace::default_for(arch);
-    let heuristic = || heuristic_in(problem, arch, space.unwrap_or(&default_space));
-    find_candidates_with(problem, arch, layers, fingerprint, space, most, heuristic)
+    let heuristic = || heuristic_within(problem, arch, limits);
+    find_candidates_with(problem, arch, layers, fingerprint, limits, most, heuristic)
 }
 
 /// [`find_candidates_in_space`] with the heuristic's pick (the cost model's first pick among
-/// the legal configs of `space`, else the default space) from `heuristic`, called once when
+/// the legal configs of the limits' space, else the default space, inside the limits) from
+/// `heuristic`, called once when
 /// the databases have been read: the tuner enumerates that space anyway and hands the pick
 /// over from its own enumeration ([`heuristic_among`]) instead of enumerating it twice.
 pub fn find_candidates_with(
@@ -188,11 +195,11 @@ pub fn find_candidates_with(
     arch: &Arch,
     layers: Layered<'_>,
     fingerprint: Option<&Fingerprint>,
-    space: Option<&SearchSpace>,
+    limits: Limits<'_>,
     most: usize,
     heuristic: impl FnOnce() -> Option<PerfConfig>,
 ) -> Result<Vec<Found>, LookupError> {
-    Read::databases(problem, arch, layers, fingerprint, space).candidates(most, heuristic)
+    Read::databases(problem, arch, layers, fingerprint, limits).candidates(most, heuristic)
 }
 
 /// A lookup with its databases read and not yet ranked: the exact entry, when there is one,
@@ -203,27 +210,27 @@ pub struct Read<'a> {
     arch: &'a Arch,
     layers: Layered<'a>,
     fingerprint: Option<&'a Fingerprint>,
-    space: Option<&'a SearchSpace>,
+    limits: Limits<'a>,
     hit: db::Lookup,
 }
 
 impl<'a> Read<'a> {
     /// Reads the problem's entry from `layers` (the user's over the system's, see
-    /// [`Layered`]), checked for legality here and, with `space`, for membership of it.
+    /// [`Layered`]), checked for legality here and against `limits`.
     pub fn databases(
         problem: &'a ConvProblem,
         arch: &'a Arch,
         layers: Layered<'a>,
         fingerprint: Option<&'a Fingerprint>,
-        space: Option<&'a SearchSpace>,
+        limits: Limits<'a>,
     ) -> Read<'a> {
-        let hit = layers.lookup(problem, arch.name, fingerprint, &SpaceCheck { space });
+        let hit = layers.lookup(problem, arch.name, fingerprint, &limits);
         Read {
             problem,
             arch,
             layers,
             fingerprint,
-            space,
+            limits,
             hit,
         }
     }
@@ -248,7 +255,7 @@ impl<'a> Read<'a> {
             arch,
             layers,
             fingerprint,
-            space,
+            limits,
             hit,
         } = self;
         let mut out = Vec::new();
@@ -273,7 +280,7 @@ impl<'a> Read<'a> {
             crate::db::append_notes(&mut why, &hit.notes);
             why
         };
-        let in_space = |c: &PerfConfig| space.is_none_or(|s| s.contains(c));
+        let in_limits = |c: &PerfConfig| limits.admit(problem, c);
         let near = fallback::neighbours(problem, arch, &layers, fingerprint);
         let default_space = SearchSpace::default_for(arch);
         let mut guesses: Vec<(PerfConfig, Guess)> = shipped_quick_list(arch.name)
@@ -284,12 +291,8 @@ impl<'a> Read<'a> {
         // The heuristic enumerates the whole space: once, as a guess and as the last resort.
         let model_pick = heuristic();
         guesses.extend(model_pick.map(|c| (c, Guess::Model)));
-        let within = if space.is_some() {
-            " in the given space"
-        } else {
-            ""
-        };
-        let tiles = match space {
+        let within = limits.words();
+        let tiles = match limits.space {
             Some(s) => TileValues::of(&[s]),
             None => {
                 let mut spaces = vec![&default_space];
@@ -297,7 +300,7 @@ impl<'a> Read<'a> {
                 TileValues::of(&spaces)
             }
         };
-        let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_space, most);
+        let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_limits, most);
         for (rank, pick) in picks.into_iter().enumerate() {
             let found = found_of(pick, &why, within, near.len(), rank);
             if out.len() < most && out.iter().all(|f| f.config != found.config) {
@@ -385,23 +388,6 @@ fn ordinal(n: usize) -> String {
     format!("{n}{suffix}")
 }
 
-/// Legality, and with a space, membership of it.
-struct SpaceCheck<'s> {
-    space: Option<&'s SearchSpace>,
-}
-
-impl ConfigCheck for SpaceCheck<'_> {
-    fn check(&self, problem: &ConvProblem, arch: &str, config: &str) -> Result<(), String> {
-        LegalityCheck.check(problem, arch, config)?;
-        match (self.space, config.parse::<PerfConfig>()) {
-            (Some(s), Ok(cfg)) if !s.contains(&cfg) => {
-                Err("outside the given search space".to_string())
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
 /// The cost model's first pick among the legal configs of the default space.
 pub fn heuristic(problem: &ConvProblem, arch: &Arch) -> Option<PerfConfig> {
     heuristic_in(problem, arch, &SearchSpace::default_for(arch))
@@ -411,6 +397,23 @@ pub fn heuristic(problem: &ConvProblem, arch: &Arch) -> Option<PerfConfig> {
 pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> Option<PerfConfig> {
     let l = lower(problem);
     heuristic_among(&l, arch, &enumerate_lowered(&l, arch, space).legal)
+}
+
+/// The cost model's first pick among the legal configs of `limits`' space (else the default
+/// space) inside the limits.
+pub fn heuristic_within(
+    problem: &ConvProblem,
+    arch: &Arch,
+    limits: Limits<'_>,
+) -> Option<PerfConfig> {
+    let l = lower(problem);
+    let mut legal: Vec<PerfConfig> = limits
+        .enumerated(arch)
+        .iter()
+        .flat_map(|space| enumerate_lowered(&l, arch, space).legal)
+        .collect();
+    legal.retain(|c| limits.admit(problem, c));
+    heuristic_among(&l, arch, &legal)
 }
 
 /// The cost model's first pick among `legal` (a space's enumeration for `lowering`).

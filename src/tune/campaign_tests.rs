@@ -313,10 +313,15 @@ fn the_search_measures_the_lookup_config_first() {
             system: crate::db::system("sm_90").unwrap(),
             user: None,
         };
-        let want =
-            crate::lookup::find_config_in_space(&p, &Arch::SM_90, layers, Some(&fake_gpu), None)
-                .unwrap()
-                .config;
+        let want = crate::lookup::find_config_in_space(
+            &p,
+            &Arch::SM_90,
+            layers,
+            Some(&fake_gpu),
+            crate::lookup::Limits::default(),
+        )
+        .unwrap()
+        .config;
         let legal = crate::space::enumerate_legal(&p, &Arch::SM_90, &space).legal;
         places.push(legal.iter().position(|c| *c == want));
         let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
@@ -344,7 +349,7 @@ fn the_lookup_candidates_are_measured_first_and_reported() {
         &Arch::SM_90,
         layers,
         Some(&fake_gpu),
-        None,
+        crate::lookup::Limits::default(),
         crate::lookup::SEED_CANDIDATES,
     )
     .unwrap()

@@ -567,7 +567,8 @@ fn lookup_candidates(
         user: user.as_ref(),
     };
     let space = s.options.space.as_ref().map(|_| &s.space);
-    let read = crate::lookup::Read::databases(p, &s.arch, layers, Some(&s.fingerprint), space);
+    let limits = crate::lookup::Limits::space(space);
+    let read = crate::lookup::Read::databases(p, &s.arch, layers, Some(&s.fingerprint), limits);
     // The answer whenever there is an exact entry, known before anything is enumerated.
     early.start(read.exact());
     read.candidates(crate::lookup::SEED_CANDIDATES, heuristic)

@@ -145,6 +145,24 @@ static void new_fields_round_trip(void) {
     CHECK(rc == CONVTUNE_ERR_BUFFER, "rc %d", rc);
 }
 
+static void deterministic_lookup_passes_over_atomics(void) {
+    /* The shipped entry of this grouped bwd-weight problem splits K 16 ways by atomics. */
+    const char *line = "convbfp16 -n 32 -c 160 -H 56 -W 56 -k 160 -y 3 -x 3 -p 1 -q 1 -g 5 -F 4 "
+                       "--layout NHWC";
+    convtune_config plain, det;
+    int rc = convtune_lookup_str(line, "sm_90", NO_USER_DB, &plain);
+    CHECK(rc == CONVTUNE_OK, "rc %d: %s", rc, convtune_last_error());
+    CHECK(plain.source == CONVTUNE_SOURCE_EXACT && plain.split_k > 1 &&
+              plain.red == CONVTUNE_RED_ATOMIC,
+          "plain: %s", plain.config);
+    rc = convtune_lookup_str_deterministic(line, "sm_90", NO_USER_DB, &det);
+    CHECK(rc == CONVTUNE_OK, "rc %d: %s", rc, convtune_last_error());
+    CHECK(det.source != CONVTUNE_SOURCE_EXACT, "source %d", det.source);
+    CHECK(det.split_k == 1 || det.red != CONVTUNE_RED_ATOMIC, "deterministic: %s", det.config);
+    CHECK(strstr(det.reason, "atomics") != NULL, "reason: %s", det.reason);
+    printf("deterministic: %s\n", det.config);
+}
+
 static void untuned_problem_falls_back(void) {
     convtune_config out;
     int rc = convtune_lookup_str("conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1",
@@ -208,6 +226,7 @@ int main(int argc, char **argv) {
     seed_003_is_found_exactly();
     new_fields_round_trip();
     untuned_problem_falls_back();
+    deterministic_lookup_passes_over_atomics();
     errors_are_codes_and_messages();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1,6 +1,7 @@
 //! The fallback's tests: features and distance, ranking, and holdouts of the shipped database.
 
 use super::*;
+use crate::lookup::Limits;
 
 /// The shipped sm_90 database before the random sets of sessions 22-23 (the ResNet-50 suite's
 /// 39 entries): the holdouts below were measured on it, and their premises (which neighbour is
@@ -414,7 +415,7 @@ fn every_lookup_candidate_compiles() {
             user: None,
         };
         let found =
-            crate::lookup::find_candidates_in_space(&p, &arch, layers, None, None, 4).unwrap();
+            crate::lookup::find_candidates_in_space(&p, &arch, layers, None, Limits::default(), 4).unwrap();
         let l = lower(&p);
         for f in &found {
             crate::codegen::compile_conv(&l, &f.config, crate::codegen::Target::of(arch))
@@ -450,10 +451,23 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
         };
         let configs =
             |f: Vec<crate::lookup::Found>| f.into_iter().map(|f| f.config).collect::<Vec<_>>();
-        let lookup = crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, None, 4);
-        let tuner = crate::lookup::find_candidates_with(&p, &arch, layers(), None, None, 4, || {
-            pick.flatten()
-        });
+        let lookup = crate::lookup::find_candidates_in_space(
+            &p,
+            &arch,
+            layers(),
+            None,
+            Limits::default(),
+            4,
+        );
+        let tuner = crate::lookup::find_candidates_with(
+            &p,
+            &arch,
+            layers(),
+            None,
+            Limits::default(),
+            4,
+            || pick.flatten(),
+        );
         let lookup = configs(lookup.unwrap());
         assert_eq!(lookup, configs(tuner.unwrap()), "{line}");
         assert_eq!(lookup.len(), 4, "{line}");
@@ -501,13 +515,79 @@ fn the_exact_entry_is_known_from_the_read_and_is_the_answer() {
         system: None,
         user: Some(&suite),
     };
-    let read = crate::lookup::Read::databases(&held.p, &arch, whole, None, None);
+    let read = crate::lookup::Read::databases(&held.p, &arch, whole, None, Limits::default());
     let exact = read.exact();
     assert!(exact.is_some() && exact == held.tuned, "{line}");
     let found = read.candidates(1, || None).unwrap();
     assert_eq!(Some(found[0].config), exact);
-    let read = crate::lookup::Read::databases(&held.p, &arch, held.layers(), None, None);
+    let read =
+        crate::lookup::Read::databases(&held.p, &arch, held.layers(), None, Limits::default());
     assert_eq!(read.exact(), None);
     let found = read.candidates(2, || None).unwrap();
     assert!(!found.is_empty() && found.iter().all(|f| f.source != crate::db::Source::Exact));
+}
+
+#[test]
+fn a_deterministic_lookup_passes_over_atomics_and_says_why() {
+    // The shipped entry of this grouped bwd-weight problem splits K 16 ways by atomics.
+    let arch = Arch::SM_90;
+    let p: ConvProblem = "convbfp16 -n 32 -c 160 -H 56 -W 56 -k 160 -y 3 -x 3 -p 1 -q 1 -g 5 -F 4 \
+                          --layout NHWC"
+        .parse()
+        .unwrap();
+    let layers = || crate::db::Layered {
+        system: crate::db::system(arch.name).unwrap(),
+        user: None,
+    };
+    let dir = p.direction();
+    let plain =
+        crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, Limits::default(), 1)
+            .unwrap();
+    assert_eq!(plain[0].source, crate::db::Source::Exact);
+    assert!(plain[0].config.adds_by_atomics(dir), "{}", plain[0].config);
+    let limits = Limits {
+        space: None,
+        deterministic: true,
+    };
+    let found =
+        crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, limits, 4).unwrap();
+    assert!(found[0].source != crate::db::Source::Exact);
+    assert!(found[0].reason.contains("atomics"), "{}", found[0].reason);
+    for f in &found {
+        assert!(!f.config.adds_by_atomics(dir), "{}", f.config);
+        assert!(legality::check(&lower(&p), &f.config, &arch).is_ok());
+    }
+    // Depthwise backward weight keeps its direct kernel, as partials: the heuristic chooses
+    // among the space without `red=atomic`.
+    let p: ConvProblem = "convbfp16 -n 64 -c 384 -H 14 -W 14 -k 384 -y 3 -x 3 -p 1 -q 1 \
+                          -g 384 -F 4 --layout NHWC"
+        .parse()
+        .unwrap();
+    let found =
+        crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, limits, 4).unwrap();
+    assert!(found.iter().all(|f| !f.config.adds_by_atomics(dir)));
+    assert!(
+        found
+            .iter()
+            .any(|f| f.config.mma == crate::config::MmaPath::Depthwise),
+        "{:?}",
+        found
+            .iter()
+            .map(|f| f.config.to_string())
+            .collect::<Vec<_>>()
+    );
+    // The depthwise kernel adds by atomics only on backward weight.
+    let dw: PerfConfig =
+        "v3:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw,\
+         red=atomic,ld=cp"
+            .parse()
+            .unwrap();
+    use crate::problem::Direction;
+    assert!(dw.adds_by_atomics(Direction::BwdWeight));
+    assert!(!dw.adds_by_atomics(Direction::Fwd));
+    let fixup = PerfConfig {
+        red: crate::config::Reduction::Fixup,
+        ..dw
+    };
+    assert!(!fixup.adds_by_atomics(Direction::BwdWeight));
 }

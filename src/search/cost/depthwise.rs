@@ -24,7 +24,7 @@
 use super::{blocks_per_sm, ceil_div, vector_efficiency, CostArch, Estimate};
 use crate::config::{DwSums, DwTile, PerfConfig};
 use crate::legality::Resources;
-use crate::lowering::depthwise::DwShape;
+use crate::lowering::depthwise::{DwShape, SlotSum};
 use crate::lowering::Lowering;
 
 /// Bytes in flight per SM that saturate DRAM (the GEMM model's figure).
@@ -38,7 +38,7 @@ const SATURATING_BYTES_PER_SM: f64 = 32768.0;
 const CONTENDED_ATOMIC_BYTES: f64 = 230.0;
 /// Time of one round of dependent loads from L2 (about 300 cycles at the H200's clock; not
 /// measured on its own): the summing kernel of backward weight's partials waits through
-/// [`crate::codegen::slot_sum_rounds`] of them.
+/// [`SlotSum::rounds`] of them.
 const L2_ROUND_TRIP_US: f64 = 0.15;
 /// Issue slots a thread spends outside its tile's arithmetic: index math, bounds, the filter
 /// copy's share.
@@ -109,7 +109,7 @@ pub(super) fn estimate(
         (false, _) => (0.0, 0.0),
         (true, Some(DwSums::Partials)) => {
             let slots = pixel_blocks as u32;
-            let rounds = f64::from(crate::codegen::slot_sum_rounds(slots));
+            let rounds = f64::from(SlotSum::of(slots).rounds());
             (rounds * L2_ROUND_TRIP_US, block_sums * 4.0 * 2.0)
         }
         (true, _) => (

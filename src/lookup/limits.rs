@@ -1,0 +1,92 @@
+//! What a lookup's answer must satisfy besides legality: inside a search space the caller
+//! narrowed (`--space FILE`), and, when asked, the same bits on every run.
+
+use super::LegalityCheck;
+use crate::arch::Arch;
+use crate::config::{Field, FieldValue, PerfConfig, Reduction};
+use crate::db::ConfigCheck;
+use crate::problem::ConvProblem;
+use crate::space::SearchSpace;
+
+/// The caller's limits on a lookup's answers (none by default). Every source obeys them: an
+/// exact entry that does not is passed over with the reason, as an illegal one is, and the
+/// fallback and the heuristic choose among the configs that do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits<'a> {
+    /// Only configs of this space: a user who narrows the space (no split-K, fewer stages)
+    /// means every answer, not only the guess, to stay inside it.
+    pub space: Option<&'a SearchSpace>,
+    /// Only configs whose results do not depend on the order the GPU runs their blocks in
+    /// (no floating-point atomics: [`PerfConfig::adds_by_atomics`]), as PyTorch's
+    /// `torch.use_deterministic_algorithms(True)` demands of every kernel it runs.
+    pub deterministic: bool,
+}
+
+impl<'a> Limits<'a> {
+    /// Only a space's configs (none: no limit).
+    pub fn space(space: Option<&'a SearchSpace>) -> Limits<'a> {
+        Limits {
+            space,
+            deterministic: false,
+        }
+    }
+
+    /// Why `c` is outside the limits for `problem`, if it is.
+    pub fn refusal(&self, problem: &ConvProblem, c: &PerfConfig) -> Option<&'static str> {
+        if self.space.is_some_and(|s| !s.contains(c)) {
+            return Some("outside the given search space");
+        }
+        if self.deterministic && c.adds_by_atomics(problem.direction()) {
+            return Some("adds its sums with atomics, and deterministic results were asked for");
+        }
+        None
+    }
+
+    /// Whether `c` is inside the limits for `problem`.
+    pub fn admit(&self, problem: &ConvProblem, c: &PerfConfig) -> bool {
+        self.refusal(problem, c).is_none()
+    }
+
+    /// The spaces whose configs the heuristic chooses among: the given one, else the arch's
+    /// default; for deterministic results also that space with `red = ["fixup"]` alone (when
+    /// it lists `fixup`), where the depthwise kernel's backward weight adds by partials (a
+    /// space gives that kernel one `red`, its first) and split-K by the fix-up. Not instead of
+    /// the space: the fix-up needs `split_k` > 1, so without `atomic` every unsplit GEMM
+    /// config would be gone, and those have no atomics at all.
+    pub fn enumerated(&self, arch: &Arch) -> Vec<SearchSpace> {
+        let space = self
+            .space
+            .cloned()
+            .unwrap_or_else(|| SearchSpace::default_for(arch));
+        let fixup = Reduction::Fixup.code();
+        let mut spaces = vec![space.clone()];
+        if self.deterministic && space.params.codes(Field::Red).contains(&fixup) {
+            let mut partials = space;
+            partials.params.set_codes(Field::Red, &[fixup]);
+            spaces.push(partials);
+        }
+        spaces
+    }
+
+    /// The words the lookup's reason adds for the limits (empty without any).
+    pub fn words(&self) -> &'static str {
+        match (self.space.is_some(), self.deterministic) {
+            (false, false) => "",
+            (true, false) => " in the given space",
+            (false, true) => " without atomics (deterministic)",
+            (true, true) => " in the given space and without atomics (deterministic)",
+        }
+    }
+}
+
+impl ConfigCheck for Limits<'_> {
+    fn check(&self, problem: &ConvProblem, arch: &str, config: &str) -> Result<(), String> {
+        LegalityCheck.check(problem, arch, config)?;
+        match config.parse::<PerfConfig>() {
+            Ok(cfg) => self
+                .refusal(problem, &cfg)
+                .map_or(Ok(()), |why| Err(why.into())),
+            Err(_) => Ok(()),
+        }
+    }
+}
