@@ -311,15 +311,8 @@ pub unsafe extern "C" fn convtune_lookup_str(
     user_db: *const c_char,
     out: *mut ConfigC,
 ) -> c_int {
-    guard(|| {
-        // SAFETY: the caller's contract.
-        let text = unsafe { required_str(problem, "problem")? };
-        let p: ConvProblem = text
-            .parse()
-            .map_err(|e| Failure::new(Status::Problem, format!("problem '{text}': {e}")))?;
-        // SAFETY: forwarded caller contract.
-        unsafe { lookup_into(&p, arch, user_db, out, false) }
-    })
+    // SAFETY: forwarded caller contract.
+    unsafe { lookup_line(problem, arch, user_db, out, false) }
 }
 
 /// `convtune_lookup_str_deterministic`: [`convtune_lookup_str`] answering only configs whose
@@ -334,6 +327,21 @@ pub unsafe extern "C" fn convtune_lookup_str_deterministic(
     user_db: *const c_char,
     out: *mut ConfigC,
 ) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { lookup_line(problem, arch, user_db, out, true) }
+}
+
+/// The lookup of a problem given as a line, for the `convtune_lookup_str*` entry points.
+///
+/// # Safety
+/// As [`convtune_lookup_str`].
+unsafe fn lookup_line(
+    problem: *const c_char,
+    arch: *const c_char,
+    user_db: *const c_char,
+    out: *mut ConfigC,
+    deterministic: bool,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller's contract.
         let text = unsafe { required_str(problem, "problem")? };
@@ -341,7 +349,7 @@ pub unsafe extern "C" fn convtune_lookup_str_deterministic(
             .parse()
             .map_err(|e| Failure::new(Status::Problem, format!("problem '{text}': {e}")))?;
         // SAFETY: forwarded caller contract.
-        unsafe { lookup_into(&p, arch, user_db, out, true) }
+        unsafe { lookup_into(&p, arch, user_db, out, deterministic) }
     })
 }
 
