@@ -24,7 +24,7 @@ are timed.
 
 Under ``torch.use_deterministic_algorithms(True)`` every lookup asks for configs whose results
 are the same bits on every run (``convtune.lookup(..., deterministic=True)``: no floating-point
-atomics), and a config given to :func:`launch` that adds by atomics runs in PyTorch instead.
+atomics), and :func:`launch` refuses a config that adds by atomics (RuntimeError).
 
 A convolution convtune does not run (CPU tensors, float64, an arch with no convtune target, a
 problem with no legal config, a kernel that failed the check, ...) runs in PyTorch instead, and
