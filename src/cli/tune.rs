@@ -45,6 +45,11 @@ pub struct TuneArgs {
     /// than the best so far keeps its short first measurement).
     #[arg(long)]
     pub full_timing: bool,
+    /// Only candidates whose results are the same bits on every run: no floating-point atomics
+    /// (split-K adds by the in-kernel fix-up, depthwise backward weight as partials), for the
+    /// database a deterministic lookup reads (`lookup --deterministic`); best with its own `--db`.
+    #[arg(long)]
+    pub deterministic: bool,
     /// Search strategy.
     #[arg(long, default_value = "guided")]
     pub strategy: String,
@@ -172,6 +177,7 @@ fn campaign(args: TuneArgs) -> anyhow::Result<Campaign> {
             .map_err(bad_input)?,
         dry_run: args.dry_run,
         inject_faults: args.inject_faults,
+        deterministic: args.deterministic,
         tries: match &args.tries {
             Some(path) => read_tries(path)?,
             None => Vec::new(),

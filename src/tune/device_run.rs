@@ -445,7 +445,14 @@ fn prepare(
         let enumerating = scope.spawn(move || {
             let t = Instant::now();
             let e = s.options.enumerate_then(l, &arch, &s.space, |own| {
-                let _ = heuristic_tx.send(crate::lookup::heuristic_among(l, &arch, &own.legal));
+                let pick = if s.options.deterministic {
+                    let mut legal = own.legal.clone();
+                    super::options::deterministic_only(l, &arch, &mut legal);
+                    crate::lookup::heuristic_among(l, &arch, &legal)
+                } else {
+                    crate::lookup::heuristic_among(l, &arch, &own.legal)
+                };
+                let _ = heuristic_tx.send(pick);
             });
             (e, t.elapsed())
         });
@@ -475,7 +482,13 @@ fn prepare(
         .filter(|c| index(c).is_some())
         .copied()
         .collect();
-    let seeds = order.iter().filter_map(&mut index).collect();
+    // With deterministic results asked for, a `--try` config that adds by atomics is not run.
+    let direction = p.direction();
+    let seeds = order
+        .iter()
+        .filter(|c| !(s.options.deterministic && c.adds_by_atomics(direction)))
+        .filter_map(&mut index)
+        .collect();
     Ok(Prepared {
         e,
         seeds,
@@ -567,7 +580,10 @@ fn lookup_candidates(
         user: user.as_ref(),
     };
     let space = s.options.space.as_ref().map(|_| &s.space);
-    let limits = crate::lookup::Limits::space(space);
+    let limits = crate::lookup::Limits {
+        space,
+        deterministic: s.options.deterministic,
+    };
     let read = crate::lookup::Read::databases(p, &s.arch, layers, Some(&s.fingerprint), limits);
     // The answer whenever there is an exact entry, known before anything is enumerated.
     early.start(read.exact());

@@ -44,6 +44,10 @@ pub struct CampaignOptions {
     /// exactly those (the lookup's config, measured first, counts too): how each tuned
     /// problem's winner does on the others, or a fallback's picks against the tuned winners.
     pub tries: Vec<Try>,
+    /// Only candidates whose results are the same bits on every run (no floating-point
+    /// atomics, [`PerfConfig::adds_by_atomics`]): split-K by the fix-up, depthwise backward
+    /// weight as partials, as a deterministic lookup answers ([`crate::lookup::Limits`]).
+    pub deterministic: bool,
 }
 
 /// A config to measure first ([`CampaignOptions::tries`]).
@@ -88,6 +92,7 @@ impl Default for CampaignOptions {
             dry_run: false,
             inject_faults: 0,
             tries: Vec::new(),
+            deterministic: false,
         }
     }
 }
@@ -113,6 +118,39 @@ impl CampaignOptions {
         space_done: impl FnOnce(&crate::space::Enumeration) + Send,
     ) -> crate::space::Enumeration {
         let given = self.space.is_some();
-        crate::space::enumerate_search_then(lowering, arch, space, given, space_done)
+        let mut e = crate::space::enumerate_search_then(lowering, arch, space, given, space_done);
+        if self.deterministic {
+            deterministic_only(lowering, arch, &mut e.legal);
+        }
+        e
     }
+}
+
+/// `legal` without configs that add by atomics: each becomes its `red=fixup` twin where that
+/// is legal (the depthwise kernel's partials, split-K's in-kernel fix-up), else goes; order
+/// kept, no config twice.
+pub fn deterministic_only(
+    lowering: &crate::lowering::Lowering,
+    arch: &Arch,
+    legal: &mut Vec<PerfConfig>,
+) {
+    let direction = lowering.problem.direction();
+    let mut seen = std::collections::HashSet::new();
+    let kept: Vec<PerfConfig> = legal
+        .iter()
+        .filter_map(|&c| {
+            if !c.adds_by_atomics(direction) {
+                return Some(c);
+            }
+            let twin = PerfConfig {
+                red: crate::config::Reduction::Fixup,
+                ..c
+            };
+            crate::legality::check(lowering, &twin, arch)
+                .ok()
+                .map(|_| twin)
+        })
+        .filter(|c| seen.insert(*c))
+        .collect();
+    *legal = kept;
 }

@@ -491,3 +491,43 @@ fn measuring_starts_before_the_slowest_compile_of_the_batch_ends() {
     );
     assert!(ms(7) >= 1000, "{:?}", eval.at);
 }
+
+#[test]
+fn a_deterministic_search_keeps_no_atomics_and_their_fixup_twins() {
+    use crate::config::{MmaPath, Reduction};
+    let arch = crate::arch::Arch::SM_90;
+    for (line, dw) in [
+        // Depthwise backward weight: the direct kernel stays, as partials.
+        (
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -g 64 -F 4 --layout NHWC",
+            true,
+        ),
+        // Grouped backward weight: split-K stays, by the fix-up.
+        (
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -g 4 -F 4 --layout NHWC",
+            false,
+        ),
+    ] {
+        let p: crate::problem::ConvProblem = line.parse().unwrap();
+        let l = lower(&p);
+        let space = crate::space::SearchSpace::default_for(&arch);
+        let plain = CampaignOptions::default().enumerate(&l, &arch, &space);
+        let det = CampaignOptions {
+            deterministic: true,
+            ..CampaignOptions::default()
+        }
+        .enumerate(&l, &arch, &space);
+        let dir = p.direction();
+        assert!(plain.legal.iter().any(|c| c.adds_by_atomics(dir)), "{line}");
+        assert!(!det.legal.is_empty() && det.legal.iter().all(|c| !c.adds_by_atomics(dir)));
+        let twins = det
+            .legal
+            .iter()
+            .filter(|c| c.red == Reduction::Fixup && (c.mma == MmaPath::Depthwise) == dw)
+            .filter(|c| dw || c.split_k > 1)
+            .count();
+        assert!(twins > 0, "{line}: no fixup twins");
+        let unique: std::collections::HashSet<_> = det.legal.iter().collect();
+        assert_eq!(unique.len(), det.legal.len(), "{line}: a config twice");
+    }
+}
