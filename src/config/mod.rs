@@ -412,6 +412,20 @@ impl PerfConfig {
         }
     }
 
+    /// This config without atomics on `direction`'s problems: itself when it has none, else the
+    /// same with `red=fixup` (split-K's in-kernel fix-up, the depthwise kernel's partials),
+    /// which the caller checks for legality (the fix-up's workspace has a limit).
+    pub fn without_atomics(&self, direction: crate::problem::Direction) -> PerfConfig {
+        if self.adds_by_atomics(direction) {
+            PerfConfig {
+                red: Reduction::Fixup,
+                ..*self
+            }
+        } else {
+            *self
+        }
+    }
+
     /// What stream-K (`red=stream`) cannot do with this config's other fields, whatever the
     /// problem (the problem-dependent part, wave fill and K tiles per block, is legality's
     /// `red` rule): shared by that rule and the code generator's planner. `None` also when

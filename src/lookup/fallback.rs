@@ -135,7 +135,8 @@ impl Features {
 pub struct Neighbour {
     /// Its key.
     pub key: String,
-    /// Its winning config.
+    /// Its winning config (for a deterministic lookup without atomics:
+    /// [`PerfConfig::without_atomics`]).
     pub config: PerfConfig,
     /// [`Features::distance`] from the problem asked for.
     pub distance: f64,

@@ -281,7 +281,14 @@ impl<'a> Read<'a> {
             why
         };
         let in_limits = |c: &PerfConfig| limits.admit(problem, c);
-        let near = fallback::neighbours(problem, arch, &layers, fingerprint);
+        let mut near = fallback::neighbours(problem, arch, &layers, fingerprint);
+        if limits.deterministic {
+            // A neighbour's measured tile and widths stay; its atomics become the fix-up
+            // (or, on the depthwise kernel, partials), as the tuner's `--deterministic` does.
+            for n in &mut near {
+                n.config = n.config.without_atomics(problem.direction());
+            }
+        }
         let default_space = SearchSpace::default_for(arch);
         let mut guesses: Vec<(PerfConfig, Guess)> = shipped_quick_list(arch.name)
             .configs(problem.direction(), problem.dtype())
