@@ -1,4 +1,5 @@
-//! The direct depthwise kernel (`mma=dw`): no GEMM, one launch, memory-bound.
+//! The direct depthwise kernel (`mma=dw`): no GEMM, memory-bound; one launch (backward weight:
+//! with the zeroing and conversion around it, or the summing of its partials after it).
 //!
 //! The formula and which problems it runs are [`crate::lowering::depthwise`]'s; what the
 //! config fields mean is [`DwTile`]'s. A block is `bm / va` channel vectors (the fastest

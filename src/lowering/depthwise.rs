@@ -404,6 +404,50 @@ impl DwShape {
     }
 }
 
+/// How the summing kernel of backward weight's partials ([`DwSums::Partials`]) spreads
+/// `slots` slots of each gradient element over a block's threads: `lanes` threads an element
+/// (a power of two up to 8, at most `slots`), each adding every `lanes`-th slot along
+/// [`Self::CHAINS`] independent chains, so that that many of its loads are in flight at once
+/// instead of each waiting for the add before it. Read by the code generator and the cost
+/// model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotSum {
+    /// Slots of each element.
+    pub slots: u32,
+    /// Threads an element.
+    pub lanes: u32,
+}
+
+impl SlotSum {
+    /// Independent sums a thread keeps.
+    pub const CHAINS: u32 = 4;
+
+    /// The layout for `slots` slots.
+    pub fn of(slots: u32) -> SlotSum {
+        let mut lanes = 8;
+        while lanes > 1 && lanes > slots {
+            lanes /= 2;
+        }
+        SlotSum { slots, lanes }
+    }
+
+    /// Elements a block of `threads` threads (a multiple of 8) sums.
+    pub fn per_block(&self, threads: u32) -> u32 {
+        threads / self.lanes
+    }
+
+    /// Blocks of `threads` threads for `elems` elements.
+    pub fn blocks(&self, elems: u64, threads: u32) -> u64 {
+        elems.div_ceil(u64::from(self.per_block(threads)))
+    }
+
+    /// Rounds of dependent loads a thread waits through, each with [`Self::CHAINS`] in flight
+    /// (what the cost model charges as latency).
+    pub fn rounds(&self) -> u32 {
+        self.slots.div_ceil(self.lanes * Self::CHAINS)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,49 +519,5 @@ mod tests {
             let e = shape(line).unwrap_err();
             assert!(e.contains(why), "{line}: {e}");
         }
-    }
-}
-
-/// How the summing kernel of backward weight's partials ([`DwSums::Partials`]) spreads
-/// `slots` slots of each gradient element over a block's threads: `lanes` threads an element
-/// (a power of two up to 8, at most `slots`), each adding every `lanes`-th slot along
-/// [`Self::CHAINS`] independent chains, so that that many of its loads are in flight at once
-/// instead of each waiting for the add before it. Read by the code generator and the cost
-/// model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotSum {
-    /// Slots of each element.
-    pub slots: u32,
-    /// Threads an element.
-    pub lanes: u32,
-}
-
-impl SlotSum {
-    /// Independent sums a thread keeps.
-    pub const CHAINS: u32 = 4;
-
-    /// The layout for `slots` slots.
-    pub fn of(slots: u32) -> SlotSum {
-        let mut lanes = 8;
-        while lanes > 1 && lanes > slots {
-            lanes /= 2;
-        }
-        SlotSum { slots, lanes }
-    }
-
-    /// Elements a block of `threads` threads (a multiple of 8) sums.
-    pub fn per_block(&self, threads: u32) -> u32 {
-        threads / self.lanes
-    }
-
-    /// Blocks of `threads` threads for `elems` elements.
-    pub fn blocks(&self, elems: u64, threads: u32) -> u64 {
-        elems.div_ceil(u64::from(self.per_block(threads)))
-    }
-
-    /// Rounds of dependent loads a thread waits through, each with [`Self::CHAINS`] in flight
-    /// (what the cost model charges as latency).
-    pub fn rounds(&self) -> u32 {
-        self.slots.div_ceil(self.lanes * Self::CHAINS)
     }
 }
