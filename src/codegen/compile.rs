@@ -247,34 +247,33 @@ fn plan_depthwise<'l>(
     let (shape, tile) = (plan.shape, plan.tile);
     let elems = shape.filter_elems();
     let (dt, in_ws) = (shape.dtype, shape.sums_in_workspace(&tile));
-    let workspace_bytes = 4 * shape.workspace_elems(&tile, spec.target().arch());
-    let kernels = if tile.sums == Some(DwSums::Partials) {
-        let slots = plan.grid[0] as u32;
-        vec![
-            (k, Body::Depthwise(Box::new(plan))),
-            finish_launch("convtune_depthwise_sum", Tensor::Filter, dt, elems, slots)?,
-        ]
+    let partials = tile.sums == Some(DwSums::Partials);
+    // An f32 copy of the gradient in the workspace per slot: each block's own as partials (one
+    // a block along the pixels, `grid[0]`), else the one every block adds into.
+    let slots = if partials { plan.grid[0] as u32 } else { 1 };
+    let workspace_bytes = if in_ws {
+        4 * elems * u64::from(slots)
     } else {
+        0
+    };
+    let mut kernels = Vec::new();
+    if !partials {
         let (role, zdt) = if in_ws {
             (ArgRole::Workspace, DType::F32)
         } else {
             (ArgRole::Filter, dt)
         };
-        let mut kernels = vec![
-            zero_launch("convtune_zero", role, zdt, elems)?,
-            (k, Body::Depthwise(Box::new(plan))),
-        ];
-        if in_ws {
-            kernels.push(finish_launch(
-                "convtune_depthwise_finish",
-                Tensor::Filter,
-                dt,
-                elems,
-                1,
-            )?);
-        }
-        kernels
-    };
+        kernels.push(zero_launch("convtune_zero", role, zdt, elems)?);
+    }
+    kernels.push((k, Body::Depthwise(Box::new(plan))));
+    if in_ws {
+        let name = if partials {
+            "convtune_depthwise_sum"
+        } else {
+            "convtune_depthwise_finish"
+        };
+        kernels.push(finish_launch(name, Tensor::Filter, dt, elems, slots)?);
+    }
     Ok(Launches {
         kernels,
         workspace_bytes,

@@ -71,8 +71,9 @@ pub(crate) fn emit_finish<'ctx>(
 
 /// The sum of many slots, in an order fixed by the code alone (the same bits every run): an
 /// element's [`SlotSum::lanes`] threads each add every `lanes`-th slot along
-/// [`SlotSum::CHAINS`] chains (consecutive threads reading consecutive elements of one slot), combine their chains
-/// in order, and the first lane adds the lanes' sums from shared memory in lane order.
+/// [`SlotSum::CHAINS`] chains (consecutive threads reading consecutive elements of one slot),
+/// combine their chains in order, and the first lane adds the lanes' sums from shared memory
+/// in lane order.
 fn emit_slot_sum<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64, slots: u32) {
     kb.set_block_size(THREADS);
     let plan = SlotSum::of(slots);
@@ -88,7 +89,7 @@ fn emit_slot_sum<'ctx>(kb: &Kb<'_, 'ctx>, written: Tensor, dt: DType, elems: u64
         .collect();
     let stride = lanes * SlotSum::CHAINS;
     kb.if_then(live, |kb| {
-        kb.for_range(kb.c(0), kb.c(i64::from(slots.div_ceil(stride))), |kb, j| {
+        kb.for_range(kb.c(0), kb.c(i64::from(plan.rounds())), |kb, j| {
             for (k, &chain) in chains.iter().enumerate() {
                 let s = kb.add(kb.mulc(j, i64::from(stride)), lane);
                 let s = kb.addc(s, (k as u32 * lanes).into());

@@ -373,19 +373,6 @@ impl DwShape {
         u64::from(self.channels) * u64::from(self.taps[0] * self.taps[1])
     }
 
-    /// f32 elements of workspace a run of `tile` takes: backward weight's partial slots (one
-    /// filter gradient per block along the pixels) or the f32 copy a 16-bit gradient is summed
-    /// into by atomics; none otherwise.
-    pub fn workspace_elems(&self, tile: &DwTile, arch: &Arch) -> u64 {
-        if !self.sums_in_workspace(tile) {
-            return 0;
-        }
-        match tile.sums {
-            Some(DwSums::Partials) => u64::from(self.slices(tile, arch)) * self.filter_elems(),
-            _ => self.filter_elems(),
-        }
-    }
-
     /// Why backward weight cannot combine its blocks' sums as `tile` asks (`red=stream`).
     pub fn sums_refusal(&self, tile: &DwTile) -> Option<String> {
         (self.reduce && tile.sums.is_none()).then(|| {
