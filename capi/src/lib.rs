@@ -14,7 +14,7 @@ mod tensor_map;
 
 use convtune::arch::Arch;
 use convtune::db::Source;
-use convtune::lookup::{find_candidates_with_user_db, Found, LookupError};
+use convtune::lookup::{find_config_with_user_db, Found, LookupError};
 use convtune::problem::ConvProblem;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -228,8 +228,13 @@ pub fn lookup(
 ) -> Result<Found, Failure> {
     let arch = Arch::from_name(arch).map_err(|e| Failure::new(Status::Arch, e.to_string()))?;
     let db = user_db.map(Path::new);
-    let mut found = find_candidates_with_user_db(problem, &arch, db, true, 1, deterministic)?;
-    Ok(found.swap_remove(0))
+    Ok(find_config_with_user_db(
+        problem,
+        &arch,
+        db,
+        true,
+        deterministic,
+    )?)
 }
 
 /// Writes a lookup's answer into the C struct.

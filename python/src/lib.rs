@@ -8,7 +8,9 @@ use convtune::codegen::{compile_conv, Compiled};
 use convtune::config::{Domain, Field};
 use convtune::db::Source;
 use convtune::legality;
-use convtune::lookup::{find_candidates_with_user_db, Found, LookupError, MAX_CANDIDATES};
+use convtune::lookup::{
+    find_candidates_with_user_db, find_config_with_user_db, Found, LookupError, MAX_CANDIDATES,
+};
 use convtune::lowering::lower;
 use convtune::problem::{ConvProblem, Tensor};
 use convtune::space::PerfConfig;
@@ -182,8 +184,7 @@ fn compile<'py>(
         None => py
             .detach(|| {
                 let db = db.map(Path::new);
-                find_candidates_with_user_db(&p, &a, db, system_db, 1, deterministic)
-                    .map(|mut found| found.swap_remove(0))
+                find_config_with_user_db(&p, &a, db, system_db, deterministic)
             })
             .map_err(lookup_error)?,
     };

@@ -3,8 +3,9 @@
 
 use super::LegalityCheck;
 use crate::arch::Arch;
-use crate::config::{Field, FieldValue, PerfConfig, Reduction};
+use crate::config::PerfConfig;
 use crate::db::ConfigCheck;
+use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::space::SearchSpace;
 
@@ -47,27 +48,6 @@ impl<'a> Limits<'a> {
         self.refusal(problem, c).is_none()
     }
 
-    /// The spaces whose configs the heuristic chooses among: the given one, else the arch's
-    /// default; for deterministic results also that space with `red = ["fixup"]` alone (when
-    /// it lists `fixup`), where the depthwise kernel's backward weight adds by partials (a
-    /// space gives that kernel one `red`, its first) and split-K by the fix-up. Not instead of
-    /// the space: the fix-up needs `split_k` > 1, so without `atomic` every unsplit GEMM
-    /// config would be gone, and those have no atomics at all.
-    pub fn enumerated(&self, arch: &Arch) -> Vec<SearchSpace> {
-        let space = self
-            .space
-            .cloned()
-            .unwrap_or_else(|| SearchSpace::default_for(arch));
-        let fixup = Reduction::Fixup.code();
-        let mut spaces = vec![space.clone()];
-        if self.deterministic && space.params.codes(Field::Red).contains(&fixup) {
-            let mut partials = space;
-            partials.params.set_codes(Field::Red, &[fixup]);
-            spaces.push(partials);
-        }
-        spaces
-    }
-
     /// The words the lookup's reason adds for the limits (empty without any).
     pub fn words(&self) -> &'static str {
         match (self.space.is_some(), self.deterministic) {
@@ -77,6 +57,29 @@ impl<'a> Limits<'a> {
             (true, true) => " in the given space and without atomics (deterministic)",
         }
     }
+}
+
+/// `legal` without configs that add by atomics: each becomes its `red=fixup` twin
+/// ([`PerfConfig::without_atomics`]) where that is legal (the depthwise kernel's partials,
+/// split-K's in-kernel fix-up), else goes; order kept, no config twice. What a deterministic
+/// search measures and a deterministic lookup's heuristic chooses among.
+pub fn without_atomics(lowering: &Lowering, arch: &Arch, legal: &mut Vec<PerfConfig>) {
+    let direction = lowering.problem.direction();
+    let mut seen = std::collections::HashSet::new();
+    let kept: Vec<PerfConfig> = legal
+        .iter()
+        .filter_map(|&c| {
+            if !c.adds_by_atomics(direction) {
+                return Some(c);
+            }
+            let twin = c.without_atomics(direction);
+            crate::legality::check(lowering, &twin, arch)
+                .ok()
+                .map(|_| twin)
+        })
+        .filter(|c| seen.insert(*c))
+        .collect();
+    *legal = kept;
 }
 
 impl ConfigCheck for Limits<'_> {

@@ -21,7 +21,7 @@ mod limits;
 mod quick;
 
 use fallback::{Guess, Pick, TileValues};
-pub use limits::Limits;
+pub use limits::{without_atomics, Limits};
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
@@ -92,14 +92,17 @@ pub fn find_config(
 /// else the XDG path, see [`db::user_db_path`]) over the system database unless
 /// `use_system` is false. A user database that does not exist is no layer; one that exists
 /// but does not load is an error, so a typo'd entry is not silently ignored. This is what
-/// `convtune lookup`, the C API and the Python package answer with.
+/// `convtune lookup`, the C API and the Python package answer with. With `deterministic`,
+/// only configs without atomics ([`Limits::deterministic`]).
 pub fn find_config_with_user_db(
     problem: &ConvProblem,
     arch: &Arch,
     user_db: Option<&std::path::Path>,
     use_system: bool,
+    deterministic: bool,
 ) -> Result<Found, LookupError> {
-    let mut found = find_candidates_with_user_db(problem, arch, user_db, use_system, 1, false)?;
+    let mut found =
+        find_candidates_with_user_db(problem, arch, user_db, use_system, 1, deterministic)?;
     Ok(found.swap_remove(0))
 }
 
@@ -414,11 +417,11 @@ pub fn heuristic_within(
     limits: Limits<'_>,
 ) -> Option<PerfConfig> {
     let l = lower(problem);
-    let mut legal: Vec<PerfConfig> = limits
-        .enumerated(arch)
-        .iter()
-        .flat_map(|space| enumerate_lowered(&l, arch, space).legal)
-        .collect();
+    let default_space = SearchSpace::default_for(arch);
+    let mut legal = enumerate_lowered(&l, arch, limits.space.unwrap_or(&default_space)).legal;
+    if limits.deterministic {
+        without_atomics(&l, arch, &mut legal);
+    }
     legal.retain(|c| limits.admit(problem, c));
     heuristic_among(&l, arch, &legal)
 }

@@ -447,7 +447,7 @@ fn prepare(
             let e = s.options.enumerate_then(l, &arch, &s.space, |own| {
                 let pick = if s.options.deterministic {
                     let mut legal = own.legal.clone();
-                    super::options::deterministic_only(l, &arch, &mut legal);
+                    crate::lookup::without_atomics(l, &arch, &mut legal);
                     crate::lookup::heuristic_among(l, &arch, &legal)
                 } else {
                     crate::lookup::heuristic_among(l, &arch, &own.legal)

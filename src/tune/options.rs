@@ -120,37 +120,8 @@ impl CampaignOptions {
         let given = self.space.is_some();
         let mut e = crate::space::enumerate_search_then(lowering, arch, space, given, space_done);
         if self.deterministic {
-            deterministic_only(lowering, arch, &mut e.legal);
+            crate::lookup::without_atomics(lowering, arch, &mut e.legal);
         }
         e
     }
-}
-
-/// `legal` without configs that add by atomics: each becomes its `red=fixup` twin where that
-/// is legal (the depthwise kernel's partials, split-K's in-kernel fix-up), else goes; order
-/// kept, no config twice.
-pub fn deterministic_only(
-    lowering: &crate::lowering::Lowering,
-    arch: &Arch,
-    legal: &mut Vec<PerfConfig>,
-) {
-    let direction = lowering.problem.direction();
-    let mut seen = std::collections::HashSet::new();
-    let kept: Vec<PerfConfig> = legal
-        .iter()
-        .filter_map(|&c| {
-            if !c.adds_by_atomics(direction) {
-                return Some(c);
-            }
-            let twin = PerfConfig {
-                red: crate::config::Reduction::Fixup,
-                ..c
-            };
-            crate::legality::check(lowering, &twin, arch)
-                .ok()
-                .map(|_| twin)
-        })
-        .filter(|c| seen.insert(*c))
-        .collect();
-    *legal = kept;
 }

@@ -428,17 +428,37 @@ fn every_lookup_candidate_compiles() {
 fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
     let arch = Arch::SM_90;
     let space = SearchSpace::default_for(&arch);
-    for line in [
-        "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
-        "conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2",
+    // Deterministic as the tuner's `--deterministic` picks (`tune::device_run::prepare`):
+    // among its enumeration without atomics.
+    for (line, deterministic) in [
+        (
+            "convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+            false,
+        ),
+        (
+            "conv -n 16 -c 64 -H 48 -W 48 -k 64 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3 -F 2",
+            false,
+        ),
+        (
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -g 64 -F 4 --layout NHWC",
+            true,
+        ),
     ] {
         let p: ConvProblem = line.parse().unwrap();
         let l = lower(&p);
+        let limits = Limits {
+            space: None,
+            deterministic,
+        };
         let mut pick = None;
         let mut own = Vec::new();
         let all = crate::space::enumerate_search_then(&l, &arch, &space, false, |e| {
             own = e.legal.clone();
-            pick = Some(crate::lookup::heuristic_among(&l, &arch, &e.legal));
+            let mut legal = e.legal.clone();
+            if deterministic {
+                crate::lookup::without_atomics(&l, &arch, &mut legal);
+            }
+            pick = Some(crate::lookup::heuristic_among(&l, &arch, &legal));
         });
         assert_eq!(
             own,
@@ -451,23 +471,11 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
         };
         let configs =
             |f: Vec<crate::lookup::Found>| f.into_iter().map(|f| f.config).collect::<Vec<_>>();
-        let lookup = crate::lookup::find_candidates_in_space(
-            &p,
-            &arch,
-            layers(),
-            None,
-            Limits::default(),
-            4,
-        );
-        let tuner = crate::lookup::find_candidates_with(
-            &p,
-            &arch,
-            layers(),
-            None,
-            Limits::default(),
-            4,
-            || pick.flatten(),
-        );
+        let lookup = crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, limits, 4);
+        let tuner =
+            crate::lookup::find_candidates_with(&p, &arch, layers(), None, limits, 4, || {
+                pick.flatten()
+            });
         let lookup = configs(lookup.unwrap());
         assert_eq!(lookup, configs(tuner.unwrap()), "{line}");
         assert_eq!(lookup.len(), 4, "{line}");
