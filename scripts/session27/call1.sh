@@ -22,11 +22,17 @@
 #  4. Session 26's call 6: first use out of the box (scripts/first-use.py, every timed config
 #     checked against PyTorch's float64 result) with this session's wheel, on the six unseen
 #     depthwise bwd-weight problems and set D.
-#   Usage (repo root, on the device): bash scripts/session27/call1.sh
+#   Usage (repo root, on the device): bash scripts/session27/call1.sh [STEP...] (default all;
+#   one device call holds at most 600 s, so `0 1` and `2 4` are two calls).
 set -uo pipefail
+steps=${*:-0 1 2 4}
+want() { [[ " $steps " == *" $1 "* ]]; }
 . scripts/session11/lib.sh
 J=/tmp/j; mkdir -p $J
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$S"
+site=/tmp/site
+python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
+want 0 && {
 say "== 0 depthwise backward weight as partials $(el)"
 sed 's/^mma = \[[^]]*\]/mma = ["dw"]/; s/^red = \[[^]]*\]/red = ["fixup"]/' search-spaces/nvidia.toml > /tmp/dw-fixup.toml
 grep -q '^red = \["fixup"\]' /tmp/dw-fixup.toml || say "dw-fixup space not made"
@@ -35,9 +41,9 @@ P=scripts/session27/partials
 timeout 150 "$B" --problems $P/problems.txt --arch sm_90 --try $P/tries.txt --budget 7 --time 20 \
   --time-total 130 --db /tmp/partials.toml --journal $J/partials.jsonl --quiet > $J/partials.log 2>&1
 say "rc=$? $(el)"; python3 scripts/session27/partials-ab.py $J/partials.jsonl | cut -c1-200 | tee -a "$S"
-site=/tmp/site
-python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
 PYTHONPATH=$site timeout 120 python3 scripts/session27/deterministic-check.py 2>&1 | tail -5 | cut -c1-240 | tee -a "$S"
+}
+want 1 && {
 say "== 1 leave-one-out, depthwise entries $(el)"
 for g in scripts/session27/loo/dw/g*; do
   n=${g##*/g}; tag=dw-g$n
@@ -47,6 +53,8 @@ for g in scripts/session27/loo/dw/g*; do
   say "$tag rc=$? $(el) timed: $(grep -c '"time_us":[0-9]' $J/$tag.jsonl)"
 done
 python3 scripts/session25/loo-score.py scripts/session27/loo/dw/picks.json $J/dw-*.jsonl | tee -a "$S"
+}
+want 2 && {
 say "== 2 tuner --time 5, base and new $(el)"
 for list in scripts/session26/dw-unseen.txt scripts/session27/dw-fwd-unseen.txt; do
   n=$(basename "$list" .txt)
@@ -63,7 +71,9 @@ for list in scripts/session26/dw-unseen.txt scripts/session27/dw-fwd-unseen.txt;
     --json $J/$n-cudnn.json > $J/$n-cudnn.log 2>&1
   say "rc=$? $(el)"; grep -v Warning $J/$n-cudnn.log | tail -12 | cut -c1-220 | tee -a "$S"
 done
+}
 tar czf "$OUT/j.tgz" -C /tmp j
+want 4 && {
 say "== 4 first use, this session's wheel $(el)"
 for set in scripts/session26/dw-unseen.txt scripts/session23/setD.txt; do
   n=$(basename "$set" .txt)
@@ -72,4 +82,5 @@ for set in scripts/session26/dw-unseen.txt scripts/session23/setD.txt; do
     > "$OUT/$n.log" 2>&1
   say "$n rc=$? $(el)"; grep -v Warning "$OUT/$n.log" | grep -E "error|geomean|first use over|timed|skipp" | cut -c1-260 | tee -a "$S"
 done
+}
 say "== done $(el)"
