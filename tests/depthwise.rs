@@ -345,9 +345,9 @@ fn partials_of_many_blocks_sum_exactly() {
     }
 }
 
-/// Backward weight takes one `red` per space, its smallest: the built-in space (atomic first)
-/// the measured atomics, a space of `red = ["fixup"]` alone (deterministic results) the
-/// partials, the same tiles either way; `stream` alone leaves the direct kernel out.
+/// Backward weight searches both sums a space lists: atomics and partials on the same tiles;
+/// a space of `red = ["fixup"]` alone (deterministic results) the partials only; `stream` alone
+/// leaves the direct kernel out.
 #[test]
 fn a_space_picks_how_backward_weight_sums() {
     use convtune::space::{enumerate_lowered, SearchSpace};
@@ -383,8 +383,8 @@ fn a_space_picks_how_backward_weight_sums() {
     let default = with(r#""atomic", "fixup", "stream""#);
     let fixup = with(r#""fixup""#);
     assert!(!default.is_empty());
-    assert_eq!(sums(&default), ["Some(Atomic)"]);
+    assert_eq!(sums(&default), ["Some(Atomic)", "Some(Partials)"]);
     assert_eq!(sums(&fixup), ["Some(Partials)"]);
-    assert_eq!(default.len(), fixup.len());
+    assert_eq!(default.len(), 2 * fixup.len());
     assert!(with(r#""stream""#).is_empty());
 }

@@ -12,10 +12,17 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if r.get("time_us") and "mma=dw" in r.get("config", ""):
         t[(r["problem_key"], r["config"])] = r["time_us"]
+def tile(c):
+    """The config without its format version, reduction and load fields: the journal writes an
+    atomic depthwise config in the v2 format (no `red=`), its partials twin in v3."""
+    return ",".join(f for f in c.split(":", 1)[1].split(",") if not f.startswith(("red=", "ld=")))
+
+
 pairs = defaultdict(list)
+fixup = {(p, tile(c)): us for (p, c), us in t.items() if "red=fixup" in c}
 for (p, c), us in t.items():
-    if "red=atomic" in c and (p, c.replace("red=atomic", "red=fixup")) in t:
-        pairs[p].append((us, t[(p, c.replace("red=atomic", "red=fixup"))], c))
+    if "red=fixup" not in c and (p, tile(c)) in fixup:
+        pairs[p].append((us, fixup[(p, tile(c))], c))
 ratios = []
 for p, v in sorted(pairs.items()):
     best_a, best_f = min(a for a, _, _ in v), min(f for _, f, _ in v)
