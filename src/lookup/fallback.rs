@@ -408,15 +408,22 @@ struct Fit<'a> {
     /// 0.58–0.97 of the fastest. Session 27's recalibration (contended atomics, coalescing by
     /// the block's channels) brought its width choice within a tile from 0.81 to 0.95 of the
     /// fastest on the same timings; whether it now matches the neighbours' measured widths
-    /// has not been timed, so they are still kept.
+    /// has not been timed, so they are still kept. Such a neighbour's tile is offered with its
+    /// sums as partials too (`red=fixup`, [`PerfConfig::without_atomics`]): on the H200 the
+    /// partials ran 1.23× faster than the atomics on the same 30 tiles (session 28, call 1),
+    /// and the model ranks the two.
     dw_widths_as_tuned: bool,
 }
 
 impl Fit<'_> {
-    /// `c` with the widths it may be fitted with ([`width_variants`], or only its own).
+    /// `c` with the widths it may be fitted with ([`width_variants`], or only its own, then as
+    /// partials).
     fn widths(&self, c: &PerfConfig, legal: bool) -> Vec<PerfConfig> {
         if self.dw_widths_as_tuned && legal && c.mma == crate::config::MmaPath::Depthwise {
-            vec![*c]
+            let partials = c.without_atomics(crate::problem::Direction::BwdWeight);
+            let mut v = vec![*c];
+            v.extend((partials != *c).then_some(partials));
+            v
         } else {
             width_variants(c, self.elem, self.max_bytes)
         }

@@ -510,6 +510,37 @@ fn a_depthwise_bwd_weight_neighbour_keeps_its_tuned_widths() {
     }
 }
 
+/// A depthwise bwd-weight neighbour tuned with atomics is offered with its sums as partials
+/// too, its tile and widths as tuned; the model chooses between the two.
+#[test]
+fn a_depthwise_bwd_weight_neighbour_is_offered_as_partials() {
+    use crate::config::Reduction;
+    let dw: PerfConfig =
+        "v2:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw"
+            .parse()
+            .unwrap();
+    assert_eq!(dw.red, Reduction::Atomic);
+    let n = Neighbour {
+        key: "k".into(),
+        config: dw,
+        distance: 1.0,
+    };
+    let fit = Fit {
+        elem: 2,
+        max_bytes: 16,
+        splits: &[1],
+        dw_widths_as_tuned: true,
+    };
+    for (partials_faster, red) in [(true, Reduction::Fixup), (false, Reduction::Atomic)] {
+        let score = |c: &PerfConfig| {
+            let fixup = c.red == Reduction::Fixup;
+            Some(if fixup == partials_faster { 1.0 } else { 2.0 })
+        };
+        let (_, got, _) = fastest(std::iter::once((&n, dw)), fit, &score).unwrap();
+        assert_eq!(got, PerfConfig { red, ..dw }, "{partials_faster}");
+    }
+}
+
 #[test]
 fn the_exact_entry_is_known_from_the_read_and_is_the_answer() {
     // With its entry, the read knows the answer before ranking; held out, it knows none, and
