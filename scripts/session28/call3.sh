@@ -11,9 +11,9 @@
 #     in one process.
 #  3. cuDNN on both lists in the same call (scripts/compare-cudnn.py).
 #  4. First use out of the box (scripts/first-use.py with this session's wheel, every timed
-#     config checked against PyTorch's float64 result) on dw-unseen and set D, with the re-tuned
+#     config checked against PyTorch's float64 result) on dw-unseen (and set D with SETD=1), with the re-tuned
 #     entries of step 2 as the user database (`$CONVTUNE_DB`), as a user who re-tuned has them.
-#   Usage (repo root, on the device): bash scripts/session28/call3.sh
+#   Usage (repo root, on the device): [SETD=1] bash scripts/session28/call3.sh
 #   Results: $OUT/summary.txt, $OUT/retune.tgz, $OUT/{dw-unseen,setD}.{json,log}.
 set -uo pipefail
 . scripts/session11/lib.sh
@@ -35,11 +35,11 @@ done
 tar czf "$OUT/retune.tgz" -C /tmp retune
 site=/tmp/site
 python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
-for set in scripts/session26/dw-unseen.txt scripts/session23/setD.txt; do
+for set in scripts/session26/dw-unseen.txt ${SETD:+scripts/session23/setD.txt}; do
   n=$(basename "$set" .txt)
   say "== 4 first use, $n $(el)"
   grep -v '^#' "$set" > "$OUT/$n.txt"
-  CONVTUNE_DB=$R/shipped/db.toml PYTHONPATH=$site timeout 150 python3 scripts/first-use.py "$OUT/$n.txt" \
+  CONVTUNE_DB=$R/shipped/db.toml PYTHONPATH=$site timeout 100 python3 scripts/first-use.py "$OUT/$n.txt" \
     --json "$OUT/$n.json" > "$OUT/$n.log" 2>&1
   say "rc=$? $(el)"; grep -v Warning "$OUT/$n.log" | grep -E "error|geomean|first use over|timed|skipp" | cut -c1-260 | tee -a "$S"
 done
