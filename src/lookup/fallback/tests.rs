@@ -482,30 +482,40 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
     }
 }
 
+/// A depthwise bwd-weight neighbour's tuned config as [`fastest`] fits it (bf16, 16-byte
+/// vectors, no split-K) under `score`; `as_tuned` is [`Fit::dw_widths_as_tuned`].
+fn fit_one(
+    c: PerfConfig,
+    as_tuned: bool,
+    score: &dyn Fn(&PerfConfig) -> Option<f64>,
+) -> PerfConfig {
+    let n = Neighbour {
+        key: "k".into(),
+        config: c,
+        distance: 1.0,
+    };
+    let fit = Fit {
+        elem: 2,
+        max_bytes: 16,
+        splits: &[1],
+        dw_widths_as_tuned: as_tuned,
+    };
+    fastest(std::iter::once((&n, c)), fit, score).unwrap().1
+}
+
+const DW_ATOMIC: &str =
+    "v2:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw";
+
 #[test]
 fn a_depthwise_bwd_weight_neighbour_keeps_its_tuned_widths() {
-    let dw: PerfConfig =
-        "v2:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw"
-            .parse()
-            .unwrap();
+    let dw: PerfConfig = DW_ATOMIC.parse().unwrap();
     let gemm: PerfConfig = "v1:bm=16,bn=32,bk=64,wm=16,wn=16,st=4,va=2,vb=8,vc=1,lds=swz,sk=1,rs=1"
         .parse()
         .unwrap();
     // A model that always prefers the widest vectors.
     let score = |c: &PerfConfig| Some(100.0 / f64::from(c.vec_a + c.vec_b + c.vec_c));
     for (as_tuned, c, widened) in [(true, dw, false), (false, dw, true), (true, gemm, true)] {
-        let n = Neighbour {
-            key: "k".into(),
-            config: c,
-            distance: 1.0,
-        };
-        let fit = Fit {
-            elem: 2,
-            max_bytes: 16,
-            splits: &[1],
-            dw_widths_as_tuned: as_tuned,
-        };
-        let (_, got, _) = fastest(std::iter::once((&n, c)), fit, &score).unwrap();
+        let got = fit_one(c, as_tuned, &score);
         assert_eq!(got.vec_a != c.vec_a, widened, "{as_tuned} {c} -> {got}");
     }
 }
@@ -515,28 +525,14 @@ fn a_depthwise_bwd_weight_neighbour_keeps_its_tuned_widths() {
 #[test]
 fn a_depthwise_bwd_weight_neighbour_is_offered_as_partials() {
     use crate::config::Reduction;
-    let dw: PerfConfig =
-        "v2:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw"
-            .parse()
-            .unwrap();
+    let dw: PerfConfig = DW_ATOMIC.parse().unwrap();
     assert_eq!(dw.red, Reduction::Atomic);
-    let n = Neighbour {
-        key: "k".into(),
-        config: dw,
-        distance: 1.0,
-    };
-    let fit = Fit {
-        elem: 2,
-        max_bytes: 16,
-        splits: &[1],
-        dw_widths_as_tuned: true,
-    };
     for (partials_faster, red) in [(true, Reduction::Fixup), (false, Reduction::Atomic)] {
         let score = |c: &PerfConfig| {
             let fixup = c.red == Reduction::Fixup;
             Some(if fixup == partials_faster { 1.0 } else { 2.0 })
         };
-        let (_, got, _) = fastest(std::iter::once((&n, dw)), fit, &score).unwrap();
+        let got = fit_one(dw, true, &score);
         assert_eq!(got, PerfConfig { red, ..dw }, "{partials_faster}");
     }
 }
