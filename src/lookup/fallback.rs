@@ -402,7 +402,7 @@ struct Fit<'a> {
     elem: u32,
     max_bytes: u32,
     splits: &'a [u32],
-    /// A depthwise backward-weight problem: an `mma=dw` neighbour keeps the widths it was
+    /// A backward-weight problem, where an `mma=dw` neighbour keeps the widths it was
     /// tuned with wherever they are legal. In session 26's call 4 the model preferred `va=8`
     /// where every winner used 1 or 2, its first pick among the measured dw configs running at
     /// 0.58–0.97 of the fastest. Session 27's recalibration (contended atomics, coalescing by
@@ -412,14 +412,14 @@ struct Fit<'a> {
     /// sums as partials too (`red=fixup`, [`PerfConfig::without_atomics`]): on the H200 the
     /// partials ran 1.23× faster than the atomics on the same 30 tiles (session 28, call 1),
     /// and the model ranks the two.
-    dw_widths_as_tuned: bool,
+    bwd_weight: bool,
 }
 
 impl Fit<'_> {
     /// `c` with the widths it may be fitted with ([`width_variants`], or only its own, then as
     /// partials).
     fn widths(&self, c: &PerfConfig, legal: bool) -> Vec<PerfConfig> {
-        if self.dw_widths_as_tuned && legal && c.mma == crate::config::MmaPath::Depthwise {
+        if self.bwd_weight && legal && c.mma == crate::config::MmaPath::Depthwise {
             let partials = c.without_atomics(crate::problem::Direction::BwdWeight);
             let mut v = vec![*c];
             v.extend((partials != *c).then_some(partials));
@@ -493,7 +493,7 @@ pub fn ranked(
         elem,
         max_bytes: arch.max_vector_bytes,
         splits: &tiles.splits,
-        dw_widths_as_tuned: problem.direction() == crate::problem::Direction::BwdWeight,
+        bwd_weight: problem.direction() == crate::problem::Direction::BwdWeight,
     };
     let d_min = near
         .iter()

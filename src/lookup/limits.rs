@@ -65,6 +65,9 @@ impl<'a> Limits<'a> {
 /// search measures and a deterministic lookup's heuristic chooses among.
 pub fn without_atomics(lowering: &Lowering, arch: &Arch, legal: &mut Vec<PerfConfig>) {
     let direction = lowering.problem.direction();
+    // A twin the list holds is legal already (the depthwise kernel's backward weight lists
+    // both sums): no second check.
+    let listed: std::collections::HashSet<PerfConfig> = legal.iter().copied().collect();
     let mut seen = std::collections::HashSet::new();
     let kept: Vec<PerfConfig> = legal
         .iter()
@@ -73,9 +76,8 @@ pub fn without_atomics(lowering: &Lowering, arch: &Arch, legal: &mut Vec<PerfCon
                 return Some(c);
             }
             let twin = c.without_atomics(direction);
-            crate::legality::check(lowering, &twin, arch)
-                .ok()
-                .map(|_| twin)
+            (listed.contains(&twin) || crate::legality::check(lowering, &twin, arch).is_ok())
+                .then_some(twin)
         })
         .filter(|c| seen.insert(*c))
         .collect();

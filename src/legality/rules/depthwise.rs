@@ -1,8 +1,8 @@
 //! The rules for the depthwise path (`mma=dw`): which problems it runs and whether the tile
 //! ([`DwTile`]) fits, each piece checked at the loop level of the fields it reads, in the slot
 //! of the GEMM rule of that level. None of the GEMM paths' rules applies to it; the fields it
-//! does not read (`red` but in backward weight) are pruned to the space's smallest value, so that one kernel is enumerated
-//! once.
+//! does not read (`red` but in backward weight) are pruned to the space's smallest value, so
+//! that one kernel is enumerated once.
 
 use super::{Checker, Rule};
 use crate::config::{DwTile, Field, PerfConfig};

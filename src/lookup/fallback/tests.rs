@@ -483,7 +483,7 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
 }
 
 /// A depthwise bwd-weight neighbour's tuned config as [`fastest`] fits it (bf16, 16-byte
-/// vectors, no split-K) under `score`; `as_tuned` is [`Fit::dw_widths_as_tuned`].
+/// vectors, no split-K) under `score`; `as_tuned` is [`Fit::bwd_weight`].
 fn fit_one(
     c: PerfConfig,
     as_tuned: bool,
@@ -498,7 +498,7 @@ fn fit_one(
         elem: 2,
         max_bytes: 16,
         splits: &[1],
-        dw_widths_as_tuned: as_tuned,
+        bwd_weight: as_tuned,
     };
     fastest(std::iter::once((&n, c)), fit, score).unwrap().1
 }
