@@ -7,13 +7,14 @@
 #   call 1: LIMIT=540 bash scripts/session25/groups.sh bw fd
 #   call 2: LIMIT=330 bash scripts/session25/groups.sh bw2
 #   call 3: LIMIT=200 bash scripts/session25/groups.sh st
+#   (LOO_DIR: where the sets lie; default scripts/session25/loo)
 set -uo pipefail
 . scripts/session11/lib.sh
 left() { echo $(( ${LIMIT:-400} - $(date +%s) + t0 )); }
 J=/tmp/j; mkdir -p $J
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$S"
 for set in "$@"; do
-  for g in scripts/session25/loo/$set/g*; do
+  for g in ${LOO_DIR:-scripts/session25/loo}/$set/g*; do
     n=${g##*/g}; tag=$set-g$n; np=$(wc -l < "$g/problems.txt")
     tt=$(( $(left) - 20 )); [ "$tt" -lt 20 ] && { say "$tag: no time left"; continue; }
     say "== $tag: $np problems, $n tries each $(el)"

@@ -285,6 +285,10 @@ impl<'a> Read<'a> {
         };
         let in_limits = |c: &PerfConfig| limits.admit(problem, c);
         let mut near = fallback::neighbours(problem, arch, &layers, fingerprint);
+        // The winners as stored, for the reasons' "tuned there" (a deterministic lookup
+        // starts from their twins without atomics).
+        let stored: std::collections::HashMap<String, PerfConfig> =
+            near.iter().map(|n| (n.key.clone(), n.config)).collect();
         if limits.deterministic {
             // A neighbour's measured tile and widths stay; its atomics become the fix-up
             // (or, on the depthwise kernel, partials), as the tuner's `--deterministic` does.
@@ -312,7 +316,7 @@ impl<'a> Read<'a> {
         };
         let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_limits, most);
         for (rank, pick) in picks.into_iter().enumerate() {
-            let found = found_of(pick, &why, within, near.len(), rank);
+            let found = found_of(pick, &why, within, near.len(), rank, &stored);
             if out.len() < most && out.iter().all(|f| f.config != found.config) {
                 out.push(found);
             }
@@ -333,8 +337,16 @@ impl<'a> Read<'a> {
     }
 }
 
-/// The answer for one of the fallback's ranked picks (`rank` 0 is its first choice).
-fn found_of(pick: Pick, why: &str, within: &str, near: usize, rank: usize) -> Found {
+/// The answer for one of the fallback's ranked picks (`rank` 0 is its first choice);
+/// `stored`: each neighbour's winner as its database holds it.
+fn found_of(
+    pick: Pick,
+    why: &str,
+    within: &str,
+    near: usize,
+    rank: usize,
+    stored: &std::collections::HashMap<String, PerfConfig>,
+) -> Found {
     let ranks = if rank == 0 {
         "first".to_string()
     } else {
@@ -346,7 +358,8 @@ fn found_of(pick: Pick, why: &str, within: &str, near: usize, rank: usize) -> Fo
             config,
             us,
         } => {
-            let (now, was) = fallback::differences(&n.config, &config);
+            let tuned = stored.get(&n.key).unwrap_or(&n.config);
+            let (now, was) = fallback::differences(tuned, &config);
             let adapted = if now.is_empty() {
                 String::new()
             } else {

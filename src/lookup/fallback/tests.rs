@@ -612,6 +612,24 @@ fn a_deterministic_lookup_passes_over_atomics_and_says_why() {
             .map(|f| f.config.to_string())
             .collect::<Vec<_>>()
     );
+    // A reason names the neighbour's winner as stored, atomics included, not its twin.
+    let system = crate::db::system(arch.name).unwrap().unwrap();
+    for f in &found {
+        let crate::db::Source::Nearest { key, .. } = &f.source else {
+            continue;
+        };
+        let stored: PerfConfig = system
+            .entries()
+            .iter()
+            .find(|e| &e.problem == key)
+            .unwrap()
+            .config
+            .parse()
+            .unwrap();
+        if stored.adds_by_atomics(dir) {
+            assert!(f.reason.contains("red=atomic"), "{}", f.reason);
+        }
+    }
     // The depthwise kernel adds by atomics only on backward weight.
     let dw: PerfConfig =
         "v3:bm=16,bn=256,bk=16,wm=16,wn=16,st=2,va=2,vb=4,vc=4,lds=pad,sk=1,rs=1,mma=dw,\
