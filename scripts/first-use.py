@@ -19,6 +19,7 @@ Prints a row per problem and the geomeans of cuDNN's time over ours; writes JSON
 import argparse
 import json
 import sys
+import time
 
 import torch
 
@@ -37,20 +38,23 @@ def timed(line, config, device):
 
 
 def first_use_pick(line, device):
-    """The config the first-call benchmark keeps for `line`, and what it measured."""
+    """The config the first-call benchmark keeps for `line`, what it measured, and the first
+    call's wall time in s (lookup, compiling and loading the candidates, timing them)."""
     info = convtune.problem(line)
     flats = sh.gc.buffers(info, device)
     ct._plans.clear()  # a fresh process's cache: this problem not seen yet
     ct.benchmark = True
+    t0 = time.perf_counter()
     try:
         ct.launch(line, flats["x"], flats["w"], flats["y"])
         torch.cuda.synchronize(device)
     finally:
         ct.benchmark = False
+    wall = time.perf_counter() - t0
     measured = ct.choices().get(info["key"]) or ct.choices().get(line)
     if not measured:  # one candidate only, or an exact entry: nothing was timed
-        return convtune.lookup(line, arch_of(device))["config"], {}
-    return next(iter(measured)), measured
+        return convtune.lookup(line, arch_of(device))["config"], {}, wall
+    return next(iter(measured)), measured, wall
 
 
 def arch_of(device):
@@ -85,7 +89,7 @@ def main():
             if p is None:
                 raise RuntimeError("cuDNN cannot run this layout through torch")
             configs = [c["config"] for c in found["candidates"]]
-            pick, measured = first_use_pick(line, dev)
+            pick, measured, first_call_s = first_use_pick(line, dev)
             cand, failed = {}, {}
             for c in configs + [pick]:
                 if c in cand or c in failed:
@@ -100,6 +104,7 @@ def main():
                 raise RuntimeError(f"the lookup's or the kept config did not run: {failed}")
             cud = sh.cc.make_op(p)
             row.update(lookup=found["config"], pick=pick, first_call_ms=measured,
+                       first_call_s=first_call_s,
                        cold={c: t[0] for c, t in cand.items()},
                        graph={c: t[1] for c, t in cand.items()},
                        cudnn_cold=sh.time_cold(cud), cudnn_graph=sh.cc.time_graph(cud))
@@ -129,6 +134,10 @@ def main():
         print(f"first use over lookup (cold): geomean {sh.geomean(gain):.3f}, min {min(gain):.3f}, "
               f"picked another config on {sum(r['pick'] != r['lookup'] for r in good)} of "
               f"{len(good)}")
+    walls = sorted(r["first_call_s"] for r in good)
+    if walls:
+        print(f"first call (lookup, compile and load the candidates, time them): median "
+              f"{walls[len(walls) // 2]:.2f} s, max {walls[-1]:.2f} s")
     bad = [r for r in rows if "error" in r]
     print(f"{len(good)} timed, {len(bad)} failed")
     if a.json:

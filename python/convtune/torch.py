@@ -31,8 +31,10 @@ problem with no legal config, a kernel that failed the check, ...) runs in PyTor
 a warning says so once per kind of reason. :func:`stats` counts both, and the checks.
 """
 
+import os
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.nn.functional as F
@@ -146,7 +148,11 @@ def _plan(device, line, config=None):
         except (ValueError, ConvtuneError):
             found = None  # the plain path below says why
         if found is not None and found["source"] != "exact" and len(found["candidates"]) > 1:
-            plans = [_plan(device, line, c["config"]) for c in found["candidates"]]
+            configs = [c["config"] for c in found["candidates"]]
+            # Compiled (the native code lets go of the GIL) and loaded (the driver's JIT) side
+            # by side: a first call waits for the slowest candidate, not for their sum.
+            with ThreadPoolExecutor(max_workers=min(len(configs), os.cpu_count() or 1)) as pool:
+                plans = list(pool.map(lambda c: _plan(device, line, c), configs))
             plans = [p for p in plans if isinstance(p, _Plan)]
             if plans:
                 result = _Candidates(key, plans) if len(plans) > 1 else plans[0]

@@ -41,6 +41,6 @@ for set in scripts/session26/dw-unseen.txt ${SETD:+scripts/session23/setD.txt}; 
   grep -v '^#' "$set" > "$OUT/$n.txt"
   CONVTUNE_DB=$R/shipped/db.toml PYTHONPATH=$site timeout 100 python3 scripts/first-use.py "$OUT/$n.txt" \
     --json "$OUT/$n.json" > "$OUT/$n.log" 2>&1
-  say "rc=$? $(el)"; grep -v Warning "$OUT/$n.log" | grep -E "error|geomean|first use over|timed|skipp" | cut -c1-260 | tee -a "$S"
+  say "rc=$? $(el)"; grep -v Warning "$OUT/$n.log" | grep -E "error|geomean|first use over|first call|timed|skipp" | cut -c1-260 | tee -a "$S"
 done
 say "== done $(el)"
