@@ -48,16 +48,27 @@ for line in lzma.open("recordings/journals/h200-session25-loo.jsonl.xz", "rt"):
     r = json.loads(line)
     if r.get("time_us") and "config" in r:
         per_file[r["file"]][(r["problem_key"], r["config"])] = r["time_us"]
+def kernel(c):
+    """`c` with a `vc` its kernel does not read written as `vc=*` (`PerfConfig::reads_vec_c`:
+    split-K slices added by atomics, or `ep=tma`): configs that differ only there compile to
+    the same PTX, and a timing of one is a timing of the others."""
+    f = dict(x.split("=") for x in c.split(":", 1)[1].split(","))
+    if (f.get("red", "atomic") == "atomic" and f.get("sk", "1") != "1") or f.get("ep") == "tma":
+        return re.sub(r"\bvc=\d+", "vc=*", c)
+    return c
+
+
 speeds = collections.defaultdict(list)
 for t in per_file.values():
     for (k, c), us in t.items():
         if (k, tuned.get(k)) in t:
-            speeds[(k, c)].append(t[(k, tuned[k])] / us)
+            speeds[(k, kernel(c))].append(t[(k, tuned[k])] / us)
 speed = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in speeds.items()}
 full = []
 for k, cs in cands.items():
     for c in cs:
-        c["speed"] = speed.get((k, c["config"]), 1.0 if c["config"] == tuned.get(k) else None)
+        c["speed"] = speed.get((k, kernel(c["config"])),
+                               1.0 if kernel(c["config"]) == kernel(tuned.get(k, "v:x=0")) else None)
     if len(cs) == 4 and all(c["speed"] and c["pred"] for c in cs):
         full.append(cs)
 gm = lambda v: math.exp(sum(math.log(max(x, 1e-3)) for x in v) / len(v))

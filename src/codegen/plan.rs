@@ -241,7 +241,8 @@ impl<'l> GemmPlan<'l> {
                 Some(st)
             }
         };
-        let c_stage = if c.vec_c > 1 && atomic.is_none() && tma_store.is_none() {
+        let c_stage = if c.vec_c > 1 && c.reads_vec_c(p.direction()) {
+            debug_assert!(atomic.is_none() && tma_store.is_none());
             let budget = match layout.epilogue {
                 None => smem_bytes,
                 Some(at) => crate::config::persistent_c_budget(

@@ -412,6 +412,15 @@ impl PerfConfig {
         }
     }
 
+    /// Whether the epilogue reads `vc`: it stages C through shared memory in vectors of
+    /// `vec_c` only when it stores C itself (`ep=reg`) and split-K slices do not add by
+    /// atomics (each thread then adds its accumulator fragment). Elsewhere `vc` changes no
+    /// instruction, and a search lists one value of it. The code generator's plan stages C
+    /// exactly where this says.
+    pub fn reads_vec_c(&self, direction: crate::problem::Direction) -> bool {
+        self.epilogue == Epilogue::Reg && !self.adds_by_atomics(direction)
+    }
+
     /// This config without atomics on `direction`'s problems: itself when it has none, else the
     /// same with `red=fixup` (split-K's in-kernel fix-up, the depthwise kernel's partials),
     /// which the caller checks for legality (the fix-up's workspace has a limit).

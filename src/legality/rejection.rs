@@ -231,6 +231,18 @@ pub enum Rejection {
         /// The space's smallest value (code) of it.
         smallest: u32,
     },
+    /// A vector width the kernel does not read (`vc` where the epilogue does not stage C), at
+    /// a value other than the smallest the search space lists: the same kernel under another
+    /// name (enumeration only).
+    #[error("{param} is not read here ({why}): only its smallest value in the space ({smallest}) is enumerated")]
+    WidthUnread {
+        /// The field's key.
+        param: &'static str,
+        /// The space's smallest value of it.
+        smallest: u32,
+        /// Why the kernel does not read it.
+        why: &'static str,
+    },
     /// The layout transform does not apply to the problem.
     #[error("xf={xf} does not apply: {why}")]
     Transform {
@@ -375,7 +387,7 @@ impl Rejection {
             Rejection::MmaShape { .. } | Rejection::Wgmma { .. } | Rejection::Depthwise { .. } => {
                 K::MmaShape
             }
-            Rejection::DepthwiseIgnores { .. } => K::Space,
+            Rejection::DepthwiseIgnores { .. } | Rejection::WidthUnread { .. } => K::Space,
             Rejection::Registers { .. } => K::Registers,
             Rejection::SharedMemory { .. } | Rejection::SwizzleRow { .. } => K::SharedMemory,
             Rejection::SplitKDirection { .. }

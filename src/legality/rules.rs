@@ -338,7 +338,11 @@ impl Checker {
             Rule::VectorC => self.vector(cfg, 2),
             Rule::Persistent => self.persistent(cfg),
             Rule::Cluster => self.cluster(cfg),
-            Rule::Epilogue => self.epilogue(cfg),
+            // `vc` is read or not by the epilogue (`ep`, the innermost loop): judged here.
+            Rule::Epilogue => {
+                self.epilogue(cfg)?;
+                self.unread_vec_c(cfg)
+            }
         }
     }
 

@@ -65,7 +65,7 @@ use crate::lowering::Lowering;
 use compute::{
     blocks_per_sm, copy_slots, persistent_gain, through_registers, ASYNC_COPY_SLOTS, WS_DEPTH_MAX,
 };
-use memory::{split_reduction, vector_efficiency};
+use memory::{c_access_bytes, split_reduction, vector_efficiency};
 
 /// The model's verdict on one config, with the terms that produced it (for reports and tests).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -242,9 +242,11 @@ fn estimate_with(
         copy_slots(cp_async, c.block_n, c.block_k, c.vec_b, elem),
     ];
     // `ep=tma`: one thread issues a store per box, nothing next to the vector stores.
+    let c_bytes_per_access = c_access_bytes(c, lowering.problem.direction(), elem);
     let epilogue_slots = match c.epilogue {
         crate::config::Epilogue::Reg => {
-            f64::from(c.block_m) * f64::from(c.block_n) / f64::from(c.vec_c.max(1))
+            f64::from(c.block_m) * f64::from(c.block_n) * f64::from(elem)
+                / f64::from(c_bytes_per_access)
                 * ASYNC_COPY_SLOTS
         }
         crate::config::Epilogue::Tma => 0.0,
@@ -404,7 +406,7 @@ fn estimate_with(
         let dram_b = b_unique + miss * (b_reads - b_unique);
         let dram = dram_a / vector_efficiency(c.vec_a * elem)
             + dram_b / vector_efficiency(c.vec_b * elem)
-            + c_bytes / vector_efficiency(c.vec_c * elem);
+            + c_bytes / vector_efficiency(c_bytes_per_access);
         let l2 = a_reads + b_reads + c_bytes;
         // Bytes in flight decide how much bandwidth the grid can draw (Little's law: ~32 KB
         // per SM at these latencies).

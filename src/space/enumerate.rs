@@ -292,6 +292,45 @@ mod tests {
     }
 
     #[test]
+    fn an_unread_vc_is_enumerated_once() {
+        // Backward weight with split-K slices adding by atomics: the epilogue never stages C,
+        // so `vc` changes no instruction (the code generator agrees below) and the search
+        // lists one value of it; where C is staged, every width is still listed.
+        let p = problem(
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+        );
+        let arch = Arch::SM_90;
+        let space = small_space(&arch);
+        let e = enumerate_legal(&p, &arch, &space);
+        let (dir, smallest) = (p.direction(), space.pruning().smallest[Field::VecC]);
+        let unread: Vec<&PerfConfig> = e.legal.iter().filter(|c| !c.reads_vec_c(dir)).collect();
+        assert!(!unread.is_empty());
+        assert!(unread.iter().all(|c| c.vec_c == smallest), "{}", unread[0]);
+        assert!(e
+            .legal
+            .iter()
+            .any(|c| c.reads_vec_c(dir) && c.vec_c != smallest));
+        let twin = unread
+            .iter()
+            .map(|c| PerfConfig { vec_c: 4, ..**c })
+            .find(|c| crate::legality::check(&lower(&p), c, &arch).is_ok())
+            .expect("a legal twin with vc=4");
+        let ptx = |c: &PerfConfig| {
+            crate::codegen::compile_conv(&lower(&p), c, crate::codegen::Target::of(arch))
+                .unwrap()
+                .module
+        };
+        let one = PerfConfig {
+            vec_c: smallest,
+            ..twin
+        };
+        assert!(
+            ptx(&one) == ptx(&twin),
+            "{one} and {twin} compile differently"
+        );
+    }
+
+    #[test]
     fn rule_order_follows_loop_levels() {
         let levels: Vec<usize> = Rule::ALL.iter().map(|r| r.level()).collect();
         assert!(levels.windows(2).all(|w| w[0] <= w[1]), "{levels:?}");

@@ -93,6 +93,27 @@ impl Checker {
         Ok(())
     }
 
+    /// `vc` where the kernel does not read it ([`PerfConfig::reads_vec_c`]: the epilogue
+    /// stages C only when it stores C itself and split-K slices do not add by atomics) is
+    /// enumerated only at the space's smallest value (under pruning), so that one kernel is
+    /// not timed under several names. Judged at the epilogue's rule (`ep` is the innermost
+    /// loop). (The operands' widths under TMA are not pruned: on `ld=tma` and on grouped
+    /// problems a TMA-loaded operand's width still changes the PTX.)
+    pub(super) fn unread_vec_c(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        let Some(pr) = &self.pruning else {
+            return Ok(());
+        };
+        let smallest = pr.smallest[Field::VecC];
+        if cfg.vec_c == smallest || cfg.reads_vec_c(self.problem.direction()) {
+            return Ok(());
+        }
+        Err(Rejection::WidthUnread {
+            param: Field::VecC.key(),
+            smallest,
+            why: "the epilogue does not stage C",
+        })
+    }
+
     fn block_along(cfg: &PerfConfig, d: Dim) -> (&'static str, u32) {
         match d {
             Dim::M => (Field::BlockM.key(), cfg.block_m),

@@ -14,6 +14,24 @@ pub(super) fn vector_efficiency(bytes: u32) -> f64 {
     0.4 + 0.6 * b.log2() / 4.0
 }
 
+/// Bytes of C one global access of `c`'s epilogue writes, for the sector efficiency and the
+/// issue slots of its stores: its staged vectors of `vc` elements where it reads `vc`
+/// ([`PerfConfig::reads_vec_c`]); else (`ep=tma`, or split-K slices adding by atomics, whose
+/// own cost [`split_reduction`] charges) a whole 16-byte access, what the model charged the
+/// widest of the configs that differ only in the unread `vc` when a search still listed
+/// them all (a search lists one of them now), so that the ranking stays as it was.
+pub(super) fn c_access_bytes(
+    c: &PerfConfig,
+    direction: crate::problem::Direction,
+    elem: u32,
+) -> u32 {
+    if c.reads_vec_c(direction) {
+        c.vec_c.max(1) * elem
+    } else {
+        16
+    }
+}
+
 /// The transposes of `c`'s layout transform: per tensor moved, one launch and its bytes read
 /// and written once at DRAM bandwidth (coalesced both ways through the shared-memory tile).
 pub fn transform_us(lowering: &Lowering, c: &PerfConfig, machine: &CostArch) -> f64 {
