@@ -112,8 +112,12 @@ impl<'a, 'ctx> Loader<'a, 'ctx> {
         let addr = Addressing::of(kb, plan, op);
         let edge_rows = plan.edge[if is_a { 0 } else { 1 }];
         let bk = plan.cfg.block_k;
+        // An operand TMA loads has no per-thread copies: no slots (their address math would
+        // be dead code whose width still reorders the kernel's instructions, so that configs
+        // differing only in this unread width compiled to different PTX).
+        let tma = plan.tma[if is_a { 0 } else { 1 }].is_some();
         let mut slots = Vec::new();
-        for s in 0..load.slots {
+        for s in 0..if tma { 0 } else { load.slots } {
             let vid = kb.addc(tid, (s * load.threads) as i64);
             let active = (load.partial && (s + 1) * load.threads > load.vectors)
                 .then(|| kb.ultc(vid, load.vectors));

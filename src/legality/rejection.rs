@@ -231,9 +231,9 @@ pub enum Rejection {
         /// The space's smallest value (code) of it.
         smallest: u32,
     },
-    /// A vector width the kernel does not read (`vc` where the epilogue does not stage C), at
-    /// a value other than the smallest the search space lists: the same kernel under another
-    /// name (enumeration only).
+    /// A vector width the kernel does not read (of an operand TMA loads in every sub-GEMM, or
+    /// `vc` where the epilogue does not stage C), at a value other than the smallest the
+    /// search space lists: the same kernel under another name (enumeration only).
     #[error("{param} is not read here ({why}): only its smallest value in the space ({smallest}) is enumerated")]
     WidthUnread {
         /// The field's key.

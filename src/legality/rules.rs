@@ -329,11 +329,13 @@ impl Checker {
             Rule::Transform => Ok(()),
             Rule::VectorA => {
                 self.vector(cfg, 0)?;
-                self.tma_cp_width(cfg, 0)
+                self.tma_cp_width(cfg, 0)?;
+                self.unread_width(cfg, 0)
             }
             Rule::VectorB => {
                 self.vector(cfg, 1)?;
-                self.tma_cp_width(cfg, 1)
+                self.tma_cp_width(cfg, 1)?;
+                self.unread_width(cfg, 1)
             }
             Rule::VectorC => self.vector(cfg, 2),
             Rule::Persistent => self.persistent(cfg),
@@ -341,7 +343,7 @@ impl Checker {
             // `vc` is read or not by the epilogue (`ep`, the innermost loop): judged here.
             Rule::Epilogue => {
                 self.epilogue(cfg)?;
-                self.unread_vec_c(cfg)
+                self.unread_width(cfg, 2)
             }
         }
     }

@@ -571,12 +571,17 @@ pub fn ranked(
         Pick::Guess { us, .. } => us / GUESS_MARGIN,
     };
     others.sort_by(|a, b| handicapped(a).total_cmp(&handicapped(b)));
+    // One kernel once: configs that differ only in widths it does not read are one.
+    let checker = legality::Checker::new(&l, arch);
     let mut out = vec![pick];
     for p in others {
         if out.len() >= most {
             break;
         }
-        if out.iter().all(|q| q.config() != p.config()) {
+        if !out
+            .iter()
+            .any(|q| checker.same_kernel(q.config(), p.config()))
+        {
             out.push(p);
         }
     }

@@ -404,8 +404,11 @@ fn estimate_with(
         };
         let dram_a = a_unique + miss * (a_reads - a_unique);
         let dram_b = b_unique + miss * (b_reads - b_unique);
-        let dram = dram_a / vector_efficiency(c.vec_a * elem)
-            + dram_b / vector_efficiency(c.vec_b * elem)
+        // An operand TMA loads moves in whole boxes: its `va`/`vb` is not read (a search lists
+        // one value of it), so it is charged as 16-byte accesses.
+        let operand_bytes = |i: usize, vec: u32| if tma[i].is_some() { 16 } else { vec * elem };
+        let dram = dram_a / vector_efficiency(operand_bytes(0, c.vec_a))
+            + dram_b / vector_efficiency(operand_bytes(1, c.vec_b))
             + c_bytes / vector_efficiency(c_bytes_per_access);
         let l2 = a_reads + b_reads + c_bytes;
         // Bytes in flight decide how much bandwidth the grid can draw (Little's law: ~32 KB

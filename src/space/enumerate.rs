@@ -331,6 +331,46 @@ mod tests {
     }
 
     #[test]
+    fn an_operand_width_tma_does_not_read_is_enumerated_once() {
+        // bf16 forward, NHWC: TMA loads both operands of a warp-specialised config (`ld=ws`),
+        // so `va` and `vb` change no instruction (the code generator agrees below) and the
+        // Hopper space's enumeration admits only their smallest values.
+        let p = problem(
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+        );
+        let (arch, space) = (Arch::SM_90, crate::space::builtin::hopper());
+        let l = lower(&p);
+        let pruned = Checker::new(&l, &arch).with_pruning(space.pruning());
+        let smallest = space.pruning().smallest;
+        let one: PerfConfig = "v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,\
+                               rs=1,mma=wg,red=atomic,ld=ws"
+            .parse()
+            .unwrap();
+        let kept = PerfConfig {
+            vec_a: smallest[Field::VecA],
+            vec_b: smallest[Field::VecB],
+            ..one
+        };
+        assert_ne!(one, kept);
+        assert!(crate::legality::check(&l, &one, &arch).is_ok());
+        assert!(pruned.check(&kept).is_ok(), "{kept}");
+        assert!(
+            matches!(pruned.check(&one), Err(Rejection::WidthUnread { .. })),
+            "{:?}",
+            pruned.check(&one)
+        );
+        let ptx = |c: &PerfConfig| {
+            crate::codegen::compile_conv(&l, c, crate::codegen::Target::of(arch))
+                .unwrap()
+                .module
+        };
+        assert!(
+            ptx(&one) == ptx(&kept),
+            "{one} and {kept} compile differently"
+        );
+    }
+
+    #[test]
     fn rule_order_follows_loop_levels() {
         let levels: Vec<usize> = Rule::ALL.iter().map(|r| r.level()).collect();
         assert!(levels.windows(2).all(|w| w[0] <= w[1]), "{levels:?}");

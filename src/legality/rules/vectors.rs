@@ -4,7 +4,7 @@
 //! width must also fit the arch's widest access and divide the block tile it walks.
 
 use super::Checker;
-use crate::config::{Field, PerfConfig};
+use crate::config::{Field, LoadPath, PerfConfig};
 use crate::legality::rejection::Rejection;
 use crate::legality::width::{dim_letters, vector_dim, VectorWidth};
 use crate::lowering::{Dim, Gemm, Operand};
@@ -93,25 +93,66 @@ impl Checker {
         Ok(())
     }
 
-    /// `vc` where the kernel does not read it ([`PerfConfig::reads_vec_c`]: the epilogue
-    /// stages C only when it stores C itself and split-K slices do not add by atomics) is
-    /// enumerated only at the space's smallest value (under pruning), so that one kernel is
-    /// not timed under several names. Judged at the epilogue's rule (`ep` is the innermost
-    /// loop). (The operands' widths under TMA are not pruned: on `ld=tma` and on grouped
-    /// problems a TMA-loaded operand's width still changes the PTX.)
-    pub(super) fn unread_vec_c(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+    /// A width the kernel does not read is enumerated only at the space's smallest value
+    /// (under pruning), so that one kernel is not timed under several names: operand `i`'s
+    /// (0 = A, 1 = B) where TMA loads it in every sub-GEMM (its width only shapes `cp.async`
+    /// copies: `codegen::loader` gives such an operand no per-thread copies), and `vc`
+    /// (`i` = 2) where the epilogue does not stage C ([`PerfConfig::reads_vec_c`]; judged at
+    /// the epilogue's rule, `ep` being the innermost loop). About a fifth of the configs the
+    /// 2026-12-03 re-tune timed were such twins.
+    pub(super) fn unread_width(&self, cfg: &PerfConfig, i: usize) -> Result<(), Rejection> {
         let Some(pr) = &self.pruning else {
             return Ok(());
         };
-        let smallest = pr.smallest[Field::VecC];
-        if cfg.vec_c == smallest || cfg.reads_vec_c(self.problem.direction()) {
+        let field = [Field::VecA, Field::VecB, Field::VecC][i];
+        let smallest = pr.smallest[field];
+        if cfg.code(field) == smallest {
             return Ok(());
         }
-        Err(Rejection::WidthUnread {
-            param: Field::VecC.key(),
-            smallest,
-            why: "the epilogue does not stage C",
-        })
+        let why = match i {
+            2 => "the epilogue does not stage C",
+            _ => "TMA loads this operand",
+        };
+        let why = (!self.reads_width(cfg, i)).then_some(why);
+        match why {
+            Some(why) => Err(Rejection::WidthUnread {
+                param: field.key(),
+                smallest,
+                why,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `cfg`'s kernel reads vector width `i` (0 = A, 1 = B, 2 = C): not that of an
+    /// operand TMA loads in every sub-GEMM, nor `vc` where the epilogue does not stage C.
+    pub fn reads_width(&self, cfg: &PerfConfig, i: usize) -> bool {
+        if i == 2 {
+            return cfg.reads_vec_c(self.problem.direction());
+        }
+        let judge = self.judge(cfg).unwrap_or(self);
+        !(cfg.ld != LoadPath::Cp
+            && judge
+                .tma(cfg, [true, true])
+                .is_ok_and(|t| !t.is_empty() && t.iter().all(|ops| ops[i].is_some())))
+    }
+
+    /// Whether `a` and `b` compile to the same kernel: equal but for vector widths neither
+    /// reads ([`Self::reads_width`]), so that a list of candidates holds one of them.
+    pub fn same_kernel(&self, a: &PerfConfig, b: &PerfConfig) -> bool {
+        let canonical = |c: &PerfConfig| {
+            let mut c = *c;
+            for (i, w) in [&mut c.vec_a, &mut c.vec_b, &mut c.vec_c]
+                .into_iter()
+                .enumerate()
+            {
+                if !self.reads_width(a, i) && !self.reads_width(b, i) {
+                    *w = 0;
+                }
+            }
+            c
+        };
+        canonical(a) == canonical(b)
     }
 
     fn block_along(cfg: &PerfConfig, d: Dim) -> (&'static str, u32) {
