@@ -103,6 +103,23 @@ fn space_reports_vector_rejections_for_seed_000() {
         "v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=2,va=1,vb=4,vc=1,lds=pad,sk=1,rs=1",
     ]);
     assert!(stdout(&o).contains("ILLEGAL"), "{}", stdout(&o));
+    // Legal and in the space, but the search lists its twin: `va` of an operand TMA loads.
+    let o = convtune(&[
+        "space",
+        "--problem",
+        "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+        "--arch",
+        "sm_90",
+        "--explain",
+        "v3:bm=64,bn=64,bk=64,wm=64,wn=64,st=4,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,\
+         red=atomic,ld=ws",
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("LEGAL") && !out.contains("ILLEGAL"), "{out}");
+    assert!(
+        out.contains("the search does not list this config: va is not read here"),
+        "{out}"
+    );
 }
 
 #[test]

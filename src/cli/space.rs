@@ -80,6 +80,23 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         }
         if !in_space(&cfg) {
             outln!("note: this config is outside the search space ({origin})");
+        } else if verdict.is_ok() {
+            // Legal and in a space, yet maybe not listed: the spaces' pruning (the same
+            // kernel under another name, an oversized tile) passes it over in every space.
+            let verdicts: Vec<_> = std::iter::once(&space)
+                .chain(extra.iter().copied())
+                .filter(|s| s.contains(&cfg))
+                .map(|s| {
+                    legality::Checker::new(&l, &arch)
+                        .with_pruning(s.pruning())
+                        .check(&cfg)
+                })
+                .collect();
+            if let Some(Err(why)) = verdicts.iter().find(|v| v.is_err()) {
+                if verdicts.iter().all(|v| v.is_err()) {
+                    outln!("note: the search does not list this config: {why}");
+                }
+            }
         }
         match verdict {
             Ok(r) => outln!("LEGAL: {r:?}"),
