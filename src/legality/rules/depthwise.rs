@@ -175,14 +175,11 @@ impl Checker {
 
     /// With a search space's pruning: each of `fields` at the space's smallest value.
     fn dw_ignored(&self, cfg: &PerfConfig, fields: &[Field]) -> Result<(), Rejection> {
-        let Some(pr) = &self.pruning else {
-            return Ok(());
-        };
         for &f in fields {
-            if cfg.code(f) != pr.smallest[f] {
+            if let Some(smallest) = self.off_smallest(cfg, f) {
                 return Err(Rejection::DepthwiseIgnores {
                     param: f.key(),
-                    smallest: pr.smallest[f],
+                    smallest,
                 });
             }
         }

@@ -27,6 +27,14 @@ fn round_up_pow2(x: u32) -> u64 {
 }
 
 impl Checker {
+    /// Under a search space's pruning, the space's smallest value of `f` when `cfg` holds
+    /// another: a field the kernel does not read is enumerated at that value only, so that one
+    /// kernel has one name (`mma=dw`'s ignored fields, the GEMM paths' unread widths).
+    pub(super) fn off_smallest(&self, cfg: &PerfConfig, f: Field) -> Option<u32> {
+        let smallest = self.pruning.as_ref()?.smallest[f];
+        (cfg.code(f) != smallest).then_some(smallest)
+    }
+
     /// The search space's pruning limits on a block of `threads` threads in `warps` warps
     /// (none without pruning): the `Space` rule of the GEMM paths and of `mma=dw` alike.
     pub(super) fn space_limits(&self, threads: u32, warps: u32) -> Result<(), Rejection> {

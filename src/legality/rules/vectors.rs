@@ -101,26 +101,17 @@ impl Checker {
     /// the epilogue's rule, `ep` being the innermost loop). About a fifth of the configs the
     /// 2026-12-03 re-tune timed were such twins.
     pub(super) fn unread_width(&self, cfg: &PerfConfig, i: usize) -> Result<(), Rejection> {
-        let Some(pr) = &self.pruning else {
-            return Ok(());
-        };
         let field = [Field::VecA, Field::VecB, Field::VecC][i];
-        let smallest = pr.smallest[field];
-        if cfg.code(field) == smallest {
-            return Ok(());
-        }
-        let why = match i {
-            2 => "the epilogue does not stage C",
-            _ => "TMA loads this operand",
-        };
-        let why = (!self.reads_width(cfg, i)).then_some(why);
-        match why {
-            Some(why) => Err(Rejection::WidthUnread {
+        match self.off_smallest(cfg, field) {
+            Some(smallest) if !self.reads_width(cfg, i) => Err(Rejection::WidthUnread {
                 param: field.key(),
                 smallest,
-                why,
+                why: match i {
+                    2 => "the epilogue does not stage C",
+                    _ => "TMA loads this operand",
+                },
             }),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 
@@ -140,13 +131,15 @@ impl Checker {
     /// Whether `a` and `b` compile to the same kernel: equal but for vector widths neither
     /// reads ([`Self::reads_width`]), so that a list of candidates holds one of them.
     pub fn same_kernel(&self, a: &PerfConfig, b: &PerfConfig) -> bool {
+        let unread: [bool; 3] =
+            std::array::from_fn(|i| !self.reads_width(a, i) && !self.reads_width(b, i));
         let canonical = |c: &PerfConfig| {
             let mut c = *c;
-            for (i, w) in [&mut c.vec_a, &mut c.vec_b, &mut c.vec_c]
+            for (w, unread) in [&mut c.vec_a, &mut c.vec_b, &mut c.vec_c]
                 .into_iter()
-                .enumerate()
+                .zip(unread)
             {
-                if !self.reads_width(a, i) && !self.reads_width(b, i) {
+                if unread {
                     *w = 0;
                 }
             }

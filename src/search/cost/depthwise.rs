@@ -18,8 +18,9 @@
 //! - **The blocks' sums** (backward weight), charged on top of the rest: by atomics
 //!   ([`DwSums::Atomic`]) every block adds its sums for each of its channels and taps into the
 //!   same few thousand addresses, and those adds serialise at the L2 instead of streaming
-//!   ([`CONTENDED_ATOMIC_BYTES`], one after another per address: [`SAME_ADDRESS_ADD_US`]); as partials ([`DwSums::Partials`]) they are stored and read
-//!   back once (bytes) by a summing kernel that waits through a few rounds of L2 loads.
+//!   ([`CONTENDED_ATOMIC_BYTES`], one after another per address: [`SAME_ADDRESS_ADD_US`]); as
+//!   partials ([`DwSums::Partials`]) they are stored and read back once (bytes) by a summing
+//!   kernel that waits through a few rounds of L2 loads.
 
 use super::{blocks_per_sm, ceil_div, vector_efficiency, CostArch, Estimate};
 use crate::config::{DwSums, DwTile, PerfConfig};

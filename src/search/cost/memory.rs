@@ -8,9 +8,13 @@ use crate::config::fixup::serial_reads;
 use crate::config::{PerfConfig, Reduction, StreamK};
 use crate::lowering::Lowering;
 
+/// The widest global access, bytes: what the model charges an access whose width the
+/// kernel does not read (a TMA box's rows, an unstaged C).
+pub(super) const WHOLE_ACCESS_BYTES: u32 = 16;
+
 /// Efficiency of global accesses `bytes` wide: 16-byte vectors use whole sectors.
 pub(super) fn vector_efficiency(bytes: u32) -> f64 {
-    let b = f64::from(bytes.clamp(1, 16));
+    let b = f64::from(bytes.clamp(1, WHOLE_ACCESS_BYTES));
     0.4 + 0.6 * b.log2() / 4.0
 }
 
@@ -28,7 +32,7 @@ pub(super) fn c_access_bytes(
     if c.reads_vec_c(direction) {
         c.vec_c.max(1) * elem
     } else {
-        16
+        WHOLE_ACCESS_BYTES
     }
 }
 
