@@ -187,4 +187,45 @@ mod tests {
         }
         assert!(overlap > 0, "the premise: the two spaces share configs");
     }
+
+    /// One kernel, one name across the spaces too: the vendor's space lists `va`/`vb` from 1
+    /// and the Hopper space from 2, so a config that TMA loads and that both spaces held would
+    /// keep two names. The vendor's space has no `ld` (every config of it reads its operand
+    /// widths) and both list `vc` from 1, so the join holds no two configs that differ only in
+    /// widths their kernel does not read ([`Checker::reads_width`]).
+    #[test]
+    fn the_join_names_each_kernel_once() {
+        use crate::legality::Checker;
+        use std::collections::HashSet;
+        let space = SearchSpace::default_for(&Arch::SM_90);
+        for p in [
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+            "convbfp16 -n 8 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC",
+            "convfp16 -n 4 -c 96 -H 9 -W 9 -k 32 -y 1 -x 1 -F 2 --layout NHWC",
+        ] {
+            let l = lower(&p.parse().unwrap());
+            let checker = Checker::new(&l, &Arch::SM_90);
+            let both = enumerate_builtin(&l, &Arch::SM_90, &space).legal;
+            let kernels: HashSet<PerfConfig> = both
+                .iter()
+                .map(|c| {
+                    let mut k = *c;
+                    for (i, w) in [&mut k.vec_a, &mut k.vec_b, &mut k.vec_c]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        if !checker.reads_width(c, i) {
+                            *w = 0;
+                        }
+                    }
+                    k
+                })
+                .collect();
+            assert_eq!(
+                kernels.len(),
+                both.len(),
+                "{p}: a kernel listed under two names"
+            );
+        }
+    }
 }
