@@ -225,6 +225,29 @@ int convtune_lookup_str(const char *problem, const char *arch, const char *user_
 int convtune_lookup_str_deterministic(const char *problem, const char *arch,
                                       const char *user_db, convtune_config *out);
 
+/* The most configs one convtune_lookup_candidates call answers. */
+#define CONVTUNE_MAX_CANDIDATES 64
+
+/*
+ * convtune_lookup's answer, then up to `capacity` - 1 more of the fallback's configs, best
+ * first (`convtune lookup --candidates`), written to out[0 .. *count): for a caller that can
+ * time kernels at first use and keep the fastest, as convtune.torch does. `deterministic`
+ * non-zero answers only configs without floating-point atomics, as
+ * convtune_lookup_str_deterministic.
+ * `out` points to `capacity` structs, 1 <= capacity <= CONVTUNE_MAX_CANDIDATES (else
+ * CONVTUNE_ERR_BUFFER). On the shipped sm_90 database with each entry held out, the first
+ * config ran at 0.834 of the tuned winner's speed (geomean), the fastest of the first four
+ * at 0.937.
+ */
+int convtune_lookup_candidates(const convtune_problem *problem, const char *arch,
+                               const char *user_db, int deterministic, convtune_config *out,
+                               size_t capacity, size_t *count);
+
+/* convtune_lookup_candidates for a problem written as a line, as convtune_lookup_str. */
+int convtune_lookup_candidates_str(const char *problem, const char *arch, const char *user_db,
+                                   int deterministic, convtune_config *out, size_t capacity,
+                                   size_t *count);
+
 /*
  * The config string of `config`'s tuning fields (block_m .. ld; the other members are not
  * read), as `convtune compile --config` takes it: what convtune_lookup wrote in `config` for an

@@ -14,7 +14,9 @@ mod tensor_map;
 
 use convtune::arch::Arch;
 use convtune::db::Source;
-use convtune::lookup::{find_config_with_user_db, Found, LookupError};
+use convtune::lookup::{
+    find_candidates_with_user_db, find_config_with_user_db, Found, LookupError, MAX_CANDIDATES,
+};
 use convtune::problem::ConvProblem;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -349,13 +351,126 @@ unsafe fn lookup_line(
 ) -> c_int {
     guard(|| {
         // SAFETY: the caller's contract.
-        let text = unsafe { required_str(problem, "problem")? };
-        let p: ConvProblem = text
-            .parse()
-            .map_err(|e| Failure::new(Status::Problem, format!("problem '{text}': {e}")))?;
+        let p = unsafe { parse_line(problem)? };
         // SAFETY: forwarded caller contract.
         unsafe { lookup_into(&p, arch, user_db, out, deterministic) }
     })
+}
+
+/// The shared tail of the candidate lookups: the lookup's answer, then up to `capacity - 1`
+/// more of the fallback's configs, best first, written to `out[..*count]`.
+///
+/// # Safety
+/// `arch`, `user_db` as in the header; `out` points to `capacity` writable structs and `count`
+/// to a writable `size_t` (NULL is an error).
+unsafe fn candidates_into(
+    problem: &ConvProblem,
+    arch: *const c_char,
+    user_db: *const c_char,
+    deterministic: c_int,
+    out: *mut ConfigC,
+    capacity: usize,
+    count: *mut usize,
+) -> Result<(), Failure> {
+    // SAFETY: the header's contract for these arguments.
+    let (arch, user_db) = unsafe {
+        (
+            required_str(arch, "arch")?,
+            optional_str(user_db, "user_db")?,
+        )
+    };
+    if out.is_null() || count.is_null() {
+        return Err(Failure::new(Status::Null, "out or count is NULL"));
+    }
+    if !(1..=MAX_CANDIDATES).contains(&capacity) {
+        return Err(Failure::new(
+            Status::Buffer,
+            format!("capacity {capacity} is not in 1..={MAX_CANDIDATES}"),
+        ));
+    }
+    let arch = Arch::from_name(arch).map_err(|e| Failure::new(Status::Arch, e.to_string()))?;
+    let found = find_candidates_with_user_db(
+        problem,
+        &arch,
+        user_db.map(Path::new),
+        true,
+        capacity,
+        deterministic != 0,
+    )?;
+    // SAFETY: non-null, and the caller gives `capacity` writable structs.
+    let slots = unsafe { std::slice::from_raw_parts_mut(out, capacity) };
+    let mut written = 0;
+    for (slot, f) in slots.iter_mut().zip(&found) {
+        write_config(problem, f, slot);
+        written += 1;
+    }
+    // SAFETY: non-null and writable by the caller's contract.
+    unsafe { *count = written };
+    Ok(())
+}
+
+/// `convtune_lookup_candidates`: [`convtune_lookup`]'s answer, then up to `capacity - 1` more
+/// of the fallback's configs, best first (`convtune lookup --candidates`), for a caller that
+/// can time kernels at first use and keep the fastest, as `convtune.torch` does: on the shipped
+/// database with each entry held out, the lookup's first config ran at 0.834 of the tuned
+/// winner's speed and the fastest of the first four at 0.937 (BENCHMARKS.md, session 27).
+///
+/// # Safety
+/// As [`convtune_lookup`]; `out` points to `capacity` writable structs and `count` to a
+/// writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn convtune_lookup_candidates(
+    problem: *const ProblemC,
+    arch: *const c_char,
+    user_db: *const c_char,
+    deterministic: c_int,
+    out: *mut ConfigC,
+    capacity: usize,
+    count: *mut usize,
+) -> c_int {
+    guard(|| {
+        if problem.is_null() {
+            return Err(Failure::new(Status::Null, "problem is NULL"));
+        }
+        // SAFETY: non-null, and the caller promises a valid convtune_problem.
+        let p = unsafe { (*problem).to_problem()? };
+        // SAFETY: forwarded caller contract.
+        unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
+    })
+}
+
+/// `convtune_lookup_candidates_str`: [`convtune_lookup_candidates`] for a problem written as a
+/// line.
+///
+/// # Safety
+/// As [`convtune_lookup_candidates`]; `problem` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn convtune_lookup_candidates_str(
+    problem: *const c_char,
+    arch: *const c_char,
+    user_db: *const c_char,
+    deterministic: c_int,
+    out: *mut ConfigC,
+    capacity: usize,
+    count: *mut usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let p = unsafe { parse_line(problem)? };
+        // SAFETY: forwarded caller contract.
+        unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
+    })
+}
+
+/// A problem given as a MIOpenDriver or rocMLIR line.
+///
+/// # Safety
+/// `problem` is NULL (an error) or a NUL-terminated string that outlives the call.
+unsafe fn parse_line(problem: *const c_char) -> Result<ConvProblem, Failure> {
+    // SAFETY: the caller's contract.
+    let text = unsafe { required_str(problem, "problem")? };
+    text.parse()
+        .map_err(|e| Failure::new(Status::Problem, format!("problem '{text}': {e}")))
 }
 
 /// `convtune_last_error`: the thread's last failure message.

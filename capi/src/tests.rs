@@ -121,6 +121,140 @@ fn an_untuned_problem_falls_back_and_says_so() {
     assert!(!text(&out.reason).is_empty());
 }
 
+/// The candidate lookups: the single lookup's answer first, then other configs, each once,
+/// each a config; the deterministic one answers no atomics; both spellings agree.
+#[test]
+fn candidates_start_with_the_lookup_and_list_each_config_once() {
+    let db = no_user_db();
+    let line = c"conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 4";
+    let problem: convtune::problem::ConvProblem = line.to_str().unwrap().parse().unwrap();
+    let mut one = zeroed();
+    let rc =
+        unsafe { convtune_lookup_str(line.as_ptr(), c"sm_90".as_ptr(), db.as_ptr(), &mut one) };
+    assert_eq!(rc, 0, "{}", last_error());
+    for deterministic in [0, 1] {
+        let mut out = [zeroed(); 4];
+        let mut count = 99;
+        let rc = unsafe {
+            convtune_lookup_candidates_str(
+                line.as_ptr(),
+                c"sm_90".as_ptr(),
+                db.as_ptr(),
+                deterministic,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut count,
+            )
+        };
+        assert_eq!(rc, 0, "{}", last_error());
+        assert!((2..=4).contains(&count), "{count} candidates");
+        let configs: Vec<PerfConfig> = out[..count]
+            .iter()
+            .map(|c| {
+                assert_eq!(text(&c.problem_key), problem.key());
+                assert!(!text(&c.reason).is_empty());
+                let cfg: PerfConfig = text(&c.config).parse().unwrap();
+                assert_eq!(config::read_fields(c).unwrap(), cfg);
+                cfg
+            })
+            .collect();
+        let unique: std::collections::HashSet<_> = configs.iter().collect();
+        assert_eq!(unique.len(), count, "a config listed twice: {configs:?}");
+        if deterministic == 0 {
+            assert_eq!(text(&out[0].config), text(&one.config));
+        } else {
+            assert!(
+                configs
+                    .iter()
+                    .all(|c| !c.adds_by_atomics(problem.direction())),
+                "{configs:?}"
+            );
+        }
+    }
+    // The struct spelling answers the same list.
+    let p = seed_003_struct(c"NHWC");
+    let (mut a, mut b) = ([zeroed(); 3], [zeroed(); 3]);
+    let (mut na, mut nb) = (0, 0);
+    let seed = c"convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 \
+                 -j 1 -g 1 -F 2 --layout NHWC";
+    let rc = unsafe {
+        convtune_lookup_candidates(
+            &p,
+            c"sm_90".as_ptr(),
+            db.as_ptr(),
+            0,
+            a.as_mut_ptr(),
+            3,
+            &mut na,
+        )
+    };
+    assert_eq!(rc, 0, "{}", last_error());
+    let rc = unsafe {
+        convtune_lookup_candidates_str(
+            seed.as_ptr(),
+            c"sm_90".as_ptr(),
+            db.as_ptr(),
+            0,
+            b.as_mut_ptr(),
+            3,
+            &mut nb,
+        )
+    };
+    assert_eq!(rc, 0, "{}", last_error());
+    assert_eq!(na, nb);
+    for (x, y) in a[..na].iter().zip(&b[..nb]) {
+        assert_eq!(text(&x.config), text(&y.config));
+    }
+    assert_eq!(
+        text(&a[0].config),
+        seed_003_shipped().to_string(),
+        "exact entry first"
+    );
+}
+
+/// A capacity outside 1..=CONVTUNE_MAX_CANDIDATES and NULL outputs are errors that say so;
+/// the header's constant is the library's.
+#[test]
+fn candidate_lookups_refuse_bad_buffers() {
+    let db = no_user_db();
+    let line = c"conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1";
+    let mut out = [zeroed(); 2];
+    let mut count = 0;
+    let call = |out: *mut ConfigC, capacity, count: *mut usize| unsafe {
+        convtune_lookup_candidates_str(
+            line.as_ptr(),
+            c"sm_90".as_ptr(),
+            db.as_ptr(),
+            0,
+            out,
+            capacity,
+            count,
+        )
+    };
+    assert_eq!(
+        call(out.as_mut_ptr(), 0, &mut count),
+        Status::Buffer as c_int
+    );
+    assert!(last_error().contains("capacity 0"), "{}", last_error());
+    let too_many = convtune::lookup::MAX_CANDIDATES + 1;
+    assert_eq!(
+        call(out.as_mut_ptr(), too_many, &mut count),
+        Status::Buffer as c_int
+    );
+    assert_eq!(
+        call(out.as_mut_ptr(), 2, std::ptr::null_mut()),
+        Status::Null as c_int
+    );
+    assert_eq!(
+        call(std::ptr::null_mut(), 2, &mut count),
+        Status::Null as c_int
+    );
+    assert!(HEADER.contains(&format!(
+        "#define CONVTUNE_MAX_CANDIDATES {}\n",
+        convtune::lookup::MAX_CANDIDATES
+    )));
+}
+
 #[test]
 fn errors_are_codes_and_messages() {
     let mut out = zeroed();

@@ -181,6 +181,26 @@ static void untuned_problem_falls_back(void) {
     printf("untuned problem: %s (source %d)\n  why: %s\n", out.config, out.source, out.reason);
 }
 
+/* The candidate lookup: the lookup's answer first, then other configs; a bad capacity is an
+ * error. What a C caller that times kernels at first use calls. */
+static void candidates_start_with_the_answer(void) {
+    const char *line = "conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1";
+    convtune_config one, list[4];
+    size_t count = 0, i, j;
+    int rc = convtune_lookup_str(line, "sm_90", NO_USER_DB, &one);
+    CHECK(rc == CONVTUNE_OK, "%s", convtune_last_error());
+    rc = convtune_lookup_candidates_str(line, "sm_90", NO_USER_DB, 0, list, 4, &count);
+    CHECK(rc == CONVTUNE_OK, "%s", convtune_last_error());
+    CHECK(count >= 2 && count <= 4, "%zu candidates", count);
+    CHECK(strcmp(list[0].config, one.config) == 0, "%s vs %s", list[0].config, one.config);
+    for (i = 0; i < count; i++)
+        for (j = i + 1; j < count; j++)
+            CHECK(strcmp(list[i].config, list[j].config) != 0, "twice: %s", list[i].config);
+    rc = convtune_lookup_candidates_str(line, "sm_90", NO_USER_DB, 0, list,
+                                        CONVTUNE_MAX_CANDIDATES + 1, &count);
+    CHECK(rc == CONVTUNE_ERR_BUFFER, "rc %d", rc);
+}
+
 static void errors_are_codes_and_messages(void) {
     convtune_config out;
     int rc = convtune_lookup_str("conv -n 16 -c 0 -F 1", "sm_90", NULL, &out);
@@ -227,6 +247,7 @@ int main(int argc, char **argv) {
     new_fields_round_trip();
     untuned_problem_falls_back();
     deterministic_lookup_passes_over_atomics();
+    candidates_start_with_the_answer();
     errors_are_codes_and_messages();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
