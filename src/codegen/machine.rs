@@ -19,7 +19,9 @@ use std::sync::Once;
 static INIT: Once = Once::new();
 
 /// LLVM command-line options, set once for the process before any pass runs (LLVM's options
-/// are process-global; the codegen cache's key holds this file, so a change here is a new key).
+/// are process-global; LLVM is linked in statically, so they are this copy's own and another
+/// LLVM in a host process, Triton's say, is not touched; the codegen cache's key holds this
+/// file, so a change here is a new key).
 ///
 /// `-dse-memoryssa-scanlimit=0`: dead-store elimination asks alias analysis, for every store,
 /// about each of up to 150 earlier memory writes. The epilogue's shared-memory staging writes
