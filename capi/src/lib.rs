@@ -297,11 +297,8 @@ pub unsafe extern "C" fn convtune_lookup(
     out: *mut ConfigC,
 ) -> c_int {
     guard(|| {
-        if problem.is_null() {
-            return Err(Failure::new(Status::Null, "problem is NULL"));
-        }
-        // SAFETY: non-null, and the caller promises a valid convtune_problem.
-        let p = unsafe { (*problem).to_problem()? };
+        // SAFETY: the caller's contract.
+        let p = unsafe { read_problem(problem)? };
         // SAFETY: forwarded caller contract.
         unsafe { lookup_into(&p, arch, user_db, out, false) }
     })
@@ -429,11 +426,8 @@ pub unsafe extern "C" fn convtune_lookup_candidates(
     count: *mut usize,
 ) -> c_int {
     guard(|| {
-        if problem.is_null() {
-            return Err(Failure::new(Status::Null, "problem is NULL"));
-        }
-        // SAFETY: non-null, and the caller promises a valid convtune_problem.
-        let p = unsafe { (*problem).to_problem()? };
+        // SAFETY: the caller's contract.
+        let p = unsafe { read_problem(problem)? };
         // SAFETY: forwarded caller contract.
         unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
     })
@@ -460,6 +454,18 @@ pub unsafe extern "C" fn convtune_lookup_candidates_str(
         // SAFETY: forwarded caller contract.
         unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
     })
+}
+
+/// A problem given as a `convtune_problem` struct.
+///
+/// # Safety
+/// `problem` is NULL (an error) or points to a valid `convtune_problem`.
+unsafe fn read_problem(problem: *const ProblemC) -> Result<ConvProblem, Failure> {
+    if problem.is_null() {
+        return Err(Failure::new(Status::Null, "problem is NULL"));
+    }
+    // SAFETY: non-null, and the caller promises a valid convtune_problem.
+    unsafe { (*problem).to_problem() }
 }
 
 /// A problem given as a MIOpenDriver or rocMLIR line.
