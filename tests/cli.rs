@@ -16,7 +16,7 @@ fn lower_json_of_seed_003_is_one_dense_gemm() {
         assert_eq!(g["kernel_id"], i);
         assert_eq!(
             (g["m"].as_u64(), g["n"].as_u64(), g["k"].as_u64()),
-            (Some(2 * 2048), Some(16 * 257), Some(2048))
+            (Some(2 * 2048), Some(16 * 256), Some(2048))
         );
     }
     assert_eq!(v["zero_init"], false);

@@ -55,7 +55,10 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     let extent = out + (dil * (filter - 1)).div_ceil(stride);
     let reach = dil as u64 * (tilda as u64 - 1);
     let left = ((pad as u64).saturating_sub(reach) / stride as u64) as u32;
-    let right = extent.min((pad + input - 1).div_ceil(stride) + 1);
+    // The last hTilda that writes inside the image is class 0's, `⌊(pad + input − 1) / stride⌋`
+    // (MIOpen and rocMLIR round up, keeping a column that writes only past the edge: for a
+    // filter as wide as its stride, seed 003's 1×2 stride 2, 257 columns where 256 write).
+    let right = extent.min((pad + input - 1) / stride + 1);
     TildaDim {
         tilda,
         dot: filter.div_ceil(tilda),
@@ -353,6 +356,42 @@ mod tests {
                     covered_by_pixels(&p, d, &t),
                     "{}", p
                 );
+            }
+        }
+    }
+
+    proptest! {
+        /// The slice `[left, right)` holds every hTilda whose columns write inside the image
+        /// (no contribution is lost) and ends at the last one that does (no column writes only
+        /// past the edge: seed 003's 257th).
+        #[test]
+        fn the_slice_ends_at_the_last_column_that_writes(p in small_problem(4, 12)) {
+            let s = p.sizes();
+            for d in 0..2 {
+                let t = tilda_dim(&p, d);
+                let (stride, dil, pad) =
+                    (s.stride[d] as i64, s.dilation[d] as i64, s.pad[d] as i64);
+                let (filter, input) = if d == 0 { (s.y, s.h) } else { (s.x, s.w) };
+                let writes = |h: i64| {
+                    (0..t.tilda.min(filter) as i64).any(|i| {
+                        let px = h * stride + i * dil - pad;
+                        (0..input as i64).contains(&px)
+                    })
+                };
+                for h in 0..t.extent as i64 {
+                    if writes(h) {
+                        prop_assert!(
+                            (t.left as i64..t.right as i64).contains(&h),
+                            "{}: hTilda {} writes but is outside [{}, {})", p, h, t.left, t.right
+                        );
+                    }
+                }
+                if t.right < t.extent && (t.left as i64..t.right as i64).any(writes) {
+                    prop_assert!(
+                        writes(t.right as i64 - 1),
+                        "{}: column {} writes nothing", p, t.right - 1
+                    );
+                }
             }
         }
     }

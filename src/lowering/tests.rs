@@ -87,7 +87,8 @@ fn full_problem_sizes_of_seed_003() {
         .iter()
         .map(|g| (g.m_len(), g.n_len(), g.k_len()))
         .collect();
-    assert_eq!(sizes, [(2 * 2048, 16 * 257, 2048)]);
+    // 256 column pairs a row: the image's 512 columns exactly (not 257: see `tilda_dim`).
+    assert_eq!(sizes, [(2 * 2048, 16 * 256, 2048)]);
 }
 
 #[test]

@@ -191,11 +191,21 @@ mod tests {
         assert_eq!(s.map.strides[0], 128 * 2);
         assert_eq!(s.map.boxes[..2], [64, 64]);
         assert_eq!((s.boxes(), s.stage_bytes()), (2, 128 * 64 * 2));
-        // bwd-data stride 1x2, filter 1x2 (seed 003's shape): N's columns 2·wtilda + ix run
-        // over a slice of 9 of which 8 are in the image: refused (the wrapped-row map faulted
-        // on the H200).
+        // bwd-data stride 1x2, filter 1x2 (seed 003's shape) on an even width: the slice is
+        // the image's 8 column pairs, so C is the dense [n·wtilda][2·c] matrix: one plain map.
         let t = store(
             "convbfp16 -n 2 -c 64 -H 1 -W 16 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+            128,
+            64,
+        );
+        assert_eq!(t.len(), 1);
+        let s = t[0].as_ref().unwrap();
+        assert_eq!(s.map.dims[..2], [2 * 64, 2 * 8]);
+        assert_eq!(s.map.strides[0], 2 * 64 * 2);
+        // On an odd width the last column pair has one pixel past the image: refused (the
+        // wrapped-row map faulted on the H200).
+        let t = store(
+            "convbfp16 -n 2 -c 64 -H 1 -W 17 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
             64,
             64,
         );
