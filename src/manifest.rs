@@ -490,9 +490,11 @@ mod tests {
 
     #[test]
     fn tma_kernels_carry_their_encode_calls_and_parameter_offsets() {
-        // An ld=tma config of seed 003 (shipped in session 6): a tiled map of the filter, an im2col map of dy.
+        // An ld=tma config of seed 003 (shipped in session 6) on an odd width: a tiled map of
+        // the filter, an im2col map of dy (whose last column pair reads past its 255 pixels; on
+        // seed 003's even width dy is a plain matrix, tiled, see the next test).
         let m = manifest(
-            "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+            "convbfp16 -n 16 -c 2048 -H 1 -W 511 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
             "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma",
             "sm_90",
         );
@@ -543,6 +545,29 @@ mod tests {
         );
         let back: Manifest = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
+    }
+
+    /// Seed 003 itself: its GEMM columns are dy's pixels exactly (256 a row), so dy is the
+    /// plain [n·wo][k] matrix and both maps are tiled.
+    #[test]
+    fn seed_003_loads_dy_as_a_plain_matrix() {
+        let m = manifest(
+            "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC",
+            "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma",
+            "sm_90",
+        );
+        let maps: Vec<_> = m.kernels[0]
+            .tensor_maps
+            .iter()
+            .map(|t| (t.tensor.as_str(), t.encode.function.name()))
+            .collect();
+        assert_eq!(
+            maps,
+            [
+                ("w", "cuTensorMapEncodeTiled"),
+                ("y", "cuTensorMapEncodeTiled")
+            ]
+        );
     }
 
     #[test]

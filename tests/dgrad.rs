@@ -22,7 +22,7 @@ fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> EmuReport {
 }
 
 /// Strided bwd-data shapes: several phases with and without uncovered pixels.
-const STRIDED: [&str; 6] = [
+const STRIDED: [&str; 7] = [
     // Stride 2, 3×3: four phases (K 4:2:2:1), every pixel covered.
     "-n 2 -c 16 -H 9 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
     // Stride 3, 5×5: four sub-GEMMs (class runs {0, 1} and {2} a dimension; K 4:2:2:1).
@@ -35,6 +35,9 @@ const STRIDED: [&str; 6] = [
     "-n 1 -c 8 -H 10 -W 7 -k 8 -y 3 -x 2 -p 1 -q 0 -u 2 -v 3 -l 1 -j 2",
     // Groups with strided phases.
     "-n 1 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2",
+    // 5×5 stride 2 pad 2: the slices start one column in (the first writes only before the
+    // edge) and, along H, end one early (the last writes only past it).
+    "-n 1 -c 8 -H 12 -W 11 -k 8 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2",
 ];
 
 const CONFIGS: [&str; 3] = [
