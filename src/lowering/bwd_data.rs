@@ -58,7 +58,7 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     // `⌊(pad + input − 1 − i·dil) / stride⌋`; the slice runs from the first class's first to
     // the last one's last. MIOpen and rocMLIR round both ends outwards, keeping columns that
     // write only past an edge: seed 003's 1×2 stride 2 had 257 columns where 256 write, 5×5
-    // stride 2 pad 2 on 28² 16 where 15 do, 3×3 stride 2 on 7² 5 where 4 do.
+    // stride 2 pad 2 on 28² 16 where 14 do, 3×3 stride 2 on 7² 5 where 4 do.
     let (stride64, dil64) = (i64::from(stride), i64::from(dil));
     // Classes past `pad + input − 1` write nothing (their first pixel is past the image).
     let classes =
