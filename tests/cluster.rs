@@ -82,8 +82,9 @@ fn cluster_fwd_3x3_im2col() {
 /// tile.
 #[test]
 fn cluster_bwd_data() {
+    // Seed 003's shape: 4 images of 32 column pairs, two 64-column tiles along N.
     let p =
-        problem("convbfp16 -n 2 -c 128 -H 1 -W 64 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
+        problem("convbfp16 -n 4 -c 128 -H 1 -W 64 -k 64 -y 1 -x 2 -u 1 -v 2 -F 2 --layout NHWC");
     for cl in [ClusterShape::PairM, ClusterShape::PairN] {
         assert_eq!(run(&p, &shape(&cfg(CL), cl), 2), 2);
     }
