@@ -50,13 +50,12 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     let out = p.out_size()[d];
     let g = gcd(stride, dil);
     let tilda = stride / g;
-    // `dil·(filter − 1)` fits (the problem bounds the dilated filter); `dil·(tilda − 1)` need
-    // not (a huge stride), so it is formed in 64 bits.
+    // `dil·(filter − 1)` fits (the problem bounds the dilated filter).
     let extent = out + (dil * (filter - 1)).div_ceil(stride);
     // The columns that write inside the image: class `i` writes `hTilda·stride + i·dil − pad`,
     // in `[0, input)` for hTilda from `⌈(pad − i·dil) / stride⌉` (at least 0) to
-    // `⌊(pad + input − 1 − i·dil) / stride⌋`; the slice runs from the first class's first to
-    // the last one's last. MIOpen and rocMLIR round both ends outwards, keeping columns that
+    // `⌊(pad + input − 1 − i·dil) / stride⌋`; the slice runs from the earliest of those firsts
+    // to the latest of the lasts (in 64 bits: `i·dil` need not fit 32 at a huge stride). MIOpen and rocMLIR round both ends outwards, keeping columns that
     // write only past an edge: seed 003's 1×2 stride 2 had 257 columns where 256 write, 5×5
     // stride 2 pad 2 on 28² 16 where 14 do, 3×3 stride 2 on 7² 5 where 4 do.
     let (stride64, dil64) = (i64::from(stride), i64::from(dil));
