@@ -5,8 +5,9 @@
    compared with PyTorch's float64 result: relative L2 error within the dtype's tolerance.
    NCHW/NHWC problems also run through the autograd-facing ops (conv2d, conv2d_input,
    conv2d_weight) on torch tensors in that memory format.
-2. Tensor-map kernels: a shipped ld=tma config (seed 003, bwd-data: a tiled filter map and an
-   im2col map of dy) and a shipped ld=ws config (fwd 3x3 stride 2 pad 1: a tiled filter map and
+2. Tensor-map kernels: a shipped ld=tma config (seed 003, bwd-data: tiled maps of the filter
+   and of dy, a plain matrix since session 30; the same config on width 511 takes an im2col map
+   of dy) and a shipped ld=ws config (fwd 3x3 stride 2 pad 1: a tiled filter map and
    an im2col map of x with padding corners and element strides 2) through convtune.torch.launch
    with that config, and the same problems through the torch ops (their looked-up configs):
    within tolerance of PyTorch's float64 result, every map encoded (no "fallback").
@@ -82,6 +83,10 @@ def reference(info, x4, w4, y4):
 # maps of both modes.
 TENSOR_MAP_CASES = [
     ("convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 "
+     "-F 2 --layout NHWC",
+     "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,"
+     "red=atomic,ld=tma", "tma"),
+    ("convbfp16 -n 16 -c 2048 -H 1 -W 511 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 "
      "-F 2 --layout NHWC",
      "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,"
      "red=atomic,ld=tma", "tma"),

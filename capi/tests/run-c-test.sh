@@ -30,10 +30,12 @@ echo "C API test, static library:"
 echo "C API test, shared library:"
 "$out/test_lookup_shared" "$shipped"
 # Tensor maps: the CLI (all features, as scripts/test.sh's cargo test builds it) writes the
-# manifest of seed 003's shipped ld=tma config; the C test reads it through the library.
+# manifest of an ld=tma config of seed 003's shape on an odd width (511: dy's last column pair
+# reads past its 255 pixels, so dy goes through an im2col map; on seed 003's 512 it is a plain
+# tiled matrix); the C test reads it through the library.
 cargo build --release --all-features --bin convtune
 target/release/convtune compile --arch sm_90 --no-system-db \
-  --problem "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC" \
+  --problem "convbfp16 -n 16 -c 2048 -H 1 -W 511 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 --layout NHWC" \
   --config "v3:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=2,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=tma" \
   -o "$out/seed003.ptx" --manifest "$out/seed003.json" > /dev/null
 cc "${flags[@]}" capi/tests/c/test_tensor_map.c "$lib/libconvtune_c.a" -lpthread -ldl -lm \

@@ -162,8 +162,9 @@ int main(int argc, char **argv) {
             tiled++;
         }
     }
-    /* Seed 003 (ld=tma): its filter through a tiled map of 2048 rows of x*c = 4096 elements,
-     * dy (K contiguous) through an im2col map of 64 channels by 128 pixels. */
+    /* Seed 003's shape on an odd width (ld=tma): its filter through a tiled map of 2048 rows of
+     * x*c = 4096 elements, dy (K contiguous) through an im2col map of 64 channels by 128
+     * pixels. */
     CHECK(tiled == 1 && im2col == 1, "%d tiled, %d im2col", tiled, im2col);
     CHECK(maps[0].tensor == 1 && maps[0].global_dim[0] == 4096 && maps[0].global_dim[1] == 2048 &&
               maps[0].global_strides[0] == 8192 && maps[0].box_dim[0] == 64,
