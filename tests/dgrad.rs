@@ -229,15 +229,9 @@ fn shipped_configs_of_the_shrunken_slices_are_exact() {
             + key.len();
         let c = cfg(&shipped[at..at + shipped[at..].find('"').unwrap()]);
         // One image (two for a single-row image); the channels as shipped.
-        let small = line.replacen(
-            &format!("-n {}", problem(line).sizes().n),
-            if problem(line).sizes().h == 1 {
-                "-n 2"
-            } else {
-                "-n 1"
-            },
-            1,
-        );
+        let big = problem(line);
+        let images = if big.sizes().h == 1 { "-n 2" } else { "-n 1" };
+        let small = line.replacen(&format!("-n {}", big.sizes().n), images, 1);
         let p = problem(&small);
         // Shrunk, a config can fall foul of a rule about the problem's size (stream-K's wave
         // fill); the kernel is still the shipped one, so only codegen's own refusals skip it.

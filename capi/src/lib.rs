@@ -228,7 +228,7 @@ pub fn lookup(
     user_db: Option<&str>,
     deterministic: bool,
 ) -> Result<Found, Failure> {
-    let arch = Arch::from_name(arch).map_err(|e| Failure::new(Status::Arch, e.to_string()))?;
+    let arch = arch_named(arch)?;
     let db = user_db.map(Path::new);
     Ok(find_config_with_user_db(
         problem,
@@ -385,7 +385,7 @@ unsafe fn candidates_into(
             format!("capacity {capacity} is not in 1..={MAX_CANDIDATES}"),
         ));
     }
-    let arch = Arch::from_name(arch).map_err(|e| Failure::new(Status::Arch, e.to_string()))?;
+    let arch = arch_named(arch)?;
     let found = find_candidates_with_user_db(
         problem,
         &arch,
@@ -454,6 +454,11 @@ pub unsafe extern "C" fn convtune_lookup_candidates_str(
         // SAFETY: forwarded caller contract.
         unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
     })
+}
+
+/// The arch a lookup names (`CONVTUNE_ERR_ARCH` when there is none of that name).
+fn arch_named(name: &str) -> Result<Arch, Failure> {
+    Arch::from_name(name).map_err(|e| Failure::new(Status::Arch, e.to_string()))
 }
 
 /// A problem given as a `convtune_problem` struct.

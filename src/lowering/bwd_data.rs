@@ -52,23 +52,16 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
     let tilda = stride / g;
     // `dil·(filter − 1)` fits (the problem bounds the dilated filter).
     let extent = out + (dil * (filter - 1)).div_ceil(stride);
-    // The columns that write inside the image: class `i` writes `hTilda·stride + i·dil − pad`,
-    // in `[0, input)` for hTilda from `⌈(pad − i·dil) / stride⌉` (at least 0) to
-    // `⌊(pad + input − 1 − i·dil) / stride⌋`; the slice runs from the earliest of those firsts
-    // to the latest of the lasts (in 64 bits: `i·dil` need not fit 32 at a huge stride). MIOpen and rocMLIR round both ends outwards, keeping columns that
-    // write only past an edge: seed 003's 1×2 stride 2 had 257 columns where 256 write, 5×5
-    // stride 2 pad 2 on 28² 16 where 14 do, 3×3 stride 2 on 7² 5 where 4 do.
-    let (stride64, dil64) = (i64::from(stride), i64::from(dil));
-    // Classes past `pad + input − 1` write nothing (their first pixel is past the image).
-    let classes =
-        i64::from(tilda.min(filter)).min((i64::from(pad) + i64::from(input) - 1) / dil64 + 1);
+    // The slice runs from the first column any residue class writes inside the image to the
+    // last ([`class_columns`]). MIOpen and rocMLIR round both ends outwards, keeping columns
+    // that write only past an edge: seed 003's 1×2 stride 2 had 257 columns where 256 write,
+    // 5×5 stride 2 pad 2 on 28² 16 where 14 do, 3×3 stride 2 on 7² 5 where 4 do.
     let (mut first, mut last) = (i64::MAX, -1);
+    // Classes past `pad + input − 1` write nothing (their first pixel is past the image).
+    let classes = i64::from(p.residue_classes()[d])
+        .min((i64::from(pad) + i64::from(input) - 1) / i64::from(dil) + 1);
     for i in 0..classes {
-        let off = i64::from(pad) - i * dil64;
-        let (lo, hi) = (
-            (off.max(0) + stride64 - 1) / stride64,
-            (i64::from(input) - 1 + off).div_euclid(stride64),
-        );
+        let (lo, hi) = class_columns(p, d, i);
         if lo <= hi {
             (first, last) = (first.min(lo), last.max(hi));
         }
@@ -87,6 +80,22 @@ pub fn tilda_dim(p: &ConvProblem, d: usize) -> TildaDim {
         left,
         right,
     }
+}
+
+/// The hTilda columns in which residue class `i` of dimension `d` writes inside the image,
+/// first and last (empty when first > last): class `i` writes `hTilda·stride + i·dil − pad`,
+/// in `[0, input)` for hTilda from `⌈(pad − i·dil) / stride⌉` (at least 0) to
+/// `⌊(pad + input − 1 − i·dil) / stride⌋`. In 64 bits: `i·dil` need not fit 32 at a huge
+/// stride.
+fn class_columns(p: &ConvProblem, d: usize, i: i64) -> (i64, i64) {
+    let s = p.sizes();
+    let (stride, dil, pad) = (s.stride[d] as i64, s.dilation[d] as i64, s.pad[d] as i64);
+    let input = i64::from(if d == 0 { s.h } else { s.w });
+    let off = pad - i * dil;
+    (
+        (off.max(0) + stride - 1) / stride,
+        (input - 1 + off).div_euclid(stride),
+    )
 }
 
 /// Which input pixels along one spatial dimension the sub-GEMMs write, in the form a kernel
@@ -142,15 +151,10 @@ pub fn coverage(p: &ConvProblem) -> [CoverDim; 2] {
 /// inside it add up to its extent. One closed-form count per class keeps this linear in the
 /// number of classes, whatever the image size.
 fn covered(p: &ConvProblem, d: usize, t: &TildaDim) -> bool {
-    let s = p.sizes();
-    let (stride, dil, pad) = (s.stride[d] as i64, s.dilation[d] as i64, s.pad[d] as i64);
-    let input = if d == 0 { s.h } else { s.w };
+    let input = [p.sizes().h, p.sizes().w][d];
     let written: i64 = (0..p.residue_classes()[d] as i64)
         .map(|i| {
-            // 0 ≤ hTilda·stride + i·dil − pad < input.
-            let first = (pad - i * dil).div_euclid(stride)
-                + i64::from((pad - i * dil).rem_euclid(stride) != 0);
-            let last = (input as i64 + pad - i * dil - 1).div_euclid(stride);
+            let (first, last) = class_columns(p, d, i);
             let lo = first.max(t.left as i64);
             let hi = (last + 1).min(t.right as i64);
             (hi - lo).max(0)

@@ -65,7 +65,7 @@ use crate::lowering::Lowering;
 use compute::{
     blocks_per_sm, copy_slots, persistent_gain, through_registers, ASYNC_COPY_SLOTS, WS_DEPTH_MAX,
 };
-use memory::{c_access_bytes, split_reduction, vector_efficiency, WHOLE_ACCESS_BYTES};
+use memory::{access_bytes, c_access_bytes, split_reduction, vector_efficiency};
 
 /// The model's verdict on one config, with the terms that produced it (for reports and tests).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -404,14 +404,9 @@ fn estimate_with(
         };
         let dram_a = a_unique + miss * (a_reads - a_unique);
         let dram_b = b_unique + miss * (b_reads - b_unique);
-        // An operand TMA loads moves in whole boxes: its `va`/`vb` is not read (a search lists
-        // one value of it), so it is charged as whole accesses.
-        let operand_bytes = |i: usize, vec: u32| match tma[i] {
-            Some(_) => WHOLE_ACCESS_BYTES,
-            None => vec * elem,
-        };
-        let dram = dram_a / vector_efficiency(operand_bytes(0, c.vec_a))
-            + dram_b / vector_efficiency(operand_bytes(1, c.vec_b))
+        // An operand TMA loads moves in whole boxes: its `va`/`vb` is not read.
+        let dram = dram_a / vector_efficiency(access_bytes(tma[0].is_none(), c.vec_a, elem))
+            + dram_b / vector_efficiency(access_bytes(tma[1].is_none(), c.vec_b, elem))
             + c_bytes / vector_efficiency(c_bytes_per_access);
         let l2 = a_reads + b_reads + c_bytes;
         // Bytes in flight decide how much bandwidth the grid can draw (Little's law: ~32 KB

@@ -29,8 +29,15 @@ pub(super) fn c_access_bytes(
     direction: crate::problem::Direction,
     elem: u32,
 ) -> u32 {
-    if c.reads_vec_c(direction) {
-        c.vec_c.max(1) * elem
+    access_bytes(c.reads_vec_c(direction), c.vec_c.max(1), elem)
+}
+
+/// Bytes of one global access of `vec` elements of `elem` bytes where the kernel reads that
+/// width, else [`WHOLE_ACCESS_BYTES`] (a width it does not read: a search lists one value of
+/// it, charged as the widest of its twins was).
+pub(super) fn access_bytes(read: bool, vec: u32, elem: u32) -> u32 {
+    if read {
+        vec * elem
     } else {
         WHOLE_ACCESS_BYTES
     }
