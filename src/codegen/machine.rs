@@ -30,7 +30,17 @@ static INIT: Once = Once::new();
 /// every kernel sampled (the shipped database's winners and random legal configs of ten
 /// problems for sm_90, gfx90a and gfx942) it removed nothing: PTX and code objects are
 /// byte-identical with and without it (BENCHMARKS.md, "Dead-store elimination").
-const LLVM_OPTIONS: &[&str] = &["convtune", "-dse-memoryssa-scanlimit=0"];
+///
+/// `-disable-licm-promotion`: loop-invariant code motion tries to keep memory a loop reads and
+/// writes in a register, and to decide it walks MemorySSA over every access of the loop; the
+/// main loop's hundreds of shared-memory accesses made that 12–14% of the pipeline, and it
+/// never promoted anything here (the accumulators are SSA values from the start): the same
+/// byte-identity check holds (BENCHMARKS.md, "LICM's promotion").
+const LLVM_OPTIONS: &[&str] = &[
+    "convtune",
+    "-dse-memoryssa-scanlimit=0",
+    "-disable-licm-promotion",
+];
 
 /// Registers the NVPTX, AMDGPU and host backends. LLVM's registries are global and not safe to
 /// fill concurrently, so this runs once, whichever thread compiles first.
