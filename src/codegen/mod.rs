@@ -238,8 +238,8 @@ fn compile_job(
         let (key, stored) = steps.time(
             |s| &mut s.cache_s,
             || {
-                let key =
-                    cache.map(|c| c.key(&module.print_to_string().to_string(), spec.as_ref()));
+                let key = cache
+                    .map(|c| c.key(module.write_bitcode_to_memory().as_slice(), spec.as_ref()));
                 let stored = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
                 (key, stored)
             },
