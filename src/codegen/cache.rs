@@ -4,7 +4,7 @@
 //!
 //! The key is a 128-bit hash (two independent 64-bit hashes) over everything that decides the
 //! output: the module as generated (before optimisation, its bitcode: writing it costs a tenth
-//! of printing the IR as text, 15–75 ms a Hopper candidate), the target triple, CPU and
+//! of printing the IR as text, 15–77 ms a Hopper candidate), the target triple, CPU and
 //! features, the pass pipeline, the LLVM version, the linker's version line, and the source of
 //! `machine.rs` (how the module is optimised, emitted and linked), so editing any of them
 //! misses the cache rather than returning stale code. What is stored is exactly the bytes a
@@ -36,7 +36,8 @@ pub const MAX_BYTES: u64 = 4 << 30;
 /// Entries written between two size checks.
 const TRIM_EVERY: usize = 256;
 
-/// Bump when the entry format changes.
+/// Bump when the entry format or what the key hashes changes (2: the module's bitcode, was its
+/// printed IR).
 const FORMAT: &[u8] = b"convtune-codegen-cache-2";
 
 /// What decides the output besides the IR and the target: how it is optimised, emitted and

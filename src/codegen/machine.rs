@@ -33,7 +33,7 @@ static INIT: Once = Once::new();
 ///
 /// `-disable-licm-promotion`: loop-invariant code motion tries to keep memory a loop reads and
 /// writes in a register, and to decide it walks MemorySSA over every access of the loop; the
-/// main loop's hundreds of shared-memory accesses made that 12–14% of the pipeline, and it
+/// main loop's hundreds of shared-memory accesses made that 11–14% of the pipeline, and it
 /// never promoted anything here (the accumulators are SSA values from the start): the same
 /// byte-identity check holds (BENCHMARKS.md, "LICM's promotion").
 const LLVM_OPTIONS: &[&str] = &[
