@@ -409,8 +409,9 @@ unsafe fn candidates_into(
 /// `convtune_lookup_candidates`: [`convtune_lookup`]'s answer, then up to `capacity - 1` more
 /// of the fallback's configs, best first (`convtune lookup --candidates`), for a caller that
 /// can time kernels at first use and keep the fastest, as `convtune.torch` does: on the shipped
-/// database with each entry held out, the lookup's first config ran at 0.834 of the tuned
-/// winner's speed and the fastest of the first four at 0.937 (BENCHMARKS.md, session 27).
+/// database with each entry held out, the lookup's first config ran at 0.845 of the tuned
+/// winner's speed, the fastest of the first four at 0.948 and of the first eight at 0.964
+/// (geomean, timed on the H200: BENCHMARKS.md, session 32).
 ///
 /// # Safety
 /// As [`convtune_lookup`]; `out` points to `capacity` writable structs and `count` to a
