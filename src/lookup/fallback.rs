@@ -574,16 +574,44 @@ pub fn ranked(
     // One kernel once: configs that differ only in widths it does not read are one.
     let checker = legality::Checker::new(&l, arch);
     let mut out = vec![pick];
-    for p in others {
-        if out.len() >= most {
-            break;
+    let offer = |out: &mut Vec<Pick>, ps: Vec<Pick>| {
+        for p in ps {
+            if out.len() >= most {
+                break;
+            }
+            if !out
+                .iter()
+                .any(|q| checker.same_kernel(q.config(), p.config()))
+            {
+                out.push(p);
+            }
         }
-        if !out
-            .iter()
-            .any(|q| checker.same_kernel(q.config(), p.config()))
-        {
-            out.push(p);
-        }
+    };
+    offer(&mut out, others);
+    // Fewer sources than `most` (few neighbours, a short quick list): the rest of the quick
+    // list and each neighbour's own fastest re-tile, by the same handicapped time. A consumer
+    // times the fastest of the list, so more configs only add choices: on the H200's
+    // leave-one-out (session 32) the fastest of a full list of eight reached 0.981 of tuned,
+    // of a list cut to three to seven by too few sources 0.73-0.93.
+    if out.len() < most {
+        let retiles = near.iter().filter_map(|n| {
+            tiles
+                .variants(&n.config)
+                .into_iter()
+                .filter_map(|c| score(&c).map(|t| (c, t)))
+                .reduce(|a, b| if b.1 < a.1 { b } else { a })
+                .and_then(|(c, _)| fastest(std::iter::once((n, c)), fit, &score))
+        });
+        let rest = guesses.iter().filter_map(|&(c, from)| {
+            score(&c).map(|us| Pick::Guess {
+                config: c,
+                us,
+                from,
+            })
+        });
+        let mut more: Vec<Pick> = retiles.map(neighbour).chain(rest).collect();
+        more.sort_by(|a, b| handicapped(a).total_cmp(&handicapped(b)));
+        offer(&mut out, more);
     }
     out
 }

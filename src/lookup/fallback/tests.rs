@@ -106,6 +106,51 @@ fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
     assert!(ranked(&p, &arch, &[], &[], &TileValues::none(), &|_| true, 1).is_empty());
 }
 
+/// One neighbour and a quick list of five: one config a source gives two, and a consumer
+/// timing the fastest of six would time two. The rest of the quick list fills the list (the
+/// H200's leave-one-out: full lists of eight reached 0.981 of tuned, short ones 0.73-0.93),
+/// after the one-per-source picks, which stay first and in their order.
+#[test]
+fn a_list_with_few_sources_is_filled_from_the_rest_of_the_quick_list() {
+    let p: ConvProblem = "conv -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
+        .parse()
+        .unwrap();
+    let arch = Arch::SM_90;
+    let l = lower(&p);
+    let space = crate::space::SearchSpace::default_for(&arch);
+    let legal = crate::space::enumerate_lowered(&l, &arch, &space).legal;
+    let checker = legality::Checker::new(&l, &arch);
+    // Six legal configs, each a kernel of its own (a different tile).
+    let tile = |x: &PerfConfig| (x.block_m, x.block_n, x.block_k);
+    let mut distinct: Vec<PerfConfig> = Vec::new();
+    for c in &legal {
+        if distinct.len() < 6 && distinct.iter().all(|d| !checker.same_kernel(d, c) && tile(d) != tile(c)) {
+            distinct.push(*c);
+        }
+    }
+    assert_eq!(distinct.len(), 6);
+    let near = [Neighbour {
+        key: "k".into(),
+        config: distinct[0],
+        distance: 1.0,
+    }];
+    let quick: Vec<(PerfConfig, Guess)> =
+        distinct[1..].iter().map(|&c| (c, Guess::QuickList)).collect();
+    let one_each = ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 2);
+    let filled = ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 6);
+    assert_eq!(filled.len(), 6, "{filled:?}");
+    let configs = |ps: &[Pick]| ps.iter().map(|p| *p.config()).collect::<Vec<_>>();
+    assert_eq!(configs(&filled[..2]), configs(&one_each), "{one_each:?}");
+    // Each source's tile once (the neighbour's widths may be fitted to the problem).
+    let mut tiles: Vec<_> = configs(&filled).iter().map(tile).collect();
+    let mut want: Vec<_> = distinct.iter().map(tile).collect();
+    tiles.sort();
+    want.sort();
+    assert_eq!(tiles, want, "{filled:?}");
+    // Never more than asked for.
+    assert_eq!(ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 4).len(), 4);
+}
+
 /// Regression (session 7's holdout, BENCHMARKS "Session 7, final pass C"): with the
 /// shipped database minus its fwd 1×1 c256→64 56×56 entry, the fallback answered with the
 /// `va=4` winner of the nearest 3×3 c64 problem as is, which ran at 0.58× of the tuned
