@@ -71,8 +71,8 @@ fn the_same_gemm_is_near_whatever_the_batch_and_image_split() {
     assert!(a.distance(&d) > 0.0 && a.distance(&d) < a.distance(&c));
 }
 
-#[test]
-fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
+/// A small fwd 3×3 c64 problem on sm_90, its lowering and the default space's legal configs.
+fn fwd_3x3_c64() -> (ConvProblem, Arch, Lowering, Vec<PerfConfig>) {
     let p: ConvProblem = "conv -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
         .parse()
         .unwrap();
@@ -80,6 +80,12 @@ fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
     let l = lower(&p);
     let space = crate::space::SearchSpace::default_for(&arch);
     let legal = crate::space::enumerate_lowered(&l, &arch, &space).legal;
+    (p, arch, l, legal)
+}
+
+#[test]
+fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
+    let (p, arch, l, legal) = fwd_3x3_c64();
     let model = CostModel::new(&l, CostArch::from_arch(&arch, p.dtype()));
     let mut by_time: Vec<(PerfConfig, f64)> = legal
         .iter()
@@ -112,19 +118,17 @@ fn a_neighbour_wins_unless_the_quick_list_is_clearly_faster() {
 /// after the one-per-source picks, which stay first and in their order.
 #[test]
 fn a_list_with_few_sources_is_filled_from_the_rest_of_the_quick_list() {
-    let p: ConvProblem = "conv -n 16 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
-        .parse()
-        .unwrap();
-    let arch = Arch::SM_90;
-    let l = lower(&p);
-    let space = crate::space::SearchSpace::default_for(&arch);
-    let legal = crate::space::enumerate_lowered(&l, &arch, &space).legal;
+    let (p, arch, l, legal) = fwd_3x3_c64();
     let checker = legality::Checker::new(&l, &arch);
     // Six legal configs, each a kernel of its own (a different tile).
     let tile = |x: &PerfConfig| (x.block_m, x.block_n, x.block_k);
     let mut distinct: Vec<PerfConfig> = Vec::new();
     for c in &legal {
-        if distinct.len() < 6 && distinct.iter().all(|d| !checker.same_kernel(d, c) && tile(d) != tile(c)) {
+        if distinct.len() < 6
+            && distinct
+                .iter()
+                .all(|d| !checker.same_kernel(d, c) && tile(d) != tile(c))
+        {
             distinct.push(*c);
         }
     }
@@ -134,8 +138,10 @@ fn a_list_with_few_sources_is_filled_from_the_rest_of_the_quick_list() {
         config: distinct[0],
         distance: 1.0,
     }];
-    let quick: Vec<(PerfConfig, Guess)> =
-        distinct[1..].iter().map(|&c| (c, Guess::QuickList)).collect();
+    let quick: Vec<(PerfConfig, Guess)> = distinct[1..]
+        .iter()
+        .map(|&c| (c, Guess::QuickList))
+        .collect();
     let one_each = ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 2);
     let filled = ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 6);
     assert_eq!(filled.len(), 6, "{filled:?}");
@@ -148,7 +154,10 @@ fn a_list_with_few_sources_is_filled_from_the_rest_of_the_quick_list() {
     want.sort();
     assert_eq!(tiles, want, "{filled:?}");
     // Never more than asked for.
-    assert_eq!(ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 4).len(), 4);
+    assert_eq!(
+        ranked(&p, &arch, &near, &quick, &TileValues::none(), &|_| true, 4).len(),
+        4
+    );
 }
 
 /// Regression (session 7's holdout, BENCHMARKS "Session 7, final pass C"): with the
