@@ -192,6 +192,9 @@ pub enum Guess {
     /// grouped ones borrows their dense-MMA configs and ran 2.6× slower than its `mma=dw`
     /// winner).
     Model,
+    /// The cost model's next picks after its first ([`super::heuristic_picks`]): never the
+    /// pick nor a source's one config, only what fills a list the other sources leave short.
+    ModelNext,
 }
 
 /// The vector widths a config may take on a problem of `elem`-byte elements: powers of two up
@@ -589,7 +592,8 @@ pub fn ranked(
     };
     offer(&mut out, others);
     // Fewer sources than `most` (few neighbours, a short quick list): the rest of the quick
-    // list and each neighbour's own fastest re-tile, by the same handicapped time. A consumer
+    // list and each neighbour's own fastest re-tile, by the same handicapped time, then the
+    // model's next picks ([`Guess::ModelNext`]). A consumer
     // times the fastest of the list, so more configs only add choices: on the H200's
     // leave-one-out (session 32) the fastest of a full list of eight reached 0.981 of tuned,
     // of a list cut to three to seven by too few sources 0.73-0.93.
@@ -602,16 +606,27 @@ pub fn ranked(
                 .reduce(|a, b| if b.1 < a.1 { b } else { a })
                 .and_then(|(c, _)| fastest(std::iter::once((n, c)), fit, &score))
         });
-        let rest = guesses.iter().filter_map(|&(c, from)| {
-            score(&c).map(|us| Pick::Guess {
-                config: c,
-                us,
-                from,
-            })
-        });
-        let mut more: Vec<Pick> = retiles.map(neighbour).chain(rest).collect();
+        let guessed = |tiers: &[Guess]| -> Vec<Pick> {
+            guesses
+                .iter()
+                .filter(|g| tiers.contains(&g.1))
+                .filter_map(|&(c, from)| {
+                    score(&c).map(|us| Pick::Guess {
+                        config: c,
+                        us,
+                        from,
+                    })
+                })
+                .collect()
+        };
+        let mut more: Vec<Pick> = retiles
+            .map(neighbour)
+            .chain(guessed(&[Guess::QuickList, Guess::Model]))
+            .collect();
         more.sort_by(|a, b| handicapped(a).total_cmp(&handicapped(b)));
         offer(&mut out, more);
+        // Last, with nothing measured behind them, the model's next picks in its own order.
+        offer(&mut out, guessed(&[Guess::ModelNext]));
     }
     out
 }

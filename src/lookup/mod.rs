@@ -184,15 +184,15 @@ pub fn find_candidates_in_space(
     limits: Limits<'_>,
     most: usize,
 ) -> Result<Vec<Found>, LookupError> {
-    let heuristic = || heuristic_within(problem, arch, limits);
+    let heuristic = |n| heuristic_within(problem, arch, limits, n);
     find_candidates_with(problem, arch, layers, fingerprint, limits, most, heuristic)
 }
 
-/// [`find_candidates_in_space`] with the heuristic's pick (the cost model's first pick among
-/// the legal configs of the limits' space, else the default space, inside the limits) from
-/// `heuristic`, called once when
-/// the databases have been read: the tuner enumerates that space anyway and hands the pick
-/// over from its own enumeration ([`heuristic_among`]) instead of enumerating it twice.
+/// [`find_candidates_in_space`] with the heuristic's picks (the cost model's first picks among
+/// the legal configs of the limits' space, else the default space, inside the limits, its
+/// first pick first) from `heuristic(n)`, called once when the databases have been read: the
+/// tuner enumerates that space anyway and hands the picks over from its own enumeration
+/// ([`heuristic_picks`]) instead of enumerating it twice.
 pub fn find_candidates_with(
     problem: &ConvProblem,
     arch: &Arch,
@@ -200,7 +200,7 @@ pub fn find_candidates_with(
     fingerprint: Option<&Fingerprint>,
     limits: Limits<'_>,
     most: usize,
-    heuristic: impl FnOnce() -> Option<PerfConfig>,
+    heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
 ) -> Result<Vec<Found>, LookupError> {
     Read::databases(problem, arch, layers, fingerprint, limits).candidates(most, heuristic)
 }
@@ -246,11 +246,11 @@ impl<'a> Read<'a> {
     }
 
     /// The exact entry's config first, then up to `most` of the fallback's ranked configs
-    /// ([`find_candidates_with`]).
+    /// ([`find_candidates_with`]; `heuristic(n)`: the model's first `n` picks).
     pub fn candidates(
         self,
         most: usize,
-        heuristic: impl FnOnce() -> Option<PerfConfig>,
+        heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
     ) -> Result<Vec<Found>, LookupError> {
         let exact = self.exact();
         let Read {
@@ -302,9 +302,12 @@ impl<'a> Read<'a> {
             .iter()
             .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
             .collect();
-        // The heuristic enumerates the whole space: once, as a guess and as the last resort.
-        let model_pick = heuristic();
+        // The heuristic enumerates the whole space: once, as a guess and as the last resort
+        // (its first pick), and its next picks for a list that its other sources leave short.
+        let model_picks = heuristic(most.max(1));
+        let model_pick = model_picks.first().copied();
         guesses.extend(model_pick.map(|c| (c, Guess::Model)));
+        guesses.extend(model_picks.iter().skip(1).map(|&c| (c, Guess::ModelNext)));
         let within = limits.words();
         let tiles = match limits.space {
             Some(s) => TileValues::of(&[s]),
@@ -385,6 +388,7 @@ fn found_of(
             let (source, which) = match from {
                 Guess::QuickList => (Source::QuickList, "this quick-list one"),
                 Guess::Model => (Source::Heuristic, "its own best legal config"),
+                Guess::ModelNext => (Source::Heuristic, "one of its own next legal configs"),
             };
             Found {
                 config,
@@ -422,13 +426,14 @@ pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> 
     heuristic_among(&l, arch, &enumerate_lowered(&l, arch, space).legal)
 }
 
-/// The cost model's first pick among the legal configs of `limits`' space (else the default
-/// space) inside the limits.
+/// The cost model's first `n` picks among the legal configs of `limits`' space (else the
+/// default space) inside the limits, its first pick first.
 pub fn heuristic_within(
     problem: &ConvProblem,
     arch: &Arch,
     limits: Limits<'_>,
-) -> Option<PerfConfig> {
+    n: usize,
+) -> Vec<PerfConfig> {
     let l = lower(problem);
     let default_space = SearchSpace::default_for(arch);
     let mut legal = enumerate_lowered(&l, arch, limits.space.unwrap_or(&default_space)).legal;
@@ -436,7 +441,7 @@ pub fn heuristic_within(
         without_atomics(&l, arch, &mut legal);
     }
     legal.retain(|c| limits.admit(problem, c));
-    heuristic_among(&l, arch, &legal)
+    heuristic_picks(&l, arch, &legal, n)
 }
 
 /// The cost model's first pick among `legal` (a space's enumeration for `lowering`).
@@ -445,10 +450,24 @@ pub fn heuristic_among(
     arch: &Arch,
     legal: &[PerfConfig],
 ) -> Option<PerfConfig> {
+    heuristic_picks(lowering, arch, legal, 1).first().copied()
+}
+
+/// The first `n` configs a guided search over `legal` proposes, [`heuristic_among`]'s first.
+pub fn heuristic_picks(
+    lowering: &Lowering,
+    arch: &Arch,
+    legal: &[PerfConfig],
+    n: usize,
+) -> Vec<PerfConfig> {
     let ctx = SearchContext {
         lowering,
         arch,
         candidates: legal,
     };
-    search::Guided::new(0).first_pick(&ctx).map(|i| legal[i])
+    search::Guided::new(0)
+        .first_picks(&ctx, n)
+        .into_iter()
+        .map(|i| legal[i])
+        .collect()
 }

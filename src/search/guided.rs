@@ -251,15 +251,23 @@ impl Guided {
     /// model's pick for a problem no database knows) wants one config, and a ranking thread
     /// copying and scoring millions of configs would compete with the tuner that asked it.
     pub fn first_pick(&self, ctx: &SearchContext<'_>) -> Option<usize> {
+        self.first_picks(ctx, 1).first().copied()
+    }
+
+    /// The first `n` candidates a fresh search proposes, in its order ([`Self::first_pick`]
+    /// first): the fallback's own guesses where its other sources are few.
+    pub fn first_picks(&self, ctx: &SearchContext<'_>, n: usize) -> Vec<usize> {
         if ctx.candidates.len() > self.sample_above {
-            return self.sample_ranked(ctx).first().copied();
+            let mut ranked = self.sample_ranked(ctx);
+            ranked.truncate(n);
+            return ranked;
         }
         let mut fresh = Guided {
             state: None,
             head: None,
             ..*self
         };
-        fresh.next_batch(ctx, &[], 1).first().copied()
+        fresh.next_batch(ctx, &[], n)
     }
 
     /// The whole space ranked, in place.

@@ -433,7 +433,8 @@ fn prepare(
         let seeding = scope.spawn(move || {
             let t = Instant::now();
             let early = early_compiler(s, l);
-            let looked = lookup_candidates(s, p, &early, || heuristic_rx.recv().ok().flatten());
+            let looked =
+                lookup_candidates(s, p, &early, |_| heuristic_rx.recv().unwrap_or_default());
             let order = measured_first(s, p, &looked);
             let looked_for = t.elapsed();
             let legal = order
@@ -448,9 +449,14 @@ fn prepare(
                 let pick = if s.options.deterministic {
                     let mut legal = own.legal.clone();
                     crate::lookup::without_atomics(l, &arch, &mut legal);
-                    crate::lookup::heuristic_among(l, &arch, &legal)
+                    crate::lookup::heuristic_picks(l, &arch, &legal, crate::lookup::SEED_CANDIDATES)
                 } else {
-                    crate::lookup::heuristic_among(l, &arch, &own.legal)
+                    crate::lookup::heuristic_picks(
+                        l,
+                        &arch,
+                        &own.legal,
+                        crate::lookup::SEED_CANDIDATES,
+                    )
                 };
                 let _ = heuristic_tx.send(pick);
             });
@@ -554,7 +560,7 @@ fn run_reference(
 /// entry's 79.8). The search measures them first ([`Seeded`]), so a winner is never slower
 /// than the untuned fallback it replaces, a search cut short by its time still has it, and the
 /// report says what timing the candidates on first use would have picked. An exact entry
-/// starts compiling at once (`early`); `heuristic` is the cost model's pick
+/// starts compiling at once (`early`); `heuristic` gives the cost model's first picks
 /// ([`crate::lookup::find_candidates_with`]).
 /// Empty when the lookup fails (a database that does not load is reported when the winner is
 /// written, not here).
@@ -562,7 +568,7 @@ fn lookup_candidates(
     s: &Shared<'_>,
     p: &ConvProblem,
     early: &EarlyCompiles,
-    heuristic: impl FnOnce() -> Option<PerfConfig>,
+    heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
 ) -> Vec<PerfConfig> {
     let user = if s.db_path.exists() {
         match TunedDb::load(&s.db_path) {

@@ -160,6 +160,41 @@ fn a_list_with_few_sources_is_filled_from_the_rest_of_the_quick_list() {
     );
 }
 
+/// The model's next picks come last, in the model's order, and only to fill: never the pick,
+/// never before a source with a measurement or a recording behind it.
+#[test]
+fn the_models_next_picks_only_fill_and_come_last() {
+    let (p, arch, l, legal) = fwd_3x3_c64();
+    let picks = crate::lookup::heuristic_picks(&l, &arch, &legal, 4);
+    assert_eq!(picks.len(), 4);
+    assert_eq!(
+        Some(picks[0]),
+        crate::lookup::heuristic_among(&l, &arch, &legal)
+    );
+    let mut guesses = vec![(picks[0], Guess::Model)];
+    guesses.extend(picks[1..].iter().map(|&c| (c, Guess::ModelNext)));
+    let out = ranked(&p, &arch, &[], &guesses, &TileValues::none(), &|_| true, 8);
+    let configs: Vec<PerfConfig> = out.iter().map(|p| *p.config()).collect();
+    assert_eq!(configs, picks, "{out:?}");
+    // Alone, the next picks are no answer at all.
+    assert!(ranked(
+        &p,
+        &arch,
+        &[],
+        &guesses[1..],
+        &TileValues::none(),
+        &|_| true,
+        8
+    )
+    .is_empty());
+    // After a quick-list config, whatever the model's times.
+    let quick = legal.iter().find(|c| !picks.contains(c)).unwrap();
+    guesses.push((*quick, Guess::QuickList));
+    let out = ranked(&p, &arch, &[], &guesses, &TileValues::none(), &|_| true, 8);
+    let at = |c: &PerfConfig| out.iter().position(|q| q.config() == c).unwrap();
+    assert!(picks[1..].iter().all(|c| at(c) > at(quick)), "{out:?}");
+}
+
 /// Regression (session 7's holdout, BENCHMARKS "Session 7, final pass C"): with the
 /// shipped database minus its fwd 1×1 c256→64 56×56 entry, the fallback answered with the
 /// `va=4` winner of the nearest 3×3 c64 problem as is, which ran at 0.58× of the tuned
@@ -504,7 +539,7 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
             space: None,
             deterministic,
         };
-        let mut pick = None;
+        let mut picks = Vec::new();
         let mut own = Vec::new();
         let all = crate::space::enumerate_search_then(&l, &arch, &space, false, |e| {
             own = e.legal.clone();
@@ -512,7 +547,8 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
             if deterministic {
                 crate::lookup::without_atomics(&l, &arch, &mut legal);
             }
-            pick = Some(crate::lookup::heuristic_among(&l, &arch, &legal));
+            picks =
+                crate::lookup::heuristic_picks(&l, &arch, &legal, crate::lookup::SEED_CANDIDATES);
         });
         assert_eq!(
             own,
@@ -525,14 +561,16 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
         };
         let configs =
             |f: Vec<crate::lookup::Found>| f.into_iter().map(|f| f.config).collect::<Vec<_>>();
-        let lookup = crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, limits, 4);
+        let most = crate::lookup::SEED_CANDIDATES;
+        let lookup =
+            crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, limits, most);
         let tuner =
-            crate::lookup::find_candidates_with(&p, &arch, layers(), None, limits, 4, || {
-                pick.flatten()
+            crate::lookup::find_candidates_with(&p, &arch, layers(), None, limits, most, |_| {
+                picks.clone()
             });
         let lookup = configs(lookup.unwrap());
         assert_eq!(lookup, configs(tuner.unwrap()), "{line}");
-        assert_eq!(lookup.len(), 4, "{line}");
+        assert_eq!(lookup.len(), most, "{line}");
     }
 }
 
@@ -607,12 +645,12 @@ fn the_exact_entry_is_known_from_the_read_and_is_the_answer() {
     let read = crate::lookup::Read::databases(&held.p, &arch, whole, None, Limits::default());
     let exact = read.exact();
     assert!(exact.is_some() && exact == held.tuned, "{line}");
-    let found = read.candidates(1, || None).unwrap();
+    let found = read.candidates(1, |_| Vec::new()).unwrap();
     assert_eq!(Some(found[0].config), exact);
     let read =
         crate::lookup::Read::databases(&held.p, &arch, held.layers(), None, Limits::default());
     assert_eq!(read.exact(), None);
-    let found = read.candidates(2, || None).unwrap();
+    let found = read.candidates(2, |_| Vec::new()).unwrap();
     assert!(!found.is_empty() && found.iter().all(|f| f.source != crate::db::Source::Exact));
 }
 
