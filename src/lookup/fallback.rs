@@ -471,7 +471,9 @@ fn fastest<'n>(
 /// space). First the pick (see the module doc: measured evidence before guesses, a re-tile or
 /// a guess preferred only by a margin), then one config from each other source (each
 /// neighbour's winner with its widths fitted, the re-tiled one, the best quick-list config,
-/// the model's own), by the model's time, a guess's divided by [`GUESS_MARGIN`]. The list is
+/// the model's own), by the model's time, a guess's divided by [`GUESS_MARGIN`]; where those
+/// are fewer than `most`, the rest of the quick list and each neighbour's re-tile, then the
+/// model's next picks ([`Guess::ModelNext`]). The list is
 /// what a consumer times on first use to pick among (as cuDNN's find does among its
 /// heuristics' algorithms) and what a tuning measures first: on random problems outside the
 /// database the pick reached 0.77-0.78 of tuned, the fastest of the first four 0.87-0.90
