@@ -65,3 +65,8 @@ tune_cost() {
   done | tee -a "$S"
   rm -rf "$OUT/cost"
 }
+# Nsight Compute for the diagnostics calls: NCU (the binary, empty when there is none),
+# NCU_SECTIONS (what to collect) and NCU_KEEP (a grep -E of the lines worth reading).
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+NCU_SECTIONS="--section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section SchedulerStats"
+NCU_KEEP="  [a-zA-Z_].*\(|Duration|Grid Size|Block Size|Cluster Size|Registers Per|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Executed Instructions |Issue Slots Busy|Issued Ipc|Warp Cycles Per Issued|Stall [A-Z]|Bank Conflicts|Tensor|No Eligible|Active Warps Per|Achieved Occupancy|Theoretical Occupancy"

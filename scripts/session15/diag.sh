@@ -9,9 +9,6 @@
 set -uo pipefail
 . scripts/session11/lib.sh
 R=$OUT/diag15; mkdir -p "$R"
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-SECTIONS="--section SpeedOfLight --section LaunchStats --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section SchedulerStats"
-KEEP="  [a-zA-Z_].*\(|Duration|Grid Size|Block Size|Cluster Size|Registers Per|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Executed Instructions |Issue Slots Busy|Issued Ipc|Warp Cycles Per Issued|Stall [A-Z]|Bank Conflicts|Tensor|No Eligible|Active Warps Per"
 P="convbfp16 -F 1 -n 64 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 --layout NHWC"
 echo "$P" > "$R/problems.txt"
 say "== cuDNN back to back: do its kernels overlap (PDL)? $(el)"
@@ -20,9 +17,9 @@ printf '%s\n' "$P" "convbfp16 -F 1 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 --la
 timeout 60 python3 scripts/session15/overlap.py "$R/overlap.txt" 2>&1 | grep -v Warning | tee -a "$S"
 say "== cuDNN $(el)"
 if [ -x "$NCU" ]; then
-  timeout 120 "$NCU" --profile-from-start off --clock-control none $SECTIONS --print-details all \
+  timeout 120 "$NCU" --profile-from-start off --clock-control none $NCU_SECTIONS --print-details all \
     --print-summary none python3 scripts/session9/cudnn-kernels.py "$R/problems.txt" > "$R/cudnn-ncu.txt" 2>&1
-  say "rc=$?"; grep -E "$KEEP" "$R/cudnn-ncu.txt" | cut -c1-170 | head -70 | tee -a "$S"
+  say "rc=$?"; grep -E "$NCU_KEEP" "$R/cudnn-ncu.txt" | cut -c1-170 | head -70 | tee -a "$S"
 fi
 cat > "$R/ours.txt" <<'C'
 wg-128x192-pk1|v4:bm=128,bn=192,bk=64,wm=64,wn=192,st=5,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg,red=atomic,ld=ws,pk=1,xf=none
@@ -37,10 +34,10 @@ while IFS='|' read -r n c; do
   grep -h "best" "$R/$n.tune.txt" | cut -c1-220 | tail -1 | tee -a "$S"
   "$B" compile --problem "$P" --arch sm_90 --config "$c" -o "$R/$n.ptx" > /dev/null 2>&1
   if [ -x "$NCU" ]; then
-    timeout 100 "$NCU" --target-processes all --clock-control none -k "regex:convtune_gemm" -c 2 $SECTIONS \
+    timeout 100 "$NCU" --target-processes all --clock-control none -k "regex:convtune_gemm" -c 2 $NCU_SECTIONS \
       --print-details all "$B" --problems "$R/problems.txt" --space "$R/$n.space.toml" --strategy exhaustive \
       --full-timing --db "$R/db-ncu.toml" --journal "$R/journal-ncu.jsonl" --quiet > "$R/$n.ncu.txt" 2>&1
-    grep -E "$KEEP" "$R/$n.ncu.txt" | cut -c1-170 | head -45 | tee -a "$S"
+    grep -E "$NCU_KEEP" "$R/$n.ncu.txt" | cut -c1-170 | head -45 | tee -a "$S"
   fi
 done < "$R/ours.txt"
 rm -f "$R"/*.lock
