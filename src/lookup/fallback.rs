@@ -465,6 +465,21 @@ fn fastest<'n>(
         })
 }
 
+/// The model's fastest tile for `n`'s config ([`TileValues::variants`]; its widths as tuned,
+/// so that the walk stays one tile product per neighbour) that may run here, with its time:
+/// what re-tiling starts from, before the tile's widths are fitted.
+fn best_tile<'n>(
+    n: &'n Neighbour,
+    tiles: &TileValues,
+    score: &dyn Fn(&PerfConfig) -> Option<f64>,
+) -> Option<(&'n Neighbour, PerfConfig, f64)> {
+    tiles
+        .variants(&n.config)
+        .into_iter()
+        .filter_map(|c| score(&c).map(|t| (n, c, t)))
+        .reduce(|a, b| if b.2 < a.2 { b } else { a })
+}
+
 /// The fallback's `most` best configs for `problem`, best first: the neighbours' configs (each
 /// with its [`width_variants`], and re-tiled along `tiles`) and the guesses ranked by the cost
 /// model, keeping only configs that are legal here and pass `keep` (e.g. inside a search
@@ -515,13 +530,12 @@ pub fn ranked(
         .iter()
         .copied()
         .reduce(|a, b| if b.2 < a.2 { b } else { a });
-    // Re-tiled: the model's fastest tile for each neighbour's config (its widths as tuned, so
-    // that the walk stays one tile product per neighbour), then that tile's width variants.
+    // Re-tiled: the model's fastest tile among the nearest neighbours' ([`best_tile`]), then
+    // that tile's width variants.
     let retiled = near
         .iter()
         .filter(|n| n.distance <= d_min + RETILE_BAND)
-        .flat_map(|n| tiles.variants(&n.config).into_iter().map(move |c| (n, c)))
-        .filter_map(|(n, c)| score(&c).map(|t| (n, c, t)))
+        .filter_map(|n| best_tile(n, tiles, &score))
         .reduce(|a, b| if b.2 < a.2 { b } else { a })
         .and_then(|(n, c, _)| fastest(std::iter::once((n, c)), fit, &score));
     let best_near = match (as_tuned, retiled) {
@@ -538,11 +552,11 @@ pub fn ranked(
     // measured on a problem like this one, a quick-list config on a set of recorded problems,
     // the model's own pick nowhere.
     let mut pick = best_near.map(neighbour);
-    let mut best_guesses = Vec::new();
-    for tier in [Guess::QuickList, Guess::Model] {
-        let best = guesses
+    // The guesses of some tiers that may run here, with the model's times, in their order.
+    let guessed = |tiers: &[Guess]| -> Vec<Pick> {
+        guesses
             .iter()
-            .filter(|g| g.1 == tier)
+            .filter(|g| tiers.contains(&g.1))
             .filter_map(|&(c, from)| {
                 score(&c).map(|us| Pick::Guess {
                     config: c,
@@ -550,6 +564,12 @@ pub fn ranked(
                     from,
                 })
             })
+            .collect()
+    };
+    let mut best_guesses = Vec::new();
+    for tier in [Guess::QuickList, Guess::Model] {
+        let best = guessed(&[tier])
+            .into_iter()
             .min_by(|a, b| a.us().total_cmp(&b.us()));
         best_guesses.extend(best.clone());
         pick = match (pick, best) {
@@ -600,27 +620,10 @@ pub fn ranked(
     // leave-one-out (session 32) the fastest of a full list of eight reached 0.981 of tuned,
     // of a list cut to three to seven by too few sources 0.73-0.93.
     if out.len() < most {
-        let retiles = near.iter().filter_map(|n| {
-            tiles
-                .variants(&n.config)
-                .into_iter()
-                .filter_map(|c| score(&c).map(|t| (c, t)))
-                .reduce(|a, b| if b.1 < a.1 { b } else { a })
-                .and_then(|(c, _)| fastest(std::iter::once((n, c)), fit, &score))
-        });
-        let guessed = |tiers: &[Guess]| -> Vec<Pick> {
-            guesses
-                .iter()
-                .filter(|g| tiers.contains(&g.1))
-                .filter_map(|&(c, from)| {
-                    score(&c).map(|us| Pick::Guess {
-                        config: c,
-                        us,
-                        from,
-                    })
-                })
-                .collect()
-        };
+        let retiles = near
+            .iter()
+            .filter_map(|n| best_tile(n, tiles, &score))
+            .filter_map(|(n, c, _)| fastest(std::iter::once((n, c)), fit, &score));
         let mut more: Vec<Pick> = retiles
             .map(neighbour)
             .chain(guessed(&[Guess::QuickList, Guess::Model]))

@@ -446,17 +446,15 @@ fn prepare(
         let enumerating = scope.spawn(move || {
             let t = Instant::now();
             let e = s.options.enumerate_then(l, &arch, &s.space, |own| {
+                let picks = |legal: &[PerfConfig]| {
+                    crate::lookup::heuristic_picks(l, &arch, legal, crate::lookup::SEED_CANDIDATES)
+                };
                 let pick = if s.options.deterministic {
                     let mut legal = own.legal.clone();
                     crate::lookup::without_atomics(l, &arch, &mut legal);
-                    crate::lookup::heuristic_picks(l, &arch, &legal, crate::lookup::SEED_CANDIDATES)
+                    picks(&legal)
                 } else {
-                    crate::lookup::heuristic_picks(
-                        l,
-                        &arch,
-                        &own.legal,
-                        crate::lookup::SEED_CANDIDATES,
-                    )
+                    picks(&own.legal)
                 };
                 let _ = heuristic_tx.send(pick);
             });
