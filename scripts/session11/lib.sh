@@ -6,11 +6,13 @@ B=$PWD/target/release/convtune
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 S=$OUT/summary.txt; : > "$S"
 say() { echo "$*" | tee -a "$S"; }
+# WHEEL_SITE: where same_harness installs the wheel (PYTHONPATH for other scripts that need it).
+WHEEL_SITE=/tmp/site
 # same_harness SECONDS LINES [DB]: installs the carried wheel (.whl/) and runs
 # scripts/same-harness.py on DB (default the shipped database; outputs $OUT/same.{json,log}, or
 # $OUT/same-NAME.{json,log} for another DB NAME.toml), printing the log's last LINES lines.
 same_harness() {
-  local site=/tmp/site db=${3:-tuned-db/sm_90.toml} tag=same
+  local site=$WHEEL_SITE db=${3:-tuned-db/sm_90.toml} tag=same
   [ -n "${3:-}" ] && tag=same-$(basename "$3" .toml)
   if python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1; then
     PYTHONPATH="$site" timeout "$1" python3 scripts/same-harness.py "$db" --json "$OUT/$tag.json" \

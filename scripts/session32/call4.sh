@@ -25,7 +25,7 @@ say "== 2 same harness, whole shipped database $(el)"
 left=$(( T - 45 - $(date +%s) + t0 ))
 same_harness "$left" 14
 say "== 3 cuBLAS on the conv layers' own GEMMs $(el)"
-PYTHONPATH=/tmp/site timeout 40 python3 scripts/gemm-ceiling.py 4096,4096,2048:seed-003 \
+PYTHONPATH=$WHEEL_SITE timeout 40 python3 scripts/gemm-ceiling.py 4096,4096,2048:seed-003 \
   50176,256,2304:fwd-3x3-c256-28-n64 256,2304,50176:bwdw-3x3-c256-28-n64 \
   12544,256,1024:fwd-1x1-c1024-256-14-n64 3136,2048,512:fwd-1x1-c512-2048-7-n64 \
   > "$OUT/gemm.log" 2>&1
