@@ -317,6 +317,47 @@ def check_first_result_check(device):
             "rel_errs": errs}
 
 
+#: Split-K configs whose counters live in the workspace's kept-zero region (red=fixup and
+#: red=stream on the wgmma and mma.sync paths), with different counter counts.
+KEPT_ZERO_CASES = [
+    ("convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+     "v3:bm=64,bn=64,bk=32,wm=32,wn=32,st=4,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=sync,red=fixup,ld=cp"),
+    ("convbfp16 -n 64 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+     "v3:bm=128,bn=192,bk=64,wm=64,wn=192,st=4,va=8,vb=4,vc=4,lds=swz,sk=5,rs=1,mma=wg1,red=fixup,ld=ws"),
+    ("conv -F 1 -n 32 -c 64 -H 14 -W 14 -k 64 -y 7 -x 7 -p 3 -q 3 -u 1 -v 1 -l 1 -j 1 -g 1 "
+     "-I NHWGC -f GKYXC -O NHWGC",
+     "v3:bm=64,bn=128,bk=32,wm=64,wn=16,st=4,va=4,vb=4,vc=4,lds=swz,sk=1,rs=1,mma=sync,red=stream,ld=cp"),
+]
+
+
+def check_kept_workspace(device, repeats=5):
+    """Plans with a kept-zero workspace region run back to back, interleaved, and on a side
+    stream: every result within tolerance of PyTorch's float64 result, and each kept buffer's
+    region clear afterwards (the plans' side of the contract, on the GPU)."""
+    results, side = [], torch.cuda.Stream(device)
+    cases = []
+    for line, config in KEPT_ZERO_CASES:
+        info = convtune.problem(line)
+        flats = buffers(info, device)
+        plan = ct._plan(device, line, config)
+        cases.append((line, config, info, flats, plan.kept_zero))
+    for r in range(repeats):
+        for line, config, info, flats, kept in cases:
+            stream = side if r % 2 else torch.cuda.current_stream(device)
+            with torch.cuda.stream(stream):
+                flats[{"fwd": "y", "bwd-data": "x", "bwd-weight": "w"}[info["direction"]]].fill_(
+                    float("nan"))
+                err, _ = launch_and_check(line, flats, config)
+            results.append({"problem": line, "run": r, "kept_zero": kept, "rel_err": err,
+                            "ok": kept > 0 and err <= info["tolerance"]})
+    torch.cuda.synchronize(device)
+    region = max(c[4] for c in cases)
+    dirty = {f"{k}": int((ws[:region] != 0).sum()) for k, ws in ct._kept.items()}
+    ok = all(r["ok"] for r in results) and len(dirty) >= 2 and not any(dirty.values())
+    return {"ok": ok, "runs": len(results), "failed": [r for r in results if not r["ok"]][:4],
+            "kept_buffers_nonzero_bytes": dirty}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("suites", nargs="+")
@@ -384,6 +425,12 @@ def main():
         vcheck = {"ok": False, "error": f"{type(e).__name__}: {e}"}
     print(f"\nfirst-result check (convtune.torch.verify): {'ok' if vcheck['ok'] else 'FAIL'} "
           f"{ {k: v for k, v in vcheck.items() if k != 'ok'} }")
+    try:
+        kcheck = check_kept_workspace(device)
+    except Exception as e:
+        kcheck = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    print(f"kept-zero workspace (split-K counters, no clearing launch): "
+          f"{'ok' if kcheck['ok'] else 'FAIL'} { {k: v for k, v in kcheck.items() if k != 'ok'} }")
     ops = [r for r in rows if r.get("torch_op") in ("convtune", "fallback")]
     n_ok = sum(r["ok"] for r in rows)
     print(f"\nsuite problems: {n_ok} of {len(rows)} within tolerance; through the torch ops: "
@@ -391,17 +438,19 @@ def main():
           f"tensor-map kernels: {sum(r['ok'] for r in tmaps)} of {len(tmaps)} (fallbacks: "
           f"{sum(sum(r.get('fallbacks', {}).values()) for r in tmaps)}); "
           f"blocks: {sum(b['ok'] for b in blocks)} of {len(blocks)}; "
-          f"first-result check: {'ok' if vcheck['ok'] else 'FAILED'}")
+          f"first-result check: {'ok' if vcheck['ok'] else 'FAILED'}; "
+          f"kept-zero workspace: {'ok' if kcheck['ok'] else 'FAILED'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
                        "convtune": convtune.__version__, "problems": rows,
                        "tensor_map_kernels": tmaps, "blocks": blocks,
-                       "first_result_check": vcheck},
+                       "first_result_check": vcheck, "kept_zero_workspace": kcheck},
                       f, indent=1)
         print(f"wrote {args.json}")
     all_ok = n_ok == len(rows) and all(r.get("torch_op_ok", True) for r in ops) and \
-        all(b["ok"] for b in blocks) and all(r["ok"] for r in tmaps) and vcheck["ok"]
+        all(b["ok"] for b in blocks) and all(r["ok"] for r in tmaps) and vcheck["ok"] and \
+        kcheck["ok"]
     return 0 if all_ok else 1
 
 

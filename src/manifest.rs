@@ -204,11 +204,19 @@ pub struct TensorInfo {
 pub struct Workspace {
     /// Bytes to allocate; 0 means pass a null pointer.
     pub bytes: u64,
-    /// Whether the caller must clear it before the first kernel. Always false today: when a
-    /// plan needs a cleared buffer (split-K accumulating into an f32 workspace, or into the
-    /// written tensor itself), its first kernel does the clearing. convtune checks this on the
-    /// GPU by poisoning every buffer before verifying a candidate.
+    /// Whether the caller must clear it before the first kernel: exactly when
+    /// `kept_zero_bytes` is not 0, and clearing the whole buffer before every call is then
+    /// always correct. Otherwise, when a plan needs a cleared buffer (split-K accumulating into
+    /// an f32 workspace, or into the written tensor itself), its first kernel does the
+    /// clearing. convtune checks this on the GPU by poisoning every buffer (but the kept-zero
+    /// region, cleared) before verifying a candidate.
     pub must_be_zeroed: bool,
+    /// Bytes at the buffer's start that must be zero when the plan starts and that the plan
+    /// leaves zero (its split-K fix-up or stream-K counters, [`crate::abi::KEPT_ZERO_BYTES`]);
+    /// no plan writes anything else there. A caller that keeps one buffer for such plans
+    /// clears these bytes once, when it allocates it. 0: nothing asked.
+    #[serde(default)]
+    pub kept_zero_bytes: u64,
 }
 
 /// One launch.
@@ -356,7 +364,8 @@ impl Manifest {
                 .collect(),
             workspace: Workspace {
                 bytes: compiled.workspace_bytes,
-                must_be_zeroed: false,
+                must_be_zeroed: compiled.kept_zero > 0,
+                kept_zero_bytes: compiled.kept_zero,
             },
             kernels: compiled
                 .kernels
@@ -451,12 +460,13 @@ mod tests {
         let arch = Arch::from_name(arch).unwrap();
         let l = lower(&p);
         let target = target_for(&arch);
-        let (kernels, workspace_bytes) = launches(&l, &cfg, target).unwrap();
+        let planned = launches(&l, &cfg, target).unwrap();
         let c = Compiled {
             target,
             module: crate::abi::Module::Ptx(".version 8.5\n.target sm_90a\n".into()),
-            kernels,
-            workspace_bytes,
+            kernels: planned.kernels,
+            workspace_bytes: planned.workspace_bytes,
+            kept_zero: planned.kept_zero,
             resources: None,
             steps: Default::default(),
         };
@@ -579,6 +589,7 @@ mod tests {
         );
         assert_eq!(m.workspace.bytes, 64 * 64 * 9 * 4, "f32 partial sums of dw");
         assert!(!m.workspace.must_be_zeroed);
+        assert_eq!(m.workspace.kept_zero_bytes, 0);
         let names: Vec<_> = m.kernels.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(
             names,
@@ -593,5 +604,19 @@ mod tests {
         let text = serde_json::to_string(&m).unwrap();
         let back: Manifest = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn a_fixup_plan_asks_for_the_kept_zero_region_and_has_no_clearing_launch() {
+        let m = manifest(
+            "convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+            "v3:bm=64,bn=64,bk=32,wm=32,wn=32,st=4,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=sync,red=fixup,ld=cp",
+            "sm_90",
+        );
+        assert_eq!(m.workspace.kept_zero_bytes, crate::abi::KEPT_ZERO_BYTES);
+        assert!(m.workspace.must_be_zeroed);
+        assert!(m.workspace.bytes > crate::abi::KEPT_ZERO_BYTES);
+        let names: Vec<_> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["convtune_gemm0"]);
     }
 }

@@ -425,7 +425,7 @@ fn every_legal_config_can_be_generated() {
             for c in &legal {
                 match launches(&l, c, target) {
                     Err(e) => failures.push(e.to_string()),
-                    Ok((kernels, _)) => {
+                    Ok(convtune::codegen::Planned { kernels, .. }) => {
                         for k in kernels {
                             if k.shared_bytes > arch.smem_per_block {
                                 failures.push(format!(

@@ -110,8 +110,9 @@ fn one_launch_grid_is_the_sum_of_the_phases() {
     let l = lower(&p);
     assert_eq!(l.gemms.len(), 4);
     let c = cfg("v1:bm=64,bn=64,bk=32,wm=32,wn=32,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
-    let (kernels, ws) = launches(&l, &c, H200).unwrap();
-    assert_eq!((kernels.len(), ws), (1, 0));
+    let planned = launches(&l, &c, H200).unwrap();
+    let kernels = planned.kernels;
+    assert_eq!((kernels.len(), planned.workspace_bytes), (1, 0));
     let tiles: u64 = l
         .gemms
         .iter()

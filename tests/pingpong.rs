@@ -225,8 +225,9 @@ fn legality_and_the_planner_agree_on_wspp_over_the_hopper_space() {
         let e = convtune::space::enumerate_legal(&p, &Arch::SM_90, &space);
         for c in e.legal.iter().filter(|c| c.ld == LoadPath::WsPingPong) {
             assert_eq!(c.persistent, Grid::Persistent, "{c}");
-            let (kernels, _) = convtune::codegen::launches(&l, c, h200)
-                .unwrap_or_else(|err| panic!("{p} {c}: legal, but {err}"));
+            let kernels = convtune::codegen::launches(&l, c, h200)
+                .unwrap_or_else(|err| panic!("{p} {c}: legal, but {err}"))
+                .kernels;
             let g = &l.gemms[0];
             let units = g.g_len()
                 * c.split_k

@@ -4,6 +4,7 @@
 //! PTX it emits (acquire-release arrival, no float atomics), legality's reasons, and the
 //! config string.
 
+use convtune::abi::KEPT_ZERO_BYTES;
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, launches, Target};
 use convtune::config::{PerfConfig, Reduction};
@@ -59,8 +60,9 @@ fn fixup_is_bit_exact_on_bwd_weight_without_a_finishing_launch() {
         let names = check(&p, &fixup(c), H200);
         assert_eq!(
             names,
-            ["convtune_zero_counters", "convtune_gemm0"],
-            "{line}: counters zeroed, then the GEMM; no zero-init of the sum, no finish"
+            ["convtune_gemm0"],
+            "{line}: the GEMM alone (its counters in the kept-zero region); no zero-init of \
+             the sum, no finish"
         );
         // The same config with atomics still agrees (and keeps its three launches for 16-bit).
         let atomic = check(&p, &cfg(c), H200);
@@ -79,11 +81,7 @@ fn two_level_fixup_is_bit_exact_with_whole_and_partial_groups() {
             "v1:bm=16,bn=32,bk=16,wm=16,wn=16,st=2,va=8,vb=8,vc=4,lds=pad,sk={sk},rs=1"
         ));
         let names = check(&p, &c, H200);
-        assert_eq!(
-            names,
-            ["convtune_zero_counters", "convtune_gemm0"],
-            "sk {sk}"
-        );
+        assert_eq!(names, ["convtune_gemm0"], "sk {sk}");
     }
     let f = problem("conv -n 2 -c 8 -H 12 -W 12 -k 8 -y 3 -x 3 -p 1 -q 1 -F 4");
     check(
@@ -91,6 +89,49 @@ fn two_level_fixup_is_bit_exact_with_whole_and_partial_groups() {
         &fixup("v1:bm=16,bn=16,bk=8,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=32,rs=1"),
         H200,
     );
+}
+
+/// The kept-zero contract (`abi::KEPT_ZERO_BYTES`): the emulator clears the region as a caller
+/// does and flags a plan that leaves it dirty, here the fix-up with its counter reset left out.
+#[test]
+fn a_fixup_that_leaves_its_counters_set_breaks_the_kept_zero_contract() {
+    let p = problem("convbfp16 -n 2 -c 16 -H 5 -W 4 -k 32 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC");
+    let c = fixup("v1:bm=32,bn=32,bk=16,wm=16,wn=16,st=2,va=8,vb=8,vc=8,lds=pad,sk=2,rs=1");
+    let mut t = common::data(&p, 3);
+    let rep = convtune::codegen::with_counters_kept(|| {
+        convtune::codegen::emu::emulate_conv(&lower(&p), &c, H200, &mut t)
+    })
+    .unwrap();
+    assert!(rep.violations > 0, "{:?}", rep.messages);
+    assert!(
+        rep.messages.iter().any(|m| m.contains("kept-zero region")),
+        "{:?}",
+        rep.messages
+    );
+    // Without the hook the same plan passes (bit-exact, region clear).
+    check(&p, &c, H200);
+}
+
+/// Counters beyond the kept-zero region are cleared by a launch of the plan's own, and the
+/// plan asks its caller for nothing.
+#[test]
+fn counters_that_do_not_fit_the_kept_zero_region_get_their_own_clearing_launch() {
+    // dw of 2048 × 2048 in 16 × 16 tiles: 16384 tiles × 4 bytes = the whole region, and one
+    // more tile row past it.
+    let fits = lower(&problem(
+        "conv -n 1 -c 2048 -H 4 -W 4 -k 2048 -y 1 -x 1 -F 4",
+    ));
+    let over = lower(&problem(
+        "conv -n 1 -c 2064 -H 4 -W 4 -k 2048 -y 1 -x 1 -F 4",
+    ));
+    let c = fixup("v1:bm=16,bn=16,bk=8,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=2,rs=1");
+    let fits = launches(&fits, &c, H200).unwrap();
+    assert_eq!(fits.kept_zero, KEPT_ZERO_BYTES);
+    assert_eq!(fits.kernels.len(), 1);
+    let over = launches(&over, &c, H200).unwrap();
+    assert_eq!(over.kept_zero, 0);
+    let names: Vec<&str> = over.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["convtune_zero_counters", "convtune_gemm0"]);
 }
 
 #[test]
@@ -116,11 +157,15 @@ fn fixup_ptx_arrives_with_acquire_release_and_has_no_float_atomics() {
     let atomic = compile_conv(&l, &atomic, H200).unwrap().module;
     let atomic = atomic.ptx().unwrap();
     assert!(atomic.contains("atom.global.add.f32") && !atomic.contains("acq_rel"));
-    // Workspace: dw is 64 × 576 (k × c·y·x): 9 tiles' counters (padded to 256 bytes), then
-    // 9 tiles × 4 slices × 64 × 64 f32.
-    let (kernels, ws) = launches(&l, &c, H200).unwrap();
-    assert_eq!(ws, 256 + 9 * 4 * 64 * 64 * 4);
-    assert_eq!(kernels.len(), 2);
+    // Workspace: dw is 64 × 576 (k × c·y·x): 9 tiles' counters in the kept-zero region (the
+    // caller keeps it clear: no launch clears them), then 9 tiles × 4 slices × 64 × 64 f32.
+    let planned = launches(&l, &c, H200).unwrap();
+    assert_eq!(
+        planned.workspace_bytes,
+        KEPT_ZERO_BYTES + 9 * 4 * 64 * 64 * 4
+    );
+    assert_eq!(planned.kept_zero, KEPT_ZERO_BYTES);
+    assert_eq!(planned.kernels.len(), 1);
     assert!(compile_conv(&l, &c, MI200).is_ok());
 }
 

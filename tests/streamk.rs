@@ -3,6 +3,7 @@
 //! convolution (ranges inside one tile, across tiles, and covering whole tiles), the grid it
 //! launches, and legality's reasons.
 
+use convtune::abi::KEPT_ZERO_BYTES;
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, launches, Target};
 use convtune::config::{PerfConfig, Reduction, StreamK};
@@ -29,12 +30,9 @@ fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> [u32; 3] {
     }
     let rep = emulate_exact(p, c, like, 5).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
     let names: Vec<_> = rep.kernels.iter().map(|k| k.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["convtune_zero_counters", "convtune_gemm0"],
-        "{p} {c}"
-    );
-    rep.kernels[1].grid
+    // The GEMM alone: its counters are in the kept-zero region, clear when it starts.
+    assert_eq!(names, ["convtune_gemm0"], "{p} {c}");
+    rep.kernels[0].grid
 }
 
 #[test]
@@ -102,10 +100,16 @@ fn the_schedule_and_legality() {
         Err(Rejection::StreamK { why }) => assert!(why.contains("last wave"), "{why}"),
         other => panic!("{other:?}"),
     }
-    // The workspace: counters of 36 tiles, then 36 tiles x 5 contributors x 32·32 f32.
-    let (kernels, ws) = launches(&l, &c, H200).unwrap();
-    assert_eq!(ws, 256 + 36 * 5 * 32 * 32 * 4);
-    assert_eq!(kernels[1].grid, [128, 1, 1]);
+    // The workspace: counters of 36 tiles in the kept-zero region (no launch of their own),
+    // then 36 tiles x 5 contributors x 32·32 f32.
+    let planned = launches(&l, &c, H200).unwrap();
+    assert_eq!(
+        planned.workspace_bytes,
+        KEPT_ZERO_BYTES + 36 * 5 * 32 * 32 * 4
+    );
+    assert_eq!(planned.kept_zero, KEPT_ZERO_BYTES);
+    assert_eq!(planned.kernels.len(), 1);
+    assert_eq!(planned.kernels[0].grid, [128, 1, 1]);
     let ptx = compile_conv(&l, &c, H200).unwrap().module;
     assert!(ptx
         .ptx()
@@ -119,8 +123,8 @@ fn the_schedule_and_legality() {
     let wg =
         stream("v2:bm=128,bn=128,bk=64,wm=64,wn=128,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1,mma=wg");
     legality::check(&big, &wg, &Arch::SM_90).unwrap_or_else(|e| panic!("{e}"));
-    let (kernels, _) = launches(&big, &wg, H200).unwrap();
-    assert_eq!(kernels[1].grid, [131, 1, 1]);
+    let kernels = launches(&big, &wg, H200).unwrap().kernels;
+    assert_eq!(kernels[0].grid, [131, 1, 1]);
     let ptx = compile_conv(&big, &wg, H200).unwrap().module;
     assert!(ptx.ptx().unwrap().contains("wgmma.mma_async"));
     let s = c.to_string();

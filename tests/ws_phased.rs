@@ -139,13 +139,15 @@ fn one_launch_takes_every_phase_s_tensor_maps() {
     );
     let l = lower(&p);
     let c = cfg(WS);
-    let (one, _) = launches(&l, &c, Target::of(Arch::SM_90)).unwrap();
+    let one = launches(&l, &c, Target::of(Arch::SM_90)).unwrap().kernels;
     assert_eq!(one.len(), 1);
     let per_tile = PerfConfig {
         persistent: convtune::config::Grid::PerTile,
         ..c
     };
-    let (many, _) = launches(&l, &per_tile, Target::of(Arch::SM_90)).unwrap();
+    let many = launches(&l, &per_tile, Target::of(Arch::SM_90))
+        .unwrap()
+        .kernels;
     assert_eq!(many.len(), l.gemms.len());
     let maps = |k: &convtune::codegen::Kernel| {
         k.args

@@ -9,7 +9,11 @@
  * or the Python package. For kernels that take TMA tensor maps (ld=tma / ld=ws configs),
  * convtune_manifest_tensor_maps reads the manifest and gives the driver call that encodes each
  * map; with <cuda.h> included first, convtune_encode_tensor_map (inline, below) makes that
- * call. Static linking needs -lpthread -ldl -lm.
+ * call. Static linking needs -lpthread -ldl -lm. The manifest's workspace says what the
+ * caller clears: where `kept_zero_bytes` is not 0 (split-K configs with red=fixup or
+ * red=stream), the buffer's first kept_zero_bytes must be zero when the kernels start and are
+ * left zero by them: clear them once when allocating a buffer kept for such plans, one per
+ * stream (docs/abi.md, step 5).
  *
  * Every function is safe to call from several threads at once. No function panics across the
  * boundary: an internal error is returned as CONVTUNE_ERR_INTERNAL. Strings passed in are

@@ -68,6 +68,7 @@ _plans = {}  # (device index, arch, problem line, config, deterministic) -> _Pla
 _warned = set()
 _stats = {"convtune": 0, "fallback": {}, "verified": 0, "failed_check": 0, "unchecked": 0}
 _choices = {}  # problem line -> {config: ms} of its first-call benchmark, the kept one first
+_kept = {}  # (device index, stream) -> the workspace of the plans with a kept-zero region
 
 
 class _Plan:
@@ -77,6 +78,9 @@ class _Plan:
         self.manifest = manifest
         self.launches = launches  # [(function, the manifest's kernel)]
         self.workspace_bytes = int(manifest["workspace_bytes"])
+        # Its first bytes must be zero when it starts, and it leaves them zero (its split-K
+        # counters): it runs on a kept workspace, cleared once (`_workspace`).
+        self.kept_zero = int(manifest.get("workspace_kept_zero", 0))
         self.verified = False  # its result has matched PyTorch's float64 one (see `verify`)
 
     @property
@@ -323,15 +327,36 @@ def _hold(stream):
             sleep(_HOLD_CYCLES)
 
 
+def _workspace(plan, device, stream):
+    """The workspace of one call of ``plan`` on ``stream``. A plan with a kept-zero region (its
+    split-K counters, which it finds zero and leaves zero) gets the buffer kept for such plans
+    on that stream, cleared once when allocated: no launch clears counters before each call.
+    Plans in flight on one stream run one after another, so they share it safely; another
+    stream has its own. Other plans get a fresh buffer; their contents do not matter."""
+    if not plan.kept_zero:
+        return torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
+    if torch.cuda.is_current_stream_capturing():
+        # Allocated in the graph's pool and cleared by a node of the graph: correct at every
+        # replay, never kept for calls outside it.
+        return torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device=device)
+    key = (device.index, stream)
+    with _lock:
+        ws = _kept.get(key)
+        if ws is None or ws.numel() < plan.workspace_bytes:
+            # Stream-ordered on this stream: the previous buffer's last use is queued before
+            # the clearing of the new one.
+            ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device=device)
+            _kept[key] = ws
+    return ws
+
+
 def _launch(plan, x, w, y):
     """Launches a plan's kernels on torch's current stream of x's device."""
     with torch.cuda.device(x.device):
-        ws = None
-        if plan.workspace_bytes:
-            ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=x.device)
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+        ws = _workspace(plan, x.device, stream) if plan.workspace_bytes else None
         pointers = {"x": x.data_ptr(), "w": w.data_ptr(), "y": y.data_ptr(),
                     "workspace": ws.data_ptr() if ws is not None else 0}
-        stream = torch.cuda.current_stream(x.device).cuda_stream
         drv = _cuda.driver()
         drv.make_current(x.device.index)
         for function, k in plan.launches:

@@ -220,6 +220,9 @@ fn compile<'py>(
             "params": convtune::abi::param_layout(&k.args).slots,
         })).collect::<Vec<_>>(),
         "workspace_bytes": compiled.workspace_bytes,
+        // Bytes at the workspace's start that must be zero when the plan starts and that it
+        // leaves zero (`abi::KEPT_ZERO_BYTES`): keep one buffer, cleared once.
+        "workspace_kept_zero": compiled.kept_zero,
     });
     Ok((manifest.to_string(), PyBytes::new(py, &bytes)))
 }

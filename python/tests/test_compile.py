@@ -45,3 +45,15 @@ def test_amd_targets_get_a_code_object():
                                         "gfx942")
     assert manifest["module"]["kind"] == "amdgpu-code-object"
     assert module[:4] == b"\x7fELF"
+
+
+def test_a_fixup_config_asks_for_a_kept_zero_workspace_and_clears_nothing_itself():
+    line = "convbfp16 -n 4 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC"
+    fixup = "v3:bm=64,bn=64,bk=32,wm=32,wn=32,st=4,va=8,vb=8,vc=8,lds=swz,sk=4,rs=1,mma=sync,red=fixup,ld=cp"
+    manifest, _ = convtune.compile(line, "sm_90", config=fixup)
+    assert manifest["workspace_kept_zero"] == 64 * 1024
+    assert manifest["workspace_bytes"] > manifest["workspace_kept_zero"]
+    assert [k["name"] for k in manifest["kernels"]] == ["convtune_gemm0"]
+    atomic, _ = convtune.compile(line, "sm_90", config=fixup.replace("red=fixup", "red=atomic"))
+    assert atomic["workspace_kept_zero"] == 0
+    assert atomic["kernels"][0]["name"] == "convtune_zero"

@@ -20,11 +20,11 @@ grep -v '^#' scripts/session32/gap-layers.txt | while read -r P; do
   c=$("$B" lookup --problem "$P" --arch sm_90 2>/dev/null | head -1)
   say "== $n: $P | $c $(el)"
   if [ -x "$NCU" ]; then
-    timeout 90 "$NCU" --profile-from-start off --clock-control none $NCU_SECTIONS --print-details all \
+    timeout 52 "$NCU" --profile-from-start off --clock-control none $NCU_SECTIONS --print-details all \
       --print-summary none python3 scripts/session9/cudnn-kernels.py "$R/$n.txt" > "$R/$n.cudnn-ncu.txt" 2>&1
     say "cuDNN rc=$?"; grep -E "$NCU_KEEP" "$R/$n.cudnn-ncu.txt" | cut -c1-170 | head -30 | tee -a "$S"
     "$B" space --problem "$P" --arch sm_90 --pin "$c" > "$R/$n.space.toml" 2>> "$R/errors.txt" || { say "$n: not pinned"; continue; }
-    timeout 90 "$NCU" --target-processes all --clock-control none -k "regex:convtune_(gemm|phases|splitk|zero)" -c 4 $NCU_SECTIONS \
+    timeout 52 "$NCU" --target-processes all --clock-control none -k "regex:convtune_(gemm|phases|splitk|zero)" -c 4 $NCU_SECTIONS \
       --print-details all "$B" --problems "$R/$n.txt" --space "$R/$n.space.toml" --strategy exhaustive \
       --full-timing --db "$R/db-ncu.toml" --journal "$R/j-ncu.jsonl" --quiet > "$R/$n.ncu.txt" 2>&1
     say "ours rc=$?"; grep -E "$NCU_KEEP" "$R/$n.ncu.txt" | cut -c1-170 | head -30 | tee -a "$S"

@@ -13,7 +13,7 @@ use super::spec::TargetSpec;
 use super::target::Target;
 use super::{amdgpu, nvptx};
 use super::{CodegenError, Kernel};
-use crate::abi::{ArgRole, CONV_ARGS};
+use crate::abi::{ArgRole, CONV_ARGS, KEPT_ZERO_BYTES};
 use crate::arch::{Vendor, MAX_GRID};
 use crate::config::{DwSums, MmaPath, PerfConfig, Transform};
 use crate::lowering::{depthwise::SlotSum, relayout::relayouts, Lowering};
@@ -71,6 +71,9 @@ pub(crate) struct Launches<'l> {
     pub kernels: Vec<(Kernel, Body<'l>)>,
     /// Scratch bytes the kernels need (the workspace argument).
     pub workspace_bytes: u64,
+    /// Bytes at the workspace's start that must be zero when the plan starts and that it
+    /// leaves zero: [`KEPT_ZERO_BYTES`] where its fix-up counters live there, else 0.
+    pub kept_zero: u64,
     /// Whether the GEMM kernels get the out-of-bounds store.
     pub fault: bool,
     /// Per tensor, the workspace byte offset of its channels-last copy that every kernel but
@@ -128,6 +131,7 @@ pub(crate) fn plan<'l>(job: Job<'l>, spec: &dyn TargetSpec) -> Result<Launches<'
             Ok(Launches {
                 kernels,
                 workspace_bytes: 0,
+                kept_zero: 0,
                 fault: false,
                 redirect: [None; 3],
             })
@@ -237,6 +241,7 @@ fn plan_depthwise<'l>(
         return Ok(Launches {
             kernels: vec![(k, Body::Depthwise(Box::new(plan)))],
             workspace_bytes: 0,
+            kept_zero: 0,
             fault: false,
             redirect: [None; 3],
         });
@@ -277,6 +282,7 @@ fn plan_depthwise<'l>(
     Ok(Launches {
         kernels,
         workspace_bytes,
+        kept_zero: 0,
         fault: false,
         redirect: [None; 3],
     })
@@ -362,6 +368,7 @@ fn plan_gemms<'l>(
         return Ok(Launches {
             kernels,
             workspace_bytes: 0,
+            kept_zero: 0,
             fault,
             redirect: [None; 3],
         });
@@ -372,22 +379,30 @@ fn plan_gemms<'l>(
     let atomics = split && plans.iter().all(|pl| pl.fixup.is_none());
     let to_workspace = atomics && dt != DType::F32;
     let mut workspace_bytes = if to_workspace { elems * 4 } else { 0 };
-    let counter_bytes = plans
+    let counters = plans
         .iter()
-        .filter_map(|pl| pl.fixup.map(|f| f.counter_bytes()))
-        .max();
-    if let Some(counters) = counter_bytes {
+        .filter_map(|pl| pl.fixup)
+        .max_by_key(|f| f.counter_bytes());
+    let mut kept_zero = 0;
+    if let Some(most) = counters {
+        // Counters that fit the kept-zero region are zero when the plan starts (the caller's
+        // side of `abi::KEPT_ZERO_BYTES`); the partials start after the region, so no plan's
+        // partials ever land there.
+        let (kept, counters) = (most.counters_kept(), most.counter_bytes());
         for fx in plans.iter_mut().filter_map(|pl| pl.fixup.as_mut()) {
-            fx.partials_at = counters;
+            fx.partials_at = if kept { KEPT_ZERO_BYTES } else { counters };
             workspace_bytes = workspace_bytes.max(fx.workspace_bytes());
         }
-        let words = counters / 4;
-        kernels.push(zero_launch(
-            "convtune_zero_counters",
-            ArgRole::Workspace,
-            DType::F32,
-            words,
-        )?);
+        if kept {
+            kept_zero = KEPT_ZERO_BYTES;
+        } else {
+            kernels.push(zero_launch(
+                "convtune_zero_counters",
+                ArgRole::Workspace,
+                DType::F32,
+                counters / 4,
+            )?);
+        }
     }
     if lowering.zero_init || atomics {
         let (role, zdt) = if to_workspace {
@@ -417,6 +432,7 @@ fn plan_gemms<'l>(
     Ok(Launches {
         kernels,
         workspace_bytes,
+        kept_zero,
         fault,
         redirect: [None; 3],
     })

@@ -211,9 +211,11 @@ fn arrive_last<'ctx>(
         let counter = kb.gep(i32t.into(), ws, index);
         let before = kb.arrive(counter);
         let last = kb.eq(before, kb.addc(expected, -1));
-        kb.if_then(last, |kb| {
-            kb.store(Mem::Global, counter, kb.c(0).into(), 4);
-        });
+        if !KEEP_COUNTERS.with(|k| k.get()) {
+            kb.if_then(last, |kb| {
+                kb.store(Mem::Global, counter, kb.c(0).into(), 4);
+            });
+        }
         kb.store(Mem::Shared, verdict, kb.zext(last, i32t).into(), 4);
     });
     kb.barrier();
@@ -221,6 +223,18 @@ fn arrive_last<'ctx>(
         .load(Mem::Shared, i32t.into(), verdict, 4)
         .into_int_value();
     kb.eq(flag, kb.c(1))
+}
+
+/// Runs `f` with the fix-up's counters left at their final count instead of reset: the wrong
+/// protocol that breaks the kept-zero contract ([`crate::abi::KEPT_ZERO_BYTES`]), which the
+/// emulator and the GPU check must catch. Never set outside the tests that prove that.
+#[doc(hidden)]
+pub fn with_counters_kept<R>(f: impl FnOnce() -> R) -> R {
+    super::with_test_hook(&KEEP_COUNTERS, true, f)
+}
+
+thread_local! {
+    static KEEP_COUNTERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[cfg(test)]

@@ -80,6 +80,7 @@ pub use cache::{CodegenCache, CACHE_ENV};
 #[doc(hidden)]
 pub use epilogue_tma::{with_store_fault, StoreFault};
 pub use error::CodegenError;
+pub use fixup::with_counters_kept;
 #[doc(hidden)]
 pub use phased::{with_phased_fault, PhasedFault};
 pub use report::{resource_report, PtxCounts};
@@ -129,10 +130,25 @@ pub struct Compiled {
     pub kernels: Vec<Kernel>,
     /// Bytes of the scratch buffer passed as the fourth argument (0: pass null).
     pub workspace_bytes: u64,
+    /// Bytes at the workspace's start that must be zero when the plan starts and that it
+    /// leaves zero ([`crate::abi::KEPT_ZERO_BYTES`] or 0).
+    pub kept_zero: u64,
     /// Register and memory use per kernel, from the code object's metadata (AMD only).
     pub resources: Option<AmdResources>,
     /// Where the compile's time went.
     pub steps: CompileSteps,
+}
+
+/// The launches of a candidate, planned without compiling anything.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Launches, in the order they must run.
+    pub kernels: Vec<Kernel>,
+    /// Bytes of the scratch buffer (0: pass null).
+    pub workspace_bytes: u64,
+    /// Bytes at the workspace's start that must be zero when the plan starts and that it
+    /// leaves zero ([`crate::abi::KEPT_ZERO_BYTES`] or 0).
+    pub kept_zero: u64,
 }
 
 /// The launches of a candidate without compiling anything: grids, blocks, shared memory and
@@ -141,7 +157,7 @@ pub fn launches(
     lowering: &Lowering,
     cfg: &PerfConfig,
     target: Target,
-) -> Result<(Vec<Kernel>, u64), CodegenError> {
+) -> Result<Planned, CodegenError> {
     let l = compile::plan(
         Job::Conv {
             lowering,
@@ -150,10 +166,11 @@ pub fn launches(
         },
         spec_for(target, false).as_ref(),
     )?;
-    Ok((
-        l.kernels.into_iter().map(|(k, _)| k).collect(),
-        l.workspace_bytes,
-    ))
+    Ok(Planned {
+        kernels: l.kernels.into_iter().map(|(k, _)| k).collect(),
+        workspace_bytes: l.workspace_bytes,
+        kept_zero: l.kept_zero,
+    })
 }
 
 /// Compiles every launch of one candidate. Safe to call from many threads at once (each call
@@ -278,6 +295,7 @@ fn compile_job(
             module,
             kernels,
             workspace_bytes: launches.workspace_bytes,
+            kept_zero: launches.kept_zero,
             resources,
             steps,
         })

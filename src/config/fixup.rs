@@ -15,8 +15,9 @@ pub struct Fixup {
     pub slices: u32,
     /// f32 values of one block tile.
     pub tile_values: u32,
-    /// Byte offset of the partials in the workspace: after the counters of the launch's GEMM
-    /// with the most tiles, so that no GEMM's partials overlap another's counters.
+    /// Byte offset of the partials in the workspace: after the kept-zero region where the
+    /// counters fit it, else after the counters of the launch's GEMM with the most tiles, so
+    /// that no GEMM's partials overlap another's (or a later plan's) counters.
     pub partials_at: u64,
 }
 
@@ -71,6 +72,12 @@ impl Fixup {
     pub fn counter_bytes(&self) -> u64 {
         (self.tiles as u64 * self.counters_per_tile() as u64 * 4).div_ceil(PARTIALS_ALIGN)
             * PARTIALS_ALIGN
+    }
+
+    /// Whether the counters fit the workspace's kept-zero region
+    /// ([`crate::abi::KEPT_ZERO_BYTES`]): found zero and left zero, no launch clears them.
+    pub fn counters_kept(&self) -> bool {
+        self.counter_bytes() <= crate::abi::KEPT_ZERO_BYTES
     }
 
     /// Byte offset of the group partials (after the slices' partials).

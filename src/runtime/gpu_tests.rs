@@ -108,6 +108,7 @@ fn plan(launches: Vec<Launch>) -> LaunchPlan {
         module: Module::Ptx(module()),
         launches,
         workspace_bytes: 0,
+        kept_zero: 0,
     }
 }
 
@@ -171,6 +172,7 @@ fn gpu_measurer_outcomes() {
         .unwrap());
     ok(m.measure(&LaunchPlan {
         workspace_bytes: 1 << 20,
+        kept_zero: 0,
         ..simple("scale")
     })
     .unwrap());
@@ -264,6 +266,7 @@ fn gpu_timing_is_plausible_for_a_bandwidth_bound_kernel() {
             args: CONV_ARGS.to_vec(),
         }],
         workspace_bytes: 0,
+        kept_zero: 0,
     };
     let mut w = test_worker(WorkerOptions::default());
     w.set_problem(&p, &big, 9).unwrap();

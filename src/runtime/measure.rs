@@ -413,12 +413,17 @@ impl Measurer {
             )
         };
         let stream = self.stream.clone();
+        let kept = plan.kept_zero.min(ws_len as u64) as usize;
         let poison = {
             let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
             let out = &s.tensors[written];
             let mut r = memset(&stream, out, out.len(), POISON);
             if let (Ok(()), Some(ws)) = (&r, &s.workspace) {
                 r = memset(&stream, ws, ws_len, POISON);
+                // The kept-zero region as a caller keeps it: clear.
+                if r.is_ok() && kept > 0 {
+                    r = memset(&stream, ws, kept, 0);
+                }
             }
             r
         };
@@ -428,6 +433,22 @@ impl Measurer {
         self.run(loaded)?;
         if let Err(e) = self.stream.synchronize() {
             return Err(self.fault("running the plan".into(), e));
+        }
+        if kept > 0 {
+            let region = {
+                let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
+                let ws = s.workspace.as_ref().ok_or(RuntimeError::NoProblem)?;
+                self.stream.clone_dtoh(&ws.slice(..kept))
+            };
+            match region.and_then(|v| self.stream.synchronize().map(|()| v)) {
+                Ok(bytes) => {
+                    let nonzero = bytes.iter().filter(|&&b| b != 0).count() as u64;
+                    if nonzero > 0 {
+                        return Err(RunError::Candidate(Outcome::DirtyWorkspace { nonzero }));
+                    }
+                }
+                Err(e) => return Err(self.fault("copying the workspace back".into(), e)),
+            }
         }
         if !copy_back {
             return Ok(None);

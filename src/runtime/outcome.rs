@@ -76,6 +76,13 @@ pub enum Outcome {
         /// Other NaN or infinite elements.
         non_finite: u64,
     },
+    /// It ran but left bytes of the workspace's kept-zero region
+    /// ([`crate::abi::KEPT_ZERO_BYTES`]) non-zero: the next call on a kept workspace would
+    /// start from stale counters, whatever this call's output.
+    DirtyWorkspace {
+        /// Non-zero bytes of the region after the run.
+        nonzero: u64,
+    },
     /// The code generator failed (filled in by the tuner, never by the runtime).
     CompileFailed(String),
     /// The driver rejected the module (PTX JIT log included) or a kernel name is missing.
@@ -106,6 +113,7 @@ impl Outcome {
         match self {
             Outcome::Ok(_) => "ok",
             Outcome::WrongResult { .. } => "wrong",
+            Outcome::DirtyWorkspace { .. } => "dirty-workspace",
             Outcome::CompileFailed(_) => "compile-failed",
             Outcome::LoadFailed(_) => "load-failed",
             Outcome::LaunchFailed(_) => "launch-failed",
@@ -146,6 +154,10 @@ impl std::fmt::Display for Outcome {
                 f,
                 "wrong result: rel. error {rel_err:.3e}, {unwritten} element(s) unwritten, \
                  {non_finite} other non-finite"
+            ),
+            Outcome::DirtyWorkspace { nonzero } => write!(
+                f,
+                "left {nonzero} byte(s) of the workspace's kept-zero region non-zero"
             ),
             Outcome::CompileFailed(m) => write!(f, "compile failed: {m}"),
             Outcome::LoadFailed(m) => write!(f, "load failed: {m}"),

@@ -51,8 +51,13 @@ pub struct LaunchPlan {
     pub module: Module,
     /// Launches in stream order.
     pub launches: Vec<Launch>,
-    /// Scratch bytes the kernels share; the runtime poisons them before checking a candidate.
+    /// Scratch bytes the kernels share; the runtime poisons them before checking a candidate
+    /// (all but the kept-zero region, which it clears, and checks clear again after the run).
     pub workspace_bytes: u64,
+    /// Bytes at the workspace's start that must be zero when the plan starts and that it
+    /// leaves zero ([`crate::abi::KEPT_ZERO_BYTES`] or 0).
+    #[serde(default)]
+    pub kept_zero: u64,
 }
 
 /// What the driver made of one kernel after loading: the facts a tuner reports or rejects on.
@@ -86,6 +91,7 @@ mod tests {
                 args: CONV_ARGS.to_vec(),
             }],
             workspace_bytes: 1 << 20,
+            kept_zero: 0,
         };
         let text = serde_json::to_string(&plan).unwrap();
         let back: LaunchPlan = serde_json::from_str(&text).unwrap();

@@ -283,6 +283,7 @@ mod tests {
                 args: CONV_ARGS.to_vec(),
             }],
             workspace_bytes: 0,
+            kept_zero: 0,
         }
     }
 

@@ -90,6 +90,7 @@ fn to_plan(c: Compiled) -> Result<LaunchPlan, PlanError> {
             })
             .collect(),
         workspace_bytes: c.workspace_bytes,
+        kept_zero: c.kept_zero,
     })
 }
 

@@ -79,6 +79,7 @@ fn plan_of(c: &PerfConfig) -> Result<LaunchPlan, String> {
             args: CONV_ARGS.to_vec(),
         }],
         workspace_bytes: 0,
+        kept_zero: 0,
     })
 }
 

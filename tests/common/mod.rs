@@ -121,7 +121,7 @@ pub fn planned_if_legal(
     let p = &l.problem;
     let legal = convtune::legality::check(l, c, &Arch::SM_90);
     match convtune::codegen::launches(l, c, convtune::codegen::Target::of(Arch::SM_90)) {
-        Ok((kernels, _)) => {
+        Ok(convtune::codegen::Planned { kernels, .. }) => {
             assert!(legal.is_ok(), "{p} {c}: planned, but {legal:?}");
             Some(kernels)
         }

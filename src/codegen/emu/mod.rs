@@ -261,10 +261,11 @@ fn execute(
         DType::BF16 => &[0xc0, 0x7f],
     });
     bufs[written].iter_mut().for_each(|w| *w = nan);
-    bufs.push(vec![
-        u128::MAX;
-        (launches.workspace_bytes as usize).div_ceil(16)
-    ]);
+    // The workspace poisoned, but for its kept-zero region, clear as a caller keeps it.
+    let kept = (launches.kept_zero.min(launches.workspace_bytes) as usize) / 16;
+    let mut ws = vec![u128::MAX; (launches.workspace_bytes as usize).div_ceil(16)];
+    ws[..kept].fill(0);
+    bufs.push(ws);
     let lens: Vec<usize> = (0..3)
         .map(|i| p.tensor_elems(Tensor::ALL[i]) as usize * dt.bytes() as usize)
         .chain([launches.workspace_bytes as usize])
@@ -335,7 +336,15 @@ fn execute(
         &bufs[written],
         p.tensor_elems(Tensor::ALL[written]) as usize,
     );
-    let v = violations.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut v = violations.into_inner().unwrap_or_else(|e| e.into_inner());
+    // The plan's side of the kept-zero contract: what it found clear, it leaves clear.
+    let dirty = bufs[3][..kept].iter().filter(|&&w| w != 0).count();
+    if dirty > 0 {
+        v.count += 1;
+        v.messages.push(format!(
+            "{dirty} of the kept-zero region's {kept} 16-byte words left non-zero"
+        ));
+    }
     EmuReport {
         kernels: launches.kernels.iter().map(|(k, _)| k.clone()).collect(),
         workspace_bytes: launches.workspace_bytes,

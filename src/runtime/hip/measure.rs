@@ -350,11 +350,16 @@ impl<A: HipApi> HipMeasurer<A> {
         let s = self.state.as_ref().ok_or(RuntimeError::NoProblem)?;
         let out = s.tensors[s.problem.direction().written() as usize];
         let ws = s.workspace;
+        let kept = plan.kept_zero.min(plan.workspace_bytes) as usize;
         let mut r = self.api.memset(out.ptr, POISON, out.bytes, self.stream);
         if let (Ok(()), Some(ws)) = (&r, ws) {
             r = self
                 .api
                 .memset(ws.ptr, POISON, plan.workspace_bytes as usize, self.stream);
+            // The kept-zero region as a caller keeps it: clear.
+            if r.is_ok() && kept > 0 {
+                r = self.api.memset(ws.ptr, 0, kept, self.stream);
+            }
         }
         if let Err(e) = r {
             return Err(self.fault("poisoning the output", e));
@@ -362,6 +367,16 @@ impl<A: HipApi> HipMeasurer<A> {
         self.run(plan, loaded)?;
         if let Err(e) = self.api.stream_synchronize(self.stream) {
             return Err(self.fault("running the plan", e));
+        }
+        if let (Some(ws), true) = (ws, kept > 0) {
+            let mut region = vec![0u8; kept];
+            if let Err(e) = self.api.copy_from_device(&mut region, ws.ptr) {
+                return Err(self.fault("copying the workspace back", e));
+            }
+            let nonzero = region.iter().filter(|&&b| b != 0).count() as u64;
+            if nonzero > 0 {
+                return Err(RunError::Candidate(Outcome::DirtyWorkspace { nonzero }));
+            }
         }
         let mut bytes = vec![0u8; out.bytes];
         if let Err(e) = self.api.copy_from_device(&mut bytes, out.ptr) {

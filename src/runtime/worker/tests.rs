@@ -19,6 +19,7 @@ fn plan(name: &str) -> LaunchPlan {
             args: CONV_ARGS.to_vec(),
         }],
         workspace_bytes: 0,
+        kept_zero: 0,
     }
 }
 
