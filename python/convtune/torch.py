@@ -336,16 +336,20 @@ def _workspace(plan, device, stream):
     if not plan.kept_zero:
         return torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
     if torch.cuda.is_current_stream_capturing():
-        # Allocated in the graph's pool and cleared by a node of the graph: correct at every
+        # Allocated in the graph's pool, its region cleared by a node of the graph (a memset
+        # of the region, as cheap as the clearing launch it replaces): correct at every
         # replay, never kept for calls outside it.
-        return torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device=device)
+        ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
+        ws[:plan.kept_zero].zero_()
+        return ws
     key = (device.index, stream)
     with _lock:
         ws = _kept.get(key)
         if ws is None or ws.numel() < plan.workspace_bytes:
             # Stream-ordered on this stream: the previous buffer's last use is queued before
             # the clearing of the new one.
-            ws = torch.zeros(plan.workspace_bytes, dtype=torch.uint8, device=device)
+            ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
+            ws[:plan.kept_zero].zero_()
             _kept[key] = ws
     return ws
 
