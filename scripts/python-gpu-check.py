@@ -103,13 +103,16 @@ def check_tensor_map_case(line, config, ld, device):
     ct.reset_stats()
     row = check_problem(line, device, config)
     plan = ct._plan(device, line, config)
-    modes = sorted({m["encode"]["function"] for k in plan.manifest["kernels"]
-                    for m in k.get("tensor_maps", [])})
+    maps = [m["encode"]["function"] for k in plan.manifest["kernels"]
+            for m in k.get("tensor_maps", [])]
+    modes = sorted(set(maps))
     stats = ct.stats()
-    row.update({"ld": ld, "encode_functions": modes, "fallbacks": stats["fallback"],
-                "convtune_runs": stats["convtune"]})
+    row.update({"ld": ld, "encode_functions": modes, "maps": len(maps),
+                "fallbacks": stats["fallback"], "convtune_runs": stats["convtune"]})
+    # Both operands through maps (seed 003's are both tiled since session 30; the others
+    # one im2col and one tiled).
     row["ok"] = (row["ok"] and row.get("torch_op_ok", False) and not stats["fallback"]
-                 and f"ld={ld}" in row["config"] and len(modes) == 2)
+                 and f"ld={ld}" in row["config"] and len(maps) >= 2)
     return row
 
 

@@ -393,14 +393,8 @@ fn estimate_with(
         let b_reads = (b_gathered * tiles_m as f64 / pairing(1)).max(b_unique);
         // One SM's port to L2: 64 bytes per clock.
         let sm_l2_bytes_per_us = 64.0 * machine.clock_ghz * 1e3;
-        let (c_bytes, launches, tail) = split_reduction(
-            c,
-            stream,
-            (gl * tiles_m * tiles_n) as u32,
-            (gl * m * n) as f64,
-            e,
-            sm_l2_bytes_per_us,
-        );
+        let (c_bytes, launches, tail) =
+            split_reduction(c, stream, (gl * m * n) as f64, e, sm_l2_bytes_per_us);
         let miss = if resident >= blocks {
             0.1
         } else if c.raster > 1 && tiles_m > 1 {
