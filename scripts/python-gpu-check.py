@@ -361,6 +361,16 @@ def check_kept_workspace(device, repeats=5):
             "kept_buffers_nonzero_bytes": dirty}
 
 
+def verdict(title, check, device):
+    """Runs one of the checks that return {"ok": ...}; an exception is its failure, reported."""
+    try:
+        got = check(device)
+    except Exception as e:
+        got = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    print(f"{title}: {'ok' if got['ok'] else 'FAIL'} { {k: v for k, v in got.items() if k != 'ok'} }")
+    return got
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("suites", nargs="+")
@@ -422,18 +432,10 @@ def main():
         print(f"{b['block']:<48} {worst_o:>17.1e} {worst_r:>6.1e} {b['ms_convtune']:>18.3f} "
               f"{b['ms_cudnn']:>7.3f}  {b['ok']}"
               + (f"  fallbacks: {b['fallbacks']}" if b["fallbacks"] else ""))
-    try:
-        vcheck = check_first_result_check(device)
-    except Exception as e:
-        vcheck = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-    print(f"\nfirst-result check (convtune.torch.verify): {'ok' if vcheck['ok'] else 'FAIL'} "
-          f"{ {k: v for k, v in vcheck.items() if k != 'ok'} }")
-    try:
-        kcheck = check_kept_workspace(device)
-    except Exception as e:
-        kcheck = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-    print(f"kept-zero workspace (split-K counters, no clearing launch): "
-          f"{'ok' if kcheck['ok'] else 'FAIL'} { {k: v for k, v in kcheck.items() if k != 'ok'} }")
+    vcheck = verdict("\nfirst-result check (convtune.torch.verify)", check_first_result_check,
+                     device)
+    kcheck = verdict("kept-zero workspace (split-K counters, no clearing launch)",
+                     check_kept_workspace, device)
     ops = [r for r in rows if r.get("torch_op") in ("convtune", "fallback")]
     n_ok = sum(r["ok"] for r in rows)
     print(f"\nsuite problems: {n_ok} of {len(rows)} within tolerance; through the torch ops: "

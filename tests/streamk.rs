@@ -3,7 +3,6 @@
 //! convolution (ranges inside one tile, across tiles, and covering whole tiles), the grid it
 //! launches, and legality's reasons.
 
-use convtune::abi::KEPT_ZERO_BYTES;
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, launches, Target};
 use convtune::config::{PerfConfig, Reduction, StreamK};
@@ -102,14 +101,8 @@ fn the_schedule_and_legality() {
     }
     // The workspace: counters of 36 tiles in the kept-zero region (no launch of their own),
     // then 36 tiles x 5 contributors x 32·32 f32.
-    let planned = launches(&l, &c, H200).unwrap();
-    assert_eq!(
-        planned.workspace_bytes,
-        KEPT_ZERO_BYTES + 36 * 5 * 32 * 32 * 4
-    );
-    assert_eq!(planned.kept_zero, KEPT_ZERO_BYTES);
-    assert_eq!(planned.kernels.len(), 1);
-    assert_eq!(planned.kernels[0].grid, [128, 1, 1]);
+    let gemm = common::assert_kept_counters(&l, &c, H200, 36 * 5 * 32 * 32 * 4);
+    assert_eq!(gemm.grid, [128, 1, 1]);
     let ptx = compile_conv(&l, &c, H200).unwrap().module;
     assert!(ptx
         .ptx()

@@ -131,3 +131,21 @@ pub fn planned_if_legal(
         }
     }
 }
+
+/// Plans `c` and checks its split-K counters sit in the workspace's kept-zero region: the one
+/// GEMM launch (no clearing launch), the region asked of the caller, and `partials` f32
+/// bytes after it. Returns the GEMM kernel.
+#[allow(dead_code)]
+pub fn assert_kept_counters(
+    l: &convtune::lowering::Lowering,
+    c: &convtune::config::PerfConfig,
+    like: convtune::codegen::Target,
+    partials: u64,
+) -> convtune::codegen::Kernel {
+    use convtune::abi::KEPT_ZERO_BYTES;
+    let planned = convtune::codegen::launches(l, c, like).unwrap();
+    assert_eq!(planned.workspace_bytes, KEPT_ZERO_BYTES + partials, "{c}");
+    assert_eq!(planned.kept_zero, KEPT_ZERO_BYTES, "{c}");
+    assert_eq!(planned.kernels.len(), 1, "{c}: {:?}", planned.kernels);
+    planned.kernels.into_iter().next().unwrap()
+}
