@@ -57,6 +57,15 @@ pub(crate) fn cpu_error(problem: &ConvProblem, host: &[Vec<f64>; 3]) -> Option<f
 /// NaN in f32, f16 and bf16 alike, so an element a kernel forgets to write cannot pass by luck.
 pub(crate) const POISON: u8 = 0xFF;
 
+/// The verdict on the workspace's kept-zero region ([`crate::abi::KEPT_ZERO_BYTES`]) as a plan
+/// left it: a candidate that leaves bytes non-zero breaks the contract, whatever its output.
+pub(crate) fn kept_zero_verdict(region: &[u8]) -> Result<(), crate::runtime::Outcome> {
+    match region.iter().filter(|&&b| b != 0).count() as u64 {
+        0 => Ok(()),
+        nonzero => Err(crate::runtime::Outcome::DirtyWorkspace { nonzero }),
+    }
+}
+
 /// Little-endian `dtype` bytes of values already representable in `dtype` (as
 /// [`crate::reference::random_tensor`] makes them), so the device reads exactly what the f64 checks
 /// assume.
@@ -282,6 +291,18 @@ mod tests {
     use super::*;
     use crate::problem::{ConvProblem, ConvSizes, Direction, Layout, Tensor};
     use crate::reference::random_tensor;
+
+    #[test]
+    fn a_kept_zero_region_left_dirty_is_the_candidates_fault() {
+        let mut region = vec![0u8; 256];
+        assert!(kept_zero_verdict(&region).is_ok());
+        region[4] = 1;
+        region[255] = 0xFF;
+        assert_eq!(
+            kept_zero_verdict(&region),
+            Err(crate::runtime::Outcome::DirtyWorkspace { nonzero: 2 })
+        );
+    }
     use rand::{rngs::StdRng, SeedableRng};
 
     fn values(dtype: DType, n: usize, seed: u64) -> Vec<f64> {

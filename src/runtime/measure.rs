@@ -441,12 +441,7 @@ impl Measurer {
                 self.stream.clone_dtoh(&ws.slice(..kept))
             };
             match region.and_then(|v| self.stream.synchronize().map(|()| v)) {
-                Ok(bytes) => {
-                    let nonzero = bytes.iter().filter(|&&b| b != 0).count() as u64;
-                    if nonzero > 0 {
-                        return Err(RunError::Candidate(Outcome::DirtyWorkspace { nonzero }));
-                    }
-                }
+                Ok(bytes) => host::kept_zero_verdict(&bytes).map_err(RunError::Candidate)?,
                 Err(e) => return Err(self.fault("copying the workspace back".into(), e)),
             }
         }

@@ -373,10 +373,7 @@ impl<A: HipApi> HipMeasurer<A> {
             if let Err(e) = self.api.copy_from_device(&mut region, ws.ptr) {
                 return Err(self.fault("copying the workspace back", e));
             }
-            let nonzero = region.iter().filter(|&&b| b != 0).count() as u64;
-            if nonzero > 0 {
-                return Err(RunError::Candidate(Outcome::DirtyWorkspace { nonzero }));
-            }
+            host::kept_zero_verdict(&region).map_err(RunError::Candidate)?;
         }
         let mut bytes = vec![0u8; out.bytes];
         if let Err(e) = self.api.copy_from_device(&mut bytes, out.ptr) {
