@@ -82,6 +82,17 @@ fn module_for(n: u32) -> String {
         entry("hi", half, n, STORE),
         entry("twice", 0, n, &format!("add.f32 %f3, %f3, %f3;\n    {STORE}")),
         entry("fault", 0, n, "mov.u64 %rd9, 64;\n    st.global.f32 [%rd9], %f3;"),
+        // Right, but its first 8 threads leave a word of all-ones each in the workspace.
+        entry(
+            "dirty",
+            0,
+            n,
+            &format!(
+                "{STORE}\n    setp.ge.u32 %p2, %r4, 8;\n    @%p2 bra DONE;\n    \
+                 ld.param.u64 %rd1, [p_ws];\n    cvta.to.global.u64 %rd1, %rd1;\n    \
+                 add.s64 %rd1, %rd1, %rd7;\n    mov.u32 %r5, -1;\n    st.global.u32 [%rd1], %r5;"
+            ),
+        ),
         // Spins while the input is not NaN, which it never is.
         entry(
             "hang",
@@ -176,6 +187,21 @@ fn gpu_measurer_outcomes() {
         ..simple("scale")
     })
     .unwrap());
+    // The kept-zero region: a plan that leaves it dirty is refused (8 words of all-ones); the
+    // same kernel asking for nothing may scribble; the next kept plan's check finds it clear.
+    let kept = |name: &str, kept_zero: u64| LaunchPlan {
+        workspace_bytes: 1 << 20,
+        kept_zero,
+        ..simple(name)
+    };
+    assert_eq!(
+        m.measure(&kept("dirty", crate::abi::KEPT_ZERO_BYTES))
+            .unwrap(),
+        Outcome::DirtyWorkspace { nonzero: 32 }
+    );
+    ok(m.measure(&kept("dirty", 0)).unwrap());
+    ok(m.measure(&kept("scale", crate::abi::KEPT_ZERO_BYTES))
+        .unwrap());
 
     match m.measure(&simple("lo")).unwrap() {
         Outcome::WrongResult {
