@@ -231,6 +231,15 @@ fn sampled_fixup_kernels_of_the_selfcheck_sweep_compile_and_the_first_emulates()
         {
             assert!(c.red == Reduction::Fixup && c.split_k > 1, "{c}");
             compile_conv(&l, &c, H200).unwrap_or_else(|e| panic!("{p} {c}: {e}"));
+            // Counters in the kept-zero region and no clearing launch, or a clearing launch and
+            // nothing asked of the caller; the partials always past the region.
+            let planned = launches(&l, &c, H200).unwrap();
+            let clears = planned
+                .kernels
+                .iter()
+                .any(|k| k.name == "convtune_zero_counters");
+            assert_eq!(clears, planned.kept_zero == 0, "{p} {c}");
+            assert!(planned.workspace_bytes > KEPT_ZERO_BYTES, "{p} {c}");
             if sampled == 0 && i == 0 {
                 check(&p, &c, H200);
             }
