@@ -327,6 +327,13 @@ def _hold(stream):
             sleep(_HOLD_CYCLES)
 
 
+def _cleared(plan, device):
+    """A new workspace for ``plan`` with its kept-zero region cleared (on the current stream)."""
+    ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
+    ws[:plan.kept_zero].zero_()
+    return ws
+
+
 def _workspace(plan, device, stream):
     """The workspace of one call of ``plan`` on ``stream``. A plan with a kept-zero region (its
     split-K counters, which it finds zero and leaves zero) gets the buffer kept for such plans
@@ -339,18 +346,14 @@ def _workspace(plan, device, stream):
         # Allocated in the graph's pool, its region cleared by a node of the graph (a memset
         # of the region, as cheap as the clearing launch it replaces): correct at every
         # replay, never kept for calls outside it.
-        ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
-        ws[:plan.kept_zero].zero_()
-        return ws
+        return _cleared(plan, device)
     key = (device.index, stream)
     with _lock:
         ws = _kept.get(key)
         if ws is None or ws.numel() < plan.workspace_bytes:
             # Stream-ordered on this stream: the previous buffer's last use is queued before
             # the clearing of the new one.
-            ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
-            ws[:plan.kept_zero].zero_()
-            _kept[key] = ws
+            ws = _kept[key] = _cleared(plan, device)
     return ws
 
 

@@ -291,6 +291,7 @@ mod tests {
     use super::*;
     use crate::problem::{ConvProblem, ConvSizes, Direction, Layout, Tensor};
     use crate::reference::random_tensor;
+    use rand::{rngs::StdRng, SeedableRng};
 
     #[test]
     fn a_kept_zero_region_left_dirty_is_the_candidates_fault() {
@@ -303,7 +304,6 @@ mod tests {
             Err(crate::runtime::Outcome::DirtyWorkspace { nonzero: 2 })
         );
     }
-    use rand::{rngs::StdRng, SeedableRng};
 
     fn values(dtype: DType, n: usize, seed: u64) -> Vec<f64> {
         let p = ConvProblem::new(
