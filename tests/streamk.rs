@@ -5,7 +5,7 @@
 
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, launches, Target};
-use convtune::config::{PerfConfig, Reduction, StreamK};
+use convtune::config::{PerfConfig, Reduction, StreamCut, StreamK};
 use convtune::legality::{self, Rejection};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
@@ -45,6 +45,24 @@ fn ranges_inside_tiles_are_bit_exact() {
 }
 
 #[test]
+fn aligned_cuts_with_tails_are_bit_exact() {
+    // bwd-weight 1x1 f32: dw 160 x 64 in 16x16 tiles: 40 tiles of 104 K tiles (K = 2·26·32,
+    // bk 16) on 132 SMs: every tile cut at K 0, 32, 64 (3 head pieces, blocks j·40 + t) with
+    // a tail [96, 104) of 8 K tiles; of the 12 blocks left, 10 walk 4 tails each (32 K tiles,
+    // as a head piece): 130 blocks, 4 contributions a tile.
+    let p = problem("conv -n 2 -c 64 -H 26 -W 32 -k 160 -y 1 -x 1 -F 4");
+    let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1");
+    let s = StreamK::new(40, 104, 132);
+    let aligned = StreamCut::Aligned {
+        splits: 3,
+        tail: 8,
+        tails_per_block: 4,
+    };
+    assert_eq!((s.cut, s.blocks, s.per_block), (aligned, 130, 32));
+    assert_eq!(check(&p, &c, H200), [130, 1, 1]);
+}
+
+#[test]
 fn ranges_across_and_covering_whole_tiles_are_bit_exact() {
     // 1x1: dw 160 x 224 in 16x16 tiles: 140 tiles (8 in the last data-parallel wave) of 8 K
     // tiles (K = 2·8·8 = 128): 9 iterations a block, so blocks cover whole tiles, cross tile
@@ -57,11 +75,18 @@ fn ranges_across_and_covering_whole_tiles_are_bit_exact() {
 #[test]
 fn many_contributors_per_tile_take_the_two_level_fixup() {
     // 1x1 f32: dw 16 x 32 in 16x16 tiles: 2 tiles of 528 K tiles (K = 2·66·64 = 8448, bk 16):
-    // 8 iterations a block on 132 SMs, 67 contributors a tile, added in groups of 8.
+    // on 132 SMs each tile cut at the same 66 offsets (8 iterations a block, no tails), 66
+    // contributors a tile, added in groups of 8.
     let p = problem("conv -n 2 -c 32 -H 66 -W 64 -k 16 -y 1 -x 1 -F 4");
     let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1");
     let s = StreamK::new(2, 528, 132);
-    assert_eq!((s.blocks, s.per_block, s.max_contributors()), (132, 8, 67));
+    assert_eq!((s.blocks, s.per_block, s.max_contributors()), (132, 8, 66));
+    let aligned = StreamCut::Aligned {
+        splits: 66,
+        tail: 0,
+        tails_per_block: 0,
+    };
+    assert_eq!(s.cut, aligned);
     assert_eq!(check(&p, &c, H200), [132, 1, 1]);
 }
 
@@ -146,8 +171,9 @@ fn selfcheck_samples_stream_k_kernels_and_they_compile() {
 }
 
 /// The host form of the schedule: every (tile, K tile) iteration walked exactly once, the
-/// stream-K region first, a tile's contributors consecutive blocks (at most
-/// `max_contributors`), and the busiest block's work `most_per_block`.
+/// stream-K region first, a tile's contributors (at most `max_contributors`) consecutive
+/// blocks when cut tile-major, at the same K offsets in every tile when aligned, and the
+/// busiest block's work `most_per_block`.
 #[test]
 fn the_hybrid_schedule_covers_every_iteration_once() {
     // (tiles, K tiles, SMs) → (data-parallel waves, stream-K tiles): under two full waves
@@ -162,6 +188,13 @@ fn the_hybrid_schedule_covers_every_iteration_once() {
         (7, 25, 3, 2, 1),
         (1, 44, 5, 0, 1),
         (11, 9, 4, 1, 7),
+        // Fewer tiles than SMs, long K: aligned cuts, with tails (24 on 132: the bwd-weight
+        // 3x3 c256 of issue 13; 3 on 10; 5 on 12, two tails a block, the last block one) and
+        // without (6 on 12 after two data-parallel waves).
+        (24, 784, 132, 0, 24),
+        (3, 100, 10, 0, 3),
+        (5, 60, 12, 0, 5),
+        (30, 40, 12, 2, 6),
     ] {
         let s = StreamK::new(tiles, k, units);
         assert_eq!((s.dp_waves, s.sk_tiles()), (dp, sk_tiles), "{s:?}");
@@ -189,7 +222,29 @@ fn the_hybrid_schedule_covers_every_iteration_once() {
         assert_eq!(most, s.most_per_block(), "{s:?}");
         for c in contributors.iter().filter(|c| !c.is_empty()) {
             assert!(c.len() as u32 <= s.max_contributors(), "{s:?}: {c:?}");
-            assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
+            if s.cut == StreamCut::Contiguous {
+                assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
+            }
+        }
+        if let StreamCut::Aligned { .. } = s.cut {
+            // Every tile cut at the same offsets, its contributions' slices in K order.
+            let cuts = |t: u32| {
+                let mut c: Vec<_> = (0..s.blocks)
+                    .map(|b| s.aligned_walk(b))
+                    .filter(|a| (a.first..a.first + a.count).contains(&t))
+                    .map(|a| (a.slice, a.lo, a.hi))
+                    .collect();
+                c.sort();
+                c
+            };
+            let first = cuts(0);
+            assert!(
+                first.windows(2).all(|w| w[0].2 == w[1].1),
+                "{s:?}: {first:?}"
+            );
+            assert!((0..s.sk_tiles()).all(|t| cuts(t) == first), "{s:?}");
+            let sk_most = most - s.dp_waves * k;
+            assert!(sk_most * 10 <= s.per_block * 11, "{s:?}: busiest {sk_most}");
         }
         if dp > 0 {
             assert!(s.per_block >= StreamK::MIN_PER_BLOCK, "{s:?}");
@@ -244,6 +299,18 @@ fn ws_stream_k_splits_tiles_across_blocks() {
     });
     let p16 = problem("convfp16 -n 2 -c 64 -H 20 -W 34 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
     assert_eq!(check_ws(&p16, &wg1, 5), [[5, 1, 1]]);
+}
+
+#[test]
+fn ws_stream_k_aligned_cut_runs_tails_of_several_tiles() {
+    // bwd-weight 1x1: dw 192 x 64 in 64x64 tiles = 3 tiles of 40 K tiles (K = 2·32·40) on 8
+    // SMs: each tile cut at K 0 and 16 (blocks j·3 + t), tails [32, 40) walked by two blocks,
+    // the first two tiles' and the last one's: the ring runs on across a block's tails.
+    let p = problem("convbfp16 -n 2 -c 64 -H 32 -W 40 -k 192 -y 1 -x 1 -F 4 --layout NHWC");
+    let s = StreamK::new(3, 40, 8);
+    assert_eq!(s.units_of(6), [(0, 32, 40), (1, 32, 40)]);
+    assert_eq!(s.units_of(4), [(1, 16, 32)]);
+    assert_eq!(check_ws(&p, &cfg(WS_STREAM), 8), [[8, 1, 1]]);
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Stream-K (`red=stream`): the walk of a block of the [`StreamK`] schedule, shared by the two
-//! kernels that run it. Block `b` first walks its stream-K range, iterations
-//! `[b · per, (b + 1) · per)` of the tile-major (output tile, K tile) space of the stream-K
-//! region (it crosses a few output tiles: one unit per tile it meets), then its data-parallel
-//! tiles, whole. A unit that covers only part of its tile hands its partial to the split-K
+//! kernels that run it. Block `b` first walks its share of the stream-K region — under
+//! [`StreamCut::Contiguous`] iterations `[b · per, (b + 1) · per)` of the tile-major
+//! (output tile, K tile) space (it crosses a few output tiles: one unit per tile it meets),
+//! under [`StreamCut::Aligned`] one head piece of one tile or the tails of a few — then its
+//! data-parallel tiles, whole. A unit that covers only part of its tile hands its partial to the split-K
 //! fix-up ([`super::fixup`]), whose last contributor adds the partials in K order (the
 //! contributors' block order) and writes C. Nobody waits for anybody, so any number of
 //! resident blocks (and the emulator's one at a time) is fine, and a block never idles on a
@@ -24,7 +25,7 @@ use super::loader::Loader;
 use super::math::WarpMath;
 use super::plan::GemmPlan;
 use super::schedule::{raster_tile_at, Finish, Unit};
-use crate::config::StreamK;
+use crate::config::{StreamCut, StreamK};
 use inkwell::values::IntValue;
 
 /// Emits the `ld=cp` stream-K GEMM kernel of `plan` (whose scheduler is `sk`).
@@ -54,6 +55,35 @@ pub(crate) fn walk_units<'ctx>(
     plan: &GemmPlan,
     sk: &StreamK,
     body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
+) {
+    match sk.cut {
+        StreamCut::Contiguous => walk_contiguous(kb, plan, sk, &body),
+        StreamCut::Aligned { .. } => walk_aligned(kb, plan, sk, &body),
+    }
+    if sk.dp_waves > 0 {
+        let first = kb.addc(kb.block_idx(0), sk.sk_tiles() as i64);
+        kb.for_range(kb.c(0), kb.c(sk.dp_waves as i64), |kb, j| {
+            let t = kb.add(first, kb.mulc(j, sk.blocks as i64));
+            body(
+                kb,
+                &Unit {
+                    tile: tile_at(kb, plan, t),
+                    lo: kb.c(0),
+                    hi: kb.c(sk.k_tiles as i64),
+                    finish: Finish::Direct,
+                },
+            );
+        });
+    }
+}
+
+/// The stream-K units of [`StreamCut::Contiguous`]: the non-empty segments of the block's
+/// range, tile by tile.
+fn walk_contiguous<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    sk: &StreamK,
+    body: &impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
 ) {
     let b = kb.block_idx(0);
     let per = sk.per_block as i64;
@@ -85,21 +115,71 @@ pub(crate) fn walk_units<'ctx>(
             );
         });
     });
-    if sk.dp_waves > 0 {
-        let first = kb.addc(b, sk.sk_tiles() as i64);
-        kb.for_range(kb.c(0), kb.c(sk.dp_waves as i64), |kb, j| {
-            let t = kb.add(first, kb.mulc(j, sk.blocks as i64));
-            body(
-                kb,
-                &Unit {
-                    tile: tile_at(kb, plan, t),
-                    lo: kb.c(0),
-                    hi: kb.c(k_tiles),
-                    finish: Finish::Direct,
+}
+
+/// The stream-K units of [`StreamCut::Aligned`], as [`StreamK::aligned_walk`] computes them
+/// on the host: a head piece (`b < splits · tiles`: piece `b / tiles` of tile `b % tiles`),
+/// else a run of tails, else nothing. One loop over the block's tiles with block-uniform
+/// bounds, so `body` is emitted once.
+fn walk_aligned<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    plan: &GemmPlan,
+    sk: &StreamK,
+    body: &impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
+) {
+    let StreamCut::Aligned {
+        splits,
+        tail,
+        tails_per_block,
+    } = sk.cut
+    else {
+        unreachable!("walk_aligned of a {:?} cut", sk.cut);
+    };
+    let b = kb.block_idx(0);
+    let tiles = sk.sk_tiles();
+    let (k_tiles, head) = (sk.k_tiles as i64, (sk.k_tiles - tail) as i64);
+    let heads = (splits * tiles) as i64;
+    let in_head = kb.ult(b, kb.c(heads));
+    let j = kb.udivc(b, tiles);
+    // Tail blocks: past the heads, before the stream-K blocks' end.
+    let first_tail = kb.mulc(kb.sub(b, kb.c(heads)), tails_per_block as i64);
+    let in_tail = kb.all(&[
+        kb.ult(kb.c(heads - 1), b),
+        kb.ult(b, kb.c(sk.sk_blocks() as i64)),
+    ]);
+    let tail_count = kb.umin(
+        kb.c(tails_per_block as i64),
+        kb.sub(kb.c(tiles as i64), kb.umin(first_tail, kb.c(tiles as i64))),
+    );
+    let first = kb.seli(in_head, kb.uremc(b, tiles), first_tail);
+    let count = kb.seli(in_head, kb.c(1), kb.seli(in_tail, tail_count, kb.c(0)));
+    let lo = kb.seli(in_head, kb.mulc(j, sk.per_block as i64), kb.c(head));
+    let hi = kb.seli(
+        in_head,
+        kb.umin(kb.addc(lo, sk.per_block as i64), kb.c(head)),
+        kb.c(k_tiles),
+    );
+    let slice = kb.seli(in_head, j, kb.c(splits as i64));
+    let whole = kb.all(&[kb.eq(lo, kb.c(0)), kb.eq(hi, kb.c(k_tiles))]);
+    kb.for_range(kb.c(0), count, |kb, u| {
+        let t = kb.add(first, u);
+        body(
+            kb,
+            &Unit {
+                tile: tile_at(kb, plan, t),
+                lo,
+                hi,
+                finish: Finish::Stream {
+                    whole,
+                    share: Share {
+                        tile: t,
+                        slice,
+                        count: kb.c(sk.max_contributors() as i64),
+                    },
                 },
-            );
-        });
-    }
+            },
+        );
+    });
 }
 
 /// Output tile `t` (over groups and tiles): the raster scheduler's tile `t mod tiles` of
