@@ -47,7 +47,7 @@ fn ranges_inside_tiles_are_bit_exact() {
 #[test]
 fn aligned_cuts_with_tails_are_bit_exact() {
     // bwd-weight 1x1 f32: dw 160 x 64 in 16x16 tiles: 40 tiles of 104 K tiles (K = 2·26·32,
-    // bk 16) on 132 SMs: every tile cut at K 0, 32, 64 (3 head pieces, blocks j·40 + t) with
+    // bk 16) on 132 SMs: every tile cut at K 0, 32, 64 (3 head pieces, blocks 3t + j) with
     // a tail [96, 104) of 8 K tiles; of the 12 blocks left, 10 walk 4 tails each (32 K tiles,
     // as a head piece): 130 blocks, 4 contributions a tile.
     let p = problem("conv -n 2 -c 64 -H 26 -W 32 -k 160 -y 1 -x 1 -F 4");
@@ -304,12 +304,12 @@ fn ws_stream_k_splits_tiles_across_blocks() {
 #[test]
 fn ws_stream_k_aligned_cut_runs_tails_of_several_tiles() {
     // bwd-weight 1x1: dw 192 x 64 in 64x64 tiles = 3 tiles of 40 K tiles (K = 2·32·40) on 8
-    // SMs: each tile cut at K 0 and 16 (blocks j·3 + t), tails [32, 40) walked by two blocks,
+    // SMs: each tile cut at K 0 and 16 (blocks 2t + j), tails [32, 40) walked by two blocks,
     // the first two tiles' and the last one's: the ring runs on across a block's tails.
     let p = problem("convbfp16 -n 2 -c 64 -H 32 -W 40 -k 192 -y 1 -x 1 -F 4 --layout NHWC");
     let s = StreamK::new(3, 40, 8);
     assert_eq!(s.units_of(6), [(0, 32, 40), (1, 32, 40)]);
-    assert_eq!(s.units_of(4), [(1, 16, 32)]);
+    assert_eq!(s.units_of(3), [(1, 16, 32)]);
     assert_eq!(check_ws(&p, &cfg(WS_STREAM), 8), [[8, 1, 1]]);
 }
 

@@ -118,7 +118,7 @@ fn walk_contiguous<'ctx>(
 }
 
 /// The stream-K units of [`StreamCut::Aligned`], as [`StreamK::aligned_walk`] computes them
-/// on the host: a head piece (`b < splits · tiles`: piece `b / tiles` of tile `b % tiles`),
+/// on the host: a head piece (`b < splits · tiles`: piece `b % splits` of tile `b / splits`),
 /// else a run of tails, else nothing. One loop over the block's tiles with block-uniform
 /// bounds, so `body` is emitted once.
 fn walk_aligned<'ctx>(
@@ -140,7 +140,7 @@ fn walk_aligned<'ctx>(
     let (k_tiles, head) = (sk.k_tiles as i64, (sk.k_tiles - tail) as i64);
     let heads = (splits * tiles) as i64;
     let in_head = kb.ult(b, kb.c(heads));
-    let j = kb.udivc(b, tiles);
+    let j = kb.uremc(b, splits);
     // Tail blocks: past the heads, before the stream-K blocks' end.
     let first_tail = kb.mulc(kb.sub(b, kb.c(heads)), tails_per_block as i64);
     let in_tail = kb.all(&[
@@ -151,7 +151,7 @@ fn walk_aligned<'ctx>(
         kb.c(tails_per_block as i64),
         kb.sub(kb.c(tiles as i64), kb.umin(first_tail, kb.c(tiles as i64))),
     );
-    let first = kb.seli(in_head, kb.uremc(b, tiles), first_tail);
+    let first = kb.seli(in_head, kb.udivc(b, splits), first_tail);
     let count = kb.seli(in_head, kb.c(1), kb.seli(in_tail, tail_count, kb.c(0)));
     let lo = kb.seli(in_head, kb.mulc(j, sk.per_block as i64), kb.c(head));
     let hi = kb.seli(

@@ -57,8 +57,10 @@ pub enum StreamCut {
     /// slower than a split-K of the same tiles (BENCHMARKS.md, session 33, call 7).
     Contiguous,
     /// Fewer tiles than blocks: each tile's K range is cut at the same offsets, a head of
-    /// `splits` pieces of `per_block` K tiles (the last may be shorter), block `j · tiles + t`
-    /// walking piece `j` of tile `t`, and a tail of `tail` K tiles; the blocks left over
+    /// `splits` pieces of `per_block` K tiles (the last may be shorter), block
+    /// `t · splits + j` walking piece `j` of tile `t` (numbered as the tile-major cut numbers
+    /// them, so that where the two cuts coincide the kernels are the same), and a tail of
+    /// `tail` K tiles; the blocks left over
     /// (fewer than the tiles) walk `tails_per_block` consecutive tiles' tails each, whose
     /// length makes that about a piece's work. At any moment the running blocks sit at
     /// `splits + 1` K offsets, like a split-K's slices, yet every SM is busy.
@@ -269,9 +271,9 @@ impl StreamK {
         };
         let (tiles, head) = (self.sk_tiles(), self.k_tiles - tail);
         if b < splits * tiles {
-            let j = b / tiles;
+            let j = b % splits;
             AlignedWalk {
-                first: b % tiles,
+                first: b / splits,
                 count: 1,
                 lo: j * self.per_block,
                 hi: ((j + 1) * self.per_block).min(head),
