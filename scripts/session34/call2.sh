@@ -11,7 +11,7 @@
 #     bwd-weight and red=stream entries of at least 25 us, slowest first: stream-K's aligned
 #     cut is new in their space. Each search measures the shipped config first. Then cuDNN on
 #     the same problems. Merge afterwards with `convtune db merge`.
-#   Usage (repo root, on the device): bash scripts/session34/call2.sh
+#   Usage (repo root, on the device): bash scripts/session34/call2.sh (RETUNE=0: steps 1-3)
 #   Results: $OUT/summary.txt, $OUT/selfcheck-*.log, $OUT/ab.txt, $OUT/same-bw3.*, $OUT/retune.tgz
 set -uo pipefail
 . scripts/session11/lib.sh
@@ -38,6 +38,7 @@ timeout 80 "$B" --problems $D/problems.txt --arch sm_90 --try $D/tries.txt --bud
   --time 60 --full-timing --db /tmp/bw3.toml --journal "$OUT/bw3.jsonl" > "$OUT/bw3.log" 2>&1
 say "rc=$? $(el)"; grep -A9 "time us" "$OUT/bw3.log" | cut -c1-150 | tee -a "$S"
 same_harness 70 8 /tmp/bw3.toml
+[ "${RETUNE:-1}" = 0 ] && { say "== done (no retune) $(el)"; exit 0; }
 say "== 4 retune $(el)"
 R=/tmp/retune; mkdir -p $R
 python3 - > $R/problems.txt <<'PY'
