@@ -11,7 +11,8 @@
 #     bwd-weight and red=stream entries of at least 25 us, slowest first: stream-K's aligned
 #     cut is new in their space. Each search measures the shipped config first. Then cuDNN on
 #     the same problems. Merge afterwards with `convtune db merge`.
-#   Usage (repo root, on the device): bash scripts/session34/call2.sh (RETUNE=0: steps 1-3)
+#   Usage (repo root, on the device): bash scripts/session34/call2.sh (RETUNE=0: steps 1-3;
+#   CALL_S: the seconds the whole call may take, default 545)
 #   Results: $OUT/summary.txt, $OUT/selfcheck-*.log, $OUT/ab.txt, $OUT/same-bw3.*, $OUT/retune.tgz
 set -uo pipefail
 . scripts/session11/lib.sh
@@ -52,7 +53,7 @@ for e in tomllib.load(open("tuned-db/sm_90.toml", "rb"))["entry"]:
 for _, p in sorted(es, reverse=True):
     print(p)
 PY
-left=$(( 545 - $(date +%s) + t0 ))
+left=$(( ${CALL_S:-545} - $(date +%s) + t0 ))
 say "$(wc -l < $R/problems.txt) problems, ${left} s"
 tune_list $R $left
 say "-- cuDNN $(el)"
