@@ -48,6 +48,19 @@ for e in tomllib.load(open("tuned-db/sm_90.toml", "rb"))["entry"]:
         print(e["problem"])
 PY
 }
+# db_subset REGEX OUT: writes the shipped database's entries whose config matches REGEX to OUT
+# (a database of its own, header count fixed) and prints how many.
+db_subset() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+text = open("tuned-db/sm_90.toml").read()
+head, *entries = text.split("\n[[entry]]\n")
+kept = [e for e in entries if re.search(r'^config = ".*' + sys.argv[1], e, re.M)]
+h = re.sub(r"^entries = \d+", f"entries = {len(kept)}", head, flags=re.M)
+open(sys.argv[2], "w").write(h + "".join("\n[[entry]]\n" + e for e in kept))
+print(len(kept))
+PY
+}
 # selfcheck_step NAME SECONDS ARGS...: `convtune selfcheck ARGS` into $OUT/selfcheck-NAME.log,
 # its verdict lines in the summary.
 selfcheck_step() {

@@ -35,15 +35,7 @@ timeout 60 "$B" --problems $D/problems.txt --arch sm_90 --time 20 --db $W/search
 say "rc=$? $(el)"; grep -A6 "time us" $W/search.log | cut -c1-150 | tee -a "$S"
 tar czf "$OUT/bw3.tgz" -C /tmp bw3
 say "== 4 A/B shipped red=stream entries $(el)"
-python3 - <<'PY'
-import re
-text = open("tuned-db/sm_90.toml").read()
-head, *entries = text.split("\n[[entry]]\n")
-kept = [e for e in entries if re.search(r'^config = ".*red=stream', e, re.M)]
-h = re.sub(r"^entries = \d+", f"entries = {len(kept)}", head, flags=re.M)
-open("/tmp/stream.toml", "w").write(h + "".join("\n[[entry]]\n" + e for e in kept))
-print(len(kept))
-PY
+db_subset "red=stream" /tmp/stream.toml
 left=$(( 585 - $(date +%s) + t0 ))
 timeout $left bash scripts/ab-builds.sh /tmp/stream.toml '' new=$B base=target/base/convtune > "$OUT/ab.txt" 2>&1
 say "rc=$? $(el)"; tail -20 "$OUT/ab.txt" | cut -c1-200 | tee -a "$S"

@@ -21,14 +21,7 @@ say "== 1 selfcheck $(el)"
 selfcheck_step stream 80 --red stream --configs 3
 selfcheck_step stream-hopper 80 --red stream --configs 3 --space search-spaces/nvidia-hopper.toml
 say "== 2 A/B shipped red=stream entries $(el)"
-python3 - <<'PY'
-import re
-text = open("tuned-db/sm_90.toml").read()
-head, *entries = text.split("\n[[entry]]\n")
-kept = [e for e in entries if re.search(r'^config = ".*red=stream', e, re.M)]
-h = re.sub(r"^entries = \d+", f"entries = {len(kept)}", head, flags=re.M)
-open("/tmp/stream.toml", "w").write(h + "".join("\n[[entry]]\n" + e for e in kept))
-PY
+db_subset "red=stream" /tmp/stream.toml
 timeout 120 bash scripts/ab-builds.sh /tmp/stream.toml '' new=$B base=target/base/convtune > "$OUT/ab.txt" 2>&1
 say "rc=$? $(el)"; tail -17 "$OUT/ab.txt" | cut -c1-160 | tee -a "$S"
 rm -rf "$OUT/ab"
