@@ -69,6 +69,12 @@ selfcheck_step() {
   timeout "$secs" "$B" selfcheck "$@" > "$OUT/selfcheck-$name.log" 2>&1
   say "rc=$? $(el)"; grep -E "^(selfcheck:|FAIL)" "$OUT/selfcheck-$name.log" | tail -8 | tee -a "$S"
 }
+# selfcheck_red RED: selfcheck_step for the kernels of one split-K reduction, in the built-in
+# space and in the Hopper space (its wgmma load paths).
+selfcheck_red() {
+  selfcheck_step "$1" 80 --red "$1" --configs 3
+  selfcheck_step "$1-hopper" 80 --red "$1" --configs 3 --space search-spaces/nvidia-hopper.toml
+}
 # tune_cost SECONDS OLD_BIN OLD_FOR: scripts/session10/tune-cost-ab.sh, `--time 10`, with this build
 # (and OLD_BIN on the problems named in OLD_FOR: ' ' for none), its table and each run's summary
 # line in the summary.

@@ -18,8 +18,7 @@ set -uo pipefail
 . scripts/session11/lib.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$S"
 say "== 1 selfcheck $(el)"
-selfcheck_step stream 80 --red stream --configs 3
-selfcheck_step stream-hopper 80 --red stream --configs 3 --space search-spaces/nvidia-hopper.toml
+selfcheck_red stream
 say "== 2 bw3 tile-major vs aligned $(el)"
 D=scripts/session34/bw3 W=/tmp/bw3; mkdir -p $W
 n=$(grep -vc '^#' $D/tries.txt)

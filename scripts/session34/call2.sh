@@ -18,8 +18,7 @@ set -uo pipefail
 . scripts/session11/lib.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$S"
 say "== 1 selfcheck $(el)"
-selfcheck_step stream 80 --red stream --configs 3
-selfcheck_step stream-hopper 80 --red stream --configs 3 --space search-spaces/nvidia-hopper.toml
+selfcheck_red stream
 say "== 2 A/B shipped red=stream entries $(el)"
 db_subset "red=stream" /tmp/stream.toml
 timeout 120 bash scripts/ab-builds.sh /tmp/stream.toml '' new=$B base=target/base/convtune > "$OUT/ab.txt" 2>&1
