@@ -37,10 +37,12 @@ fn check(p: &ConvProblem, c: &PerfConfig, like: Target) -> [u32; 3] {
 #[test]
 fn ranges_inside_tiles_are_bit_exact() {
     // 1x1: dw 96 x 96 in 16x16 tiles: 36 tiles of 32 K tiles (K = 2·16·16 = 512, bk 16): 1152
-    // iterations over 132 SMs, 9 a block: every tile split over 4 or 5 blocks. bf16 NHWC,
-    // staged vector stores.
+    // iterations over 132 SMs, 9 a block: every tile split over 4 or 5 blocks (an aligned cut
+    // would leave tails under 8 K tiles: the tile-major one). bf16 NHWC, staged vector
+    // stores.
     let p = problem("convbfp16 -n 2 -c 96 -H 16 -W 16 -k 96 -y 1 -x 1 -F 4 --layout NHWC");
     let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
+    assert_eq!(StreamK::new(36, 32, 132).cut, StreamCut::Contiguous);
     assert_eq!(check(&p, &c, H200), [128, 1, 1]);
 }
 
@@ -48,18 +50,18 @@ fn ranges_inside_tiles_are_bit_exact() {
 fn aligned_cuts_with_tails_are_bit_exact() {
     // bwd-weight 1x1 f32: dw 160 x 64 in 16x16 tiles: 40 tiles of 104 K tiles (K = 2·26·32,
     // bk 16) on 132 SMs: every tile cut at K 0, 32, 64 (3 head pieces, blocks 3t + j) with
-    // a tail [96, 104) of 8 K tiles; of the 12 blocks left, 10 walk 4 tails each (32 K tiles,
-    // as a head piece): 130 blocks, 4 contributions a tile.
+    // a tail [96, 104) of 8 K tiles, the 320 tail iterations walked by the 12 blocks left,
+    // 27 each (a head piece is 32): 132 blocks, 4 or 5 contributions a tile.
     let p = problem("conv -n 2 -c 64 -H 26 -W 32 -k 160 -y 1 -x 1 -F 4");
     let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1");
     let s = StreamK::new(40, 104, 132);
     let aligned = StreamCut::Aligned {
         splits: 3,
         tail: 8,
-        tails_per_block: 4,
+        tail_per: 27,
     };
-    assert_eq!((s.cut, s.blocks, s.per_block), (aligned, 130, 32));
-    assert_eq!(check(&p, &c, H200), [130, 1, 1]);
+    assert_eq!((s.cut, s.blocks, s.per_block), (aligned, 132, 32));
+    assert_eq!(check(&p, &c, H200), [132, 1, 1]);
 }
 
 #[test]
@@ -84,7 +86,7 @@ fn many_contributors_per_tile_take_the_two_level_fixup() {
     let aligned = StreamCut::Aligned {
         splits: 66,
         tail: 0,
-        tails_per_block: 0,
+        tail_per: 0,
     };
     assert_eq!(s.cut, aligned);
     assert_eq!(check(&p, &c, H200), [132, 1, 1]);
@@ -226,25 +228,20 @@ fn the_hybrid_schedule_covers_every_iteration_once() {
                 assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
             }
         }
-        if let StreamCut::Aligned { .. } = s.cut {
-            // Every tile cut at the same offsets, its contributions' slices in K order.
-            let cuts = |t: u32| {
-                let mut c: Vec<_> = (0..s.blocks)
-                    .map(|b| s.aligned_walk(b))
-                    .filter(|a| (a.first..a.first + a.count).contains(&t))
-                    .map(|a| (a.slice, a.lo, a.hi))
-                    .collect();
-                c.sort();
-                c
-            };
-            let first = cuts(0);
-            assert!(
-                first.windows(2).all(|w| w[0].2 == w[1].1),
-                "{s:?}: {first:?}"
-            );
-            assert!((0..s.sk_tiles()).all(|t| cuts(t) == first), "{s:?}");
+        if let StreamCut::Aligned { splits, .. } = s.cut {
+            // The heads: piece j of every tile at K [j · per, (j + 1) · per), block t·splits + j.
+            for b in 0..splits * s.sk_tiles() {
+                let (t, j) = (b / splits, b % splits);
+                let head = (t, j * s.per_block, (j + 1) * s.per_block);
+                assert_eq!(s.units_of(b)[0], head, "{s:?} block {b}");
+            }
+            // As balanced as the tile-major cut, but for rounding.
             let sk_most = most - s.dp_waves * k;
-            assert!(sk_most * 10 <= s.per_block * 11, "{s:?}: busiest {sk_most}");
+            let even = (s.sk_tiles() * k).div_ceil(units);
+            assert!(
+                sk_most * 8 <= even * 9,
+                "{s:?}: busiest {sk_most}, {even} even"
+            );
         }
         if dp > 0 {
             assert!(s.per_block >= StreamK::MIN_PER_BLOCK, "{s:?}");
@@ -304,12 +301,14 @@ fn ws_stream_k_splits_tiles_across_blocks() {
 #[test]
 fn ws_stream_k_aligned_cut_runs_tails_of_several_tiles() {
     // bwd-weight 1x1: dw 192 x 64 in 64x64 tiles = 3 tiles of 40 K tiles (K = 2·32·40) on 8
-    // SMs: each tile cut at K 0 and 16 (blocks 2t + j), tails [32, 40) walked by two blocks,
-    // the first two tiles' and the last one's: the ring runs on across a block's tails.
+    // SMs: each tile cut at K 0 and 15 (blocks 2t + j), the tails [30, 40) walked tile-major
+    // by the two blocks left, 15 iterations each: the first takes tile 0's tail and half of
+    // tile 1's, the ring running on across them.
     let p = problem("convbfp16 -n 2 -c 64 -H 32 -W 40 -k 192 -y 1 -x 1 -F 4 --layout NHWC");
     let s = StreamK::new(3, 40, 8);
-    assert_eq!(s.units_of(6), [(0, 32, 40), (1, 32, 40)]);
-    assert_eq!(s.units_of(3), [(1, 16, 32)]);
+    assert_eq!(s.units_of(6), [(0, 30, 40), (1, 30, 35)]);
+    assert_eq!(s.units_of(7), [(1, 35, 40), (2, 30, 40)]);
+    assert_eq!(s.units_of(3), [(1, 15, 30)]);
     assert_eq!(check_ws(&p, &cfg(WS_STREAM), 8), [[8, 1, 1]]);
 }
 

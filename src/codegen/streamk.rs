@@ -1,8 +1,10 @@
 //! Stream-K (`red=stream`): the walk of a block of the [`StreamK`] schedule, shared by the two
 //! kernels that run it. Block `b` first walks its share of the stream-K region — under
-//! [`StreamCut::Contiguous`] iterations `[b · per, (b + 1) · per)` of the tile-major
-//! (output tile, K tile) space (it crosses a few output tiles: one unit per tile it meets),
-//! under [`StreamCut::Aligned`] one head piece of one tile or the tails of a few — then its
+//! [`StreamCut::Contiguous`](crate::config::StreamCut::Contiguous) iterations
+//! `[b · per, (b + 1) · per)` of the tile-major (output tile, K tile) space (it crosses a few
+//! output tiles: one unit per tile it meets), under
+//! [`StreamCut::Aligned`](crate::config::StreamCut::Aligned) one head piece of one tile, or
+//! past the heads a range of the tails' tile-major space — then its
 //! data-parallel tiles, whole. A unit that covers only part of its tile hands its partial to the split-K
 //! fix-up ([`super::fixup`]), whose last contributor adds the partials in K order (the
 //! contributors' block order) and writes C. Nobody waits for anybody, so any number of
@@ -25,7 +27,7 @@ use super::loader::Loader;
 use super::math::WarpMath;
 use super::plan::GemmPlan;
 use super::schedule::{raster_tile_at, Finish, Unit};
-use crate::config::{StreamCut, StreamK};
+use crate::config::{StreamK, StreamRegion as Region};
 use inkwell::values::IntValue;
 
 /// Emits the `ld=cp` stream-K GEMM kernel of `plan` (whose scheduler is `sk`).
@@ -48,20 +50,61 @@ pub(crate) fn emit_streamk<'ctx>(kb: &Kb<'_, 'ctx>, plan: &GemmPlan, sk: &Stream
 }
 
 /// Calls `body` for each unit of block `blockIdx.x`'s walk, in order: the non-empty
-/// segments of its stream-K range (block-uniform branches: `body` may hold barriers), then
-/// its data-parallel tiles. [`StreamK::units_of`] is the same walk on the host.
+/// segments of its range in its stream-K region (the heads', or past them the tails'; one
+/// loop with block-uniform bounds and branches, so `body` is emitted once and may hold
+/// barriers), then its data-parallel tiles. [`StreamK::units_of`] is the same walk on the host.
 pub(crate) fn walk_units<'ctx>(
     kb: &Kb<'_, 'ctx>,
     plan: &GemmPlan,
     sk: &StreamK,
     body: impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
 ) {
-    match sk.cut {
-        StreamCut::Contiguous => walk_contiguous(kb, plan, sk, &body),
-        StreamCut::Aligned { .. } => walk_aligned(kb, plan, sk, &body),
-    }
+    let (heads, tails) = sk.regions();
+    let b = kb.block_idx(0);
+    let in_tail = match tails {
+        Some(_) => kb.ult(kb.c(heads.blocks() as i64 - 1), b),
+        None => kb.cbool(false),
+    };
+    // This block's region: the heads', else the tails' (the same when there are none).
+    let other = tails.unwrap_or(heads);
+    let pick = |h: u64, t: u64| kb.seli(in_tail, kb.c(t as i64), kb.c(h as i64));
+    let i = kb.seli(in_tail, kb.sub(b, kb.c(heads.blocks() as i64)), b);
+    let per = pick(heads.per.into(), other.per.into());
+    let len = pick(heads.len.into(), other.len.into());
+    let k0 = pick(heads.k0.into(), other.k0.into());
+    let total = pick(region_total(&heads), region_total(&other));
+    let start = kb.mul(i, per);
+    let end = kb.umin(kb.add(start, per), total);
+    let first_tile = kb.seli(
+        in_tail,
+        kb.udivc(start, other.len),
+        kb.udivc(start, heads.len),
+    );
+    let k_tiles = kb.c(sk.k_tiles as i64);
+    kb.for_range(kb.c(0), kb.c(sk.max_segments() as i64), |kb, seg| {
+        let t = kb.add(first_tile, seg);
+        let t_lo = kb.mul(t, len);
+        let lo = kb.umax(start, t_lo);
+        let hi = kb.umin(end, kb.add(t_lo, len));
+        kb.if_then(kb.ult(lo, hi), |kb| {
+            let lo = kb.add(k0, kb.sub(lo, t_lo));
+            let hi = kb.add(k0, kb.sub(hi, t_lo));
+            body(
+                kb,
+                &Unit {
+                    tile: tile_at(kb, plan, t),
+                    lo,
+                    hi,
+                    finish: Finish::Stream {
+                        whole: kb.all(&[kb.eq(lo, kb.c(0)), kb.eq(hi, k_tiles)]),
+                        share: share(kb, t, i, in_tail, &heads, tails.as_ref()),
+                    },
+                },
+            );
+        });
+    });
     if sk.dp_waves > 0 {
-        let first = kb.addc(kb.block_idx(0), sk.sk_tiles() as i64);
+        let first = kb.addc(b, sk.sk_tiles() as i64);
         kb.for_range(kb.c(0), kb.c(sk.dp_waves as i64), |kb, j| {
             let t = kb.add(first, kb.mulc(j, sk.blocks as i64));
             body(
@@ -69,7 +112,7 @@ pub(crate) fn walk_units<'ctx>(
                 &Unit {
                     tile: tile_at(kb, plan, t),
                     lo: kb.c(0),
-                    hi: kb.c(sk.k_tiles as i64),
+                    hi: k_tiles,
                     finish: Finish::Direct,
                 },
             );
@@ -77,109 +120,9 @@ pub(crate) fn walk_units<'ctx>(
     }
 }
 
-/// The stream-K units of [`StreamCut::Contiguous`]: the non-empty segments of the block's
-/// range, tile by tile.
-fn walk_contiguous<'ctx>(
-    kb: &Kb<'_, 'ctx>,
-    plan: &GemmPlan,
-    sk: &StreamK,
-    body: &impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
-) {
-    let b = kb.block_idx(0);
-    let per = sk.per_block as i64;
-    let k_tiles = sk.k_tiles as i64;
-    let total = sk.sk_tiles() as i64 * k_tiles;
-    let start = kb.mulc(b, per);
-    let end = kb.umin(kb.addc(start, per), kb.c(total));
-    let first_tile = kb.udivc(start, sk.k_tiles);
-    let segments = kb.c(sk.max_segments() as i64);
-    kb.for_range(kb.c(0), segments, |kb, seg| {
-        let t = kb.add(first_tile, seg);
-        let t_lo = kb.mulc(t, k_tiles);
-        let t_hi = kb.addc(t_lo, k_tiles);
-        let lo = kb.umax(start, t_lo);
-        let hi = kb.umin(end, t_hi);
-        kb.if_then(kb.ult(lo, hi), |kb| {
-            let whole = kb.all(&[kb.eq(lo, t_lo), kb.eq(hi, t_hi)]);
-            body(
-                kb,
-                &Unit {
-                    tile: tile_at(kb, plan, t),
-                    lo: kb.sub(lo, t_lo),
-                    hi: kb.sub(hi, t_lo),
-                    finish: Finish::Stream {
-                        whole,
-                        share: share(kb, t, b, sk),
-                    },
-                },
-            );
-        });
-    });
-}
-
-/// The stream-K units of [`StreamCut::Aligned`], as [`StreamK::aligned_walk`] computes them
-/// on the host: a head piece (`b < splits · tiles`: piece `b % splits` of tile `b / splits`),
-/// else a run of tails, else nothing. One loop over the block's tiles with block-uniform
-/// bounds, so `body` is emitted once.
-fn walk_aligned<'ctx>(
-    kb: &Kb<'_, 'ctx>,
-    plan: &GemmPlan,
-    sk: &StreamK,
-    body: &impl Fn(&Kb<'_, 'ctx>, &Unit<'ctx>),
-) {
-    let StreamCut::Aligned {
-        splits,
-        tail,
-        tails_per_block,
-    } = sk.cut
-    else {
-        unreachable!("walk_aligned of a {:?} cut", sk.cut);
-    };
-    let b = kb.block_idx(0);
-    let tiles = sk.sk_tiles();
-    let (k_tiles, head) = (sk.k_tiles as i64, (sk.k_tiles - tail) as i64);
-    let heads = (splits * tiles) as i64;
-    let in_head = kb.ult(b, kb.c(heads));
-    let j = kb.uremc(b, splits);
-    // Tail blocks: past the heads, before the stream-K blocks' end.
-    let first_tail = kb.mulc(kb.sub(b, kb.c(heads)), tails_per_block as i64);
-    let in_tail = kb.all(&[
-        kb.ult(kb.c(heads - 1), b),
-        kb.ult(b, kb.c(sk.sk_blocks() as i64)),
-    ]);
-    let tail_count = kb.umin(
-        kb.c(tails_per_block as i64),
-        kb.sub(kb.c(tiles as i64), kb.umin(first_tail, kb.c(tiles as i64))),
-    );
-    let first = kb.seli(in_head, kb.udivc(b, splits), first_tail);
-    let count = kb.seli(in_head, kb.c(1), kb.seli(in_tail, tail_count, kb.c(0)));
-    let lo = kb.seli(in_head, kb.mulc(j, sk.per_block as i64), kb.c(head));
-    let hi = kb.seli(
-        in_head,
-        kb.umin(kb.addc(lo, sk.per_block as i64), kb.c(head)),
-        kb.c(k_tiles),
-    );
-    let slice = kb.seli(in_head, j, kb.c(splits as i64));
-    let whole = kb.all(&[kb.eq(lo, kb.c(0)), kb.eq(hi, kb.c(k_tiles))]);
-    kb.for_range(kb.c(0), count, |kb, u| {
-        let t = kb.add(first, u);
-        body(
-            kb,
-            &Unit {
-                tile: tile_at(kb, plan, t),
-                lo,
-                hi,
-                finish: Finish::Stream {
-                    whole,
-                    share: Share {
-                        tile: t,
-                        slice,
-                        count: kb.c(sk.max_contributors() as i64),
-                    },
-                },
-            },
-        );
-    });
+/// Iterations of a region.
+fn region_total(r: &Region) -> u64 {
+    u64::from(r.tiles) * u64::from(r.len)
 }
 
 /// Output tile `t` (over groups and tiles): the raster scheduler's tile `t mod tiles` of
@@ -195,21 +138,47 @@ fn tile_at<'ctx>(
     })
 }
 
-/// Block `b`'s share of tile `t`: the blocks whose ranges meet the tile are consecutive, from
-/// the one holding its first iteration to the one holding its last; `b`'s place among them is
-/// the order of the sum.
+/// The share of tile `t` of block `i` of its region (the tails' when `in_tail`): a region's
+/// blocks that meet a tile are consecutive, from the one holding its first iteration to the
+/// one holding its last; the heads' come first in the sum (their K tiles do), then the
+/// tails'.
 fn share<'ctx>(
     kb: &Kb<'_, 'ctx>,
     t: IntValue<'ctx>,
-    b: IntValue<'ctx>,
-    sk: &StreamK,
+    i: IntValue<'ctx>,
+    in_tail: IntValue<'ctx>,
+    heads: &Region,
+    tails: Option<&Region>,
 ) -> Share<'ctx> {
-    let t_lo = kb.mulc(t, sk.k_tiles as i64);
-    let first = kb.udivc(t_lo, sk.per_block);
-    let last = kb.udivc(kb.addc(t_lo, sk.k_tiles as i64 - 1), sk.per_block);
+    let (h_first, h_count) = contributors(kb, t, heads);
+    let Some(tails) = tails else {
+        return Share {
+            tile: t,
+            slice: kb.sub(i, h_first),
+            count: h_count,
+        };
+    };
+    let (t_first, t_count) = contributors(kb, t, tails);
     Share {
         tile: t,
-        slice: kb.sub(b, first),
-        count: kb.addc(kb.sub(last, first), 1),
+        slice: kb.seli(
+            in_tail,
+            kb.add(h_count, kb.sub(i, t_first)),
+            kb.sub(i, h_first),
+        ),
+        count: kb.add(h_count, t_count),
     }
+}
+
+/// The first of region `r`'s blocks that meet tile `t`, and how many do
+/// ([`Region::contributors`]).
+fn contributors<'ctx>(
+    kb: &Kb<'_, 'ctx>,
+    t: IntValue<'ctx>,
+    r: &Region,
+) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    let lo = kb.mulc(t, r.len as i64);
+    let first = kb.udivc(lo, r.per);
+    let last = kb.udivc(kb.addc(lo, r.len as i64 - 1), r.per);
+    (first, kb.addc(kb.sub(last, first), 1))
 }

@@ -22,7 +22,7 @@ pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
 pub use persistent::{
     persistent_c_budget, persistent_epilogue_at, persistent_region_bytes, PersistentGrid,
 };
-pub use stream_k::{AlignedWalk, StreamCut, StreamK};
+pub use stream_k::{Region as StreamRegion, StreamCut, StreamK};
 
 pub use text::ConfigParseError;
 

@@ -57,27 +57,98 @@ pub enum StreamCut {
     /// slower than a split-K of the same tiles (BENCHMARKS.md, session 33, call 7).
     Contiguous,
     /// Fewer tiles than blocks: each tile's K range is cut at the same offsets, a head of
-    /// `splits` pieces of `per_block` K tiles (the last may be shorter), block
-    /// `t · splits + j` walking piece `j` of tile `t` (numbered as the tile-major cut numbers
-    /// them, so that where the two cuts coincide the kernels are the same), and a tail of
-    /// `tail` K tiles; the blocks left over
-    /// (fewer than the tiles) walk `tails_per_block` consecutive tiles' tails each, whose
-    /// length makes that about a piece's work. At any moment the running blocks sit at
-    /// `splits + 1` K offsets, like a split-K's slices, yet every SM is busy.
+    /// `splits` pieces of `per_block` K tiles, block `t · splits + j` walking piece `j` of tile
+    /// `t` (numbered as the tile-major cut numbers them, so that where the two cuts coincide
+    /// the kernels are the same), then a tail of `tail` K tiles a tile, the tails walked
+    /// tile-major by the blocks left over, `tail_per` iterations each. The tail's length
+    /// balances the two (a head piece's work is a tail block's), and the tile-major walk only
+    /// spreads the tail blocks over the tail's K range. At any moment the head blocks sit at
+    /// `splits` K offsets, like a split-K's slices, yet every SM is busy.
     Aligned {
         /// Head pieces per tile.
         splits: u32,
-        /// K tiles of each tile's tail, after the head (0: no tail blocks).
+        /// K tiles of each tile's tail, after the head's `splits · per_block` (0: none).
         tail: u32,
-        /// Tails one tail block walks.
-        tails_per_block: u32,
+        /// Tail iterations per tail block.
+        tail_per: u32,
     },
+}
+
+/// A tile-major walk: `tiles × len` iterations (each tile's K tiles `k0 .. k0 + len`) cut in
+/// ranges of `per`, block `i` of the region walking `[i · per, (i + 1) · per)`. The stream-K
+/// region is one ([`StreamCut::Contiguous`]) or two ([`StreamCut::Aligned`]: the heads,
+/// whose `per` divides `len`, and the tails); the kernels compute the same in IR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// Output tiles.
+    pub tiles: u32,
+    /// K tiles of each tile in this region.
+    pub len: u32,
+    /// Iterations per block.
+    pub per: u32,
+    /// The region's first K tile in each tile.
+    pub k0: u32,
+}
+
+impl Region {
+    /// Blocks with iterations here.
+    pub fn blocks(&self) -> u32 {
+        (u64::from(self.tiles) * u64::from(self.len)).div_ceil(u64::from(self.per)) as u32
+    }
+
+    /// Most blocks that meet one tile.
+    pub fn max_contributors(&self) -> u32 {
+        if self.len % self.per == 0 {
+            self.len / self.per
+        } else {
+            self.len.div_ceil(self.per) + 1
+        }
+    }
+
+    /// Most tiles one block meets.
+    pub fn max_segments(&self) -> u32 {
+        self.per.div_ceil(self.len) + 1
+    }
+
+    /// The blocks (of the region) that meet tile `t`: the first and how many.
+    pub fn contributors(&self, t: u32) -> (u32, u32) {
+        let lo = u64::from(t) * u64::from(self.len);
+        let (first, last) = (
+            lo / u64::from(self.per),
+            (lo + u64::from(self.len) - 1) / u64::from(self.per),
+        );
+        (first as u32, (last - first + 1) as u32)
+    }
+
+    /// Block `i`'s units, in order: `(tile, first K tile, end)`, K tiles of the whole tile.
+    pub fn units_of(&self, i: u32) -> Vec<(u32, u32, u32)> {
+        let (len, per) = (u64::from(self.len), u64::from(self.per));
+        let total = u64::from(self.tiles) * len;
+        let start = u64::from(i) * per;
+        let end = (start + per).min(total);
+        let mut out = Vec::new();
+        let mut it = start;
+        while it < end {
+            let t = it / len;
+            let hi = ((t + 1) * len).min(end);
+            let k = |x: u64| (x - t * len) as u32 + self.k0;
+            out.push((t as u32, k(it), k(hi)));
+            it = hi;
+        }
+        out
+    }
 }
 
 impl StreamK {
     /// Fewest K tiles a block should walk: below it the fix-up costs more than the balance
     /// gains (CUTLASS's stream-K minimum).
     pub const MIN_PER_BLOCK: u32 = 8;
+
+    /// How much busier (as a fraction `(num, den)`) the aligned cut's busiest block may be
+    /// than the tile-major cut's and still be taken: blocks that read the same operand rows
+    /// at once are worth that much (on the H200 the aligned cut ran the bwd-weight 3×3 c256's
+    /// stream-K shapes 1.3× faster, BENCHMARKS.md session 34).
+    pub const ALIGNED_SLACK: (u32, u32) = (1, 8);
 
     /// The schedule of `tiles` output tiles of `k_tiles` K tiles over at most `units` blocks.
     pub fn new(tiles: u32, k_tiles: u32, units: u32) -> Self {
@@ -93,15 +164,19 @@ impl StreamK {
             waves.saturating_sub(1)
         };
         let sk_tiles = tiles - dp_waves * units;
-        if let Some((cut, per_block, sk_blocks)) = Self::aligned(sk_tiles, k_tiles, units) {
-            return StreamK {
+        if let Some((cut, per_block)) = Self::aligned(sk_tiles, k_tiles, units) {
+            let mut sk = StreamK {
                 tiles,
                 k_tiles,
-                blocks: if dp_waves > 0 { units } else { sk_blocks },
+                blocks: units,
                 per_block,
                 dp_waves,
                 cut,
             };
+            if dp_waves == 0 {
+                sk.blocks = sk.sk_blocks();
+            }
+            return sk;
         }
         let total = u64::from(sk_tiles) * k;
         let sk_blocks = u64::from(units).min(total.max(1));
@@ -123,45 +198,90 @@ impl StreamK {
         }
     }
 
-    /// The [`StreamCut::Aligned`] cut of `tiles` tiles of `k` K tiles over `units` blocks, its head
-    /// pieces' length and the blocks it uses; `None` with as many tiles as blocks, or where a
-    /// piece or a tail would be shorter than [`Self::MIN_PER_BLOCK`] (then the tile-major
-    /// cut balances better, and short K ranges fit in L2 anyway).
-    fn aligned(tiles: u32, k: u32, units: u32) -> Option<(StreamCut, u32, u32)> {
+    /// The [`StreamCut::Aligned`] cut of `tiles` tiles of `k` K tiles over `units` blocks and
+    /// its head pieces' length. `units / tiles` pieces a tile leave `units mod tiles` blocks
+    /// for the tails: a tail of about `k · left / units` K tiles gives head and tail blocks
+    /// the tile-major cut's share each; of the rounded candidates (and no tail at all) the
+    /// one whose busiest block walks least. `None` with as many tiles as blocks, where a head
+    /// piece, a tail block's range or a tail would be under [`Self::MIN_PER_BLOCK`] K tiles
+    /// (a short tail makes its blocks meet many tiles, each paying a fix-up), or where the
+    /// busiest block would walk more than the tile-major cut's by over
+    /// [`Self::ALIGNED_SLACK`].
+    fn aligned(tiles: u32, k: u32, units: u32) -> Option<(StreamCut, u32)> {
         if tiles == 0 || tiles >= units {
             return None;
         }
-        let (splits, left) = (units / tiles, units % tiles);
-        // `left` blocks take `tails_per_block` tails each; a tail of k / (splits · tails + 1)
-        // (rounded) makes that as much work as a head piece.
-        let (tail, tails_per_block) = if left == 0 {
-            (0, 0)
-        } else {
-            let g = tiles.div_ceil(left);
-            let parts = splits * g + 1;
-            let q = (2 * k + parts) / (2 * parts);
-            if q < Self::MIN_PER_BLOCK {
-                return None;
+        let short = |n: u32| n < Self::MIN_PER_BLOCK;
+        let (s, left) = (units / tiles, units % tiles);
+        let even = u64::from(k) * u64::from(left) / u64::from(units);
+        let mut best: Option<(u32, StreamCut, u32)> = None;
+        for q in [0, even, even + 1] {
+            let q = q as u32;
+            if q >= k || (q > 0 && left == 0) {
+                continue;
             }
-            (q, g)
-        };
-        let head = k - tail;
-        let per = head.div_ceil(splits);
-        if per < Self::MIN_PER_BLOCK {
-            return None;
+            let per = (k - q).div_ceil(s);
+            let splits = s.min(k / per);
+            let tail = k - splits * per;
+            let tail_per = if tail > 0 {
+                (tiles * tail).div_ceil(units - splits * tiles)
+            } else {
+                0
+            };
+            if short(per) || (tail > 0 && (short(tail) || short(tail_per))) {
+                continue;
+            }
+            let busiest = per.max(tail_per);
+            if best.is_none_or(|(b, ..)| busiest < b) {
+                let cut = StreamCut::Aligned {
+                    splits,
+                    tail,
+                    tail_per,
+                };
+                best = Some((busiest, cut, per));
+            }
         }
-        let splits = head.div_ceil(per);
-        let tail_blocks = if tail > 0 {
-            tiles.div_ceil(tails_per_block)
-        } else {
-            0
-        };
-        let cut = StreamCut::Aligned {
-            splits,
-            tail,
-            tails_per_block,
-        };
-        Some((cut, per, splits * tiles + tail_blocks))
+        let (busiest, cut, per) = best?;
+        let tile_major = (tiles * k).div_ceil(units);
+        let (num, den) = Self::ALIGNED_SLACK;
+        (busiest * den <= tile_major * (den + num)).then_some((cut, per))
+    }
+
+    /// The stream-K region's walks: the heads (or the whole region, tile-major) and, for an
+    /// aligned cut with a tail, the tails, whose blocks come after the heads'.
+    pub fn regions(&self) -> (Region, Option<Region>) {
+        let tiles = self.sk_tiles();
+        match self.cut {
+            StreamCut::Contiguous => (
+                Region {
+                    tiles,
+                    len: self.k_tiles,
+                    per: self.per_block,
+                    k0: 0,
+                },
+                None,
+            ),
+            StreamCut::Aligned {
+                splits,
+                tail,
+                tail_per,
+            } => {
+                let head = splits * self.per_block;
+                let heads = Region {
+                    tiles,
+                    len: head,
+                    per: self.per_block,
+                    k0: 0,
+                };
+                let tails = (tail > 0).then_some(Region {
+                    tiles,
+                    len: tail,
+                    per: tail_per,
+                    k0: head,
+                });
+                (heads, tails)
+            }
+        }
     }
 
     /// Tiles of the stream-K region (the first ones).
@@ -171,54 +291,28 @@ impl StreamK {
 
     /// Blocks with stream-K iterations (the first ones).
     pub fn sk_blocks(&self) -> u32 {
-        let tiles = self.sk_tiles();
-        match self.cut {
-            StreamCut::Contiguous => (u64::from(tiles) * u64::from(self.k_tiles))
-                .div_ceil(u64::from(self.per_block)) as u32,
-            StreamCut::Aligned {
-                splits,
-                tail,
-                tails_per_block,
-            } => {
-                splits * tiles
-                    + if tail > 0 {
-                        tiles.div_ceil(tails_per_block)
-                    } else {
-                        0
-                    }
-            }
-        }
+        let (heads, tails) = self.regions();
+        heads.blocks() + tails.map_or(0, |r| r.blocks())
     }
 
     /// Iterations the busiest block walks.
     pub fn most_per_block(&self) -> u32 {
-        let sk = match self.cut {
-            StreamCut::Contiguous => self.per_block,
-            StreamCut::Aligned {
-                tail,
-                tails_per_block,
-                ..
-            } => self.per_block.max(tail * tails_per_block),
-        };
-        self.dp_waves * self.k_tiles + sk
+        let (heads, tails) = self.regions();
+        self.dp_waves * self.k_tiles + heads.per.max(tails.map_or(0, |r| r.per))
     }
 
     /// Most blocks that contribute to one output tile (the fix-up's slices per tile).
     pub fn max_contributors(&self) -> u32 {
-        match self.cut {
-            StreamCut::Contiguous => self.k_tiles.div_ceil(self.per_block) + 1,
-            StreamCut::Aligned { splits, tail, .. } => splits + u32::from(tail > 0),
-        }
+        let (heads, tails) = self.regions();
+        heads.max_contributors() + tails.map_or(0, |r| r.max_contributors())
     }
 
     /// Most output tiles one block's stream-K range touches (the kernels' segment loop).
     pub fn max_segments(&self) -> u32 {
-        match self.cut {
-            StreamCut::Contiguous => self.per_block.div_ceil(self.k_tiles) + 1,
-            StreamCut::Aligned {
-                tails_per_block, ..
-            } => tails_per_block.max(1),
-        }
+        let (heads, tails) = self.regions();
+        heads
+            .max_segments()
+            .max(tails.map_or(0, |r| r.max_segments()))
     }
 
     /// The fix-up of the stream-K region with `block_m × block_n` tiles: a counter and
@@ -232,68 +326,16 @@ impl StreamK {
     /// the stream-K segments then the data-parallel tiles. The kernels compute the same in
     /// IR; this form is for tests and tools.
     pub fn units_of(&self, b: u32) -> Vec<(u32, u32, u32)> {
-        let mut out = Vec::new();
-        match self.cut {
-            StreamCut::Contiguous => {
-                let (k, per) = (u64::from(self.k_tiles), u64::from(self.per_block));
-                let total = u64::from(self.sk_tiles()) * k;
-                let start = u64::from(b) * per;
-                let end = (start + per).min(total);
-                let mut it = start;
-                while it < end {
-                    let t = it / k;
-                    let hi = ((t + 1) * k).min(end);
-                    out.push((t as u32, (it - t * k) as u32, (hi - t * k) as u32));
-                    it = hi;
-                }
-            }
-            StreamCut::Aligned { .. } => {
-                let a = self.aligned_walk(b);
-                out.extend((a.first..a.first + a.count).map(|t| (t, a.lo, a.hi)));
-            }
-        }
+        let (heads, tails) = self.regions();
+        let mut out = if b < heads.blocks() {
+            heads.units_of(b)
+        } else {
+            tails.map_or(vec![], |r| r.units_of(b - heads.blocks()))
+        };
         for j in 0..self.dp_waves {
             out.push((self.sk_tiles() + b + j * self.blocks, 0, self.k_tiles));
         }
         out
-    }
-
-    /// Block `b`'s units under [`StreamCut::Aligned`] (none for a block past the stream-K blocks):
-    /// the kernels compute the same in IR.
-    pub fn aligned_walk(&self, b: u32) -> AlignedWalk {
-        let StreamCut::Aligned {
-            splits,
-            tail,
-            tails_per_block,
-        } = self.cut
-        else {
-            panic!("aligned_walk of a {:?} cut", self.cut);
-        };
-        let (tiles, head) = (self.sk_tiles(), self.k_tiles - tail);
-        if b < splits * tiles {
-            let j = b % splits;
-            AlignedWalk {
-                first: b / splits,
-                count: 1,
-                lo: j * self.per_block,
-                hi: ((j + 1) * self.per_block).min(head),
-                slice: j,
-            }
-        } else {
-            let first = (b - splits * tiles) * tails_per_block;
-            let count = if tail > 0 && first < tiles {
-                tails_per_block.min(tiles - first)
-            } else {
-                0
-            };
-            AlignedWalk {
-                first,
-                count,
-                lo: head,
-                hi: self.k_tiles,
-                slice: splits,
-            }
-        }
     }
 
     /// Blocks of the last wave of the data-parallel schedule (one block per tile) over
@@ -301,20 +343,4 @@ impl StreamK {
     pub fn data_parallel_tail(tiles: u32, units: u32) -> u32 {
         tiles % units.max(1)
     }
-}
-
-/// One block's stream-K units under [`StreamCut::Aligned`]: tiles `first .. first + count`, each
-/// over K tiles `lo .. hi`, as contribution `slice` (the order of the fix-up's sum).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AlignedWalk {
-    /// First tile.
-    pub first: u32,
-    /// Tiles (0 for a block without stream-K work).
-    pub count: u32,
-    /// First K tile of each unit.
-    pub lo: u32,
-    /// End of each unit's K tiles.
-    pub hi: u32,
-    /// The units' place in their tiles' sums.
-    pub slice: u32,
 }
