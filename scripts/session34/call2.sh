@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Session 34, device call 2 (< 590 s, an H200; carry .carry with convtune.xz = this build and
-# convtune-base.xz = cba54ca, and .whl = this build's wheel): the aligned stream-K cut with its
-# head blocks numbered as the tile-major cut numbers them.
+# convtune-base.xz = cba54ca, and .whl = this build's wheel): the aligned stream-K cut in its
+# balanced form (heads cut at the same K offsets in every tile, numbered as the tile-major cut
+# numbers them; the tails walked tile-major by the blocks left over; taken only where it is
+# about as balanced as the tile-major cut).
 #  1. `convtune selfcheck --red stream` (built-in space and the Hopper space).
 #  2. A/B (scripts/ab-builds.sh, alternating, both orders) of the shipped red=stream entries.
 #  3. Issue 13's bwd-weight 3x3 c256: scripts/session34/bw3/tries.txt timed by this build
