@@ -5,7 +5,7 @@
 
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, launches, Target};
-use convtune::config::{PerfConfig, Reduction, StreamCut, StreamK};
+use convtune::config::{Cut, PerfConfig, Reduction, StreamCut, StreamK};
 use convtune::legality::{self, Rejection};
 use convtune::lowering::lower;
 use convtune::problem::ConvProblem;
@@ -19,6 +19,14 @@ fn stream(c: &str) -> PerfConfig {
     PerfConfig {
         red: Reduction::Stream,
         ..cfg(c)
+    }
+}
+
+/// `c` with stream-K's aligned cut (`cut=aligned`).
+fn aligned(c: PerfConfig) -> PerfConfig {
+    PerfConfig {
+        cut: Cut::Aligned,
+        ..c
     }
 }
 
@@ -42,7 +50,10 @@ fn ranges_inside_tiles_are_bit_exact() {
     // stores.
     let p = problem("convbfp16 -n 2 -c 96 -H 16 -W 16 -k 96 -y 1 -x 1 -F 4 --layout NHWC");
     let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=3,va=8,vb=8,vc=8,lds=swz,sk=1,rs=1");
-    assert_eq!(StreamK::new(36, 32, 132).cut, StreamCut::Contiguous);
+    assert_eq!(
+        StreamK::new(36, 32, 132, Cut::Aligned).cut,
+        StreamCut::Contiguous
+    );
     assert_eq!(check(&p, &c, H200), [128, 1, 1]);
 }
 
@@ -53,14 +64,16 @@ fn aligned_cuts_with_tails_are_bit_exact() {
     // a tail [96, 104) of 8 K tiles, the 320 tail iterations walked by the 12 blocks left,
     // 27 each (a head piece is 32): 132 blocks, 4 or 5 contributions a tile.
     let p = problem("conv -n 2 -c 64 -H 26 -W 32 -k 160 -y 1 -x 1 -F 4");
-    let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1");
-    let s = StreamK::new(40, 104, 132);
-    let aligned = StreamCut::Aligned {
+    let c = aligned(stream(
+        "v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1",
+    ));
+    let s = StreamK::new(40, 104, 132, Cut::Aligned);
+    let cut = StreamCut::Aligned {
         splits: 3,
         tail: 8,
         tail_per: 27,
     };
-    assert_eq!((s.cut, s.blocks, s.per_block), (aligned, 132, 32));
+    assert_eq!((s.cut, s.blocks, s.per_block), (cut, 132, 32));
     assert_eq!(check(&p, &c, H200), [132, 1, 1]);
 }
 
@@ -77,28 +90,31 @@ fn ranges_across_and_covering_whole_tiles_are_bit_exact() {
 #[test]
 fn many_contributors_per_tile_take_the_two_level_fixup() {
     // 1x1 f32: dw 16 x 32 in 16x16 tiles: 2 tiles of 528 K tiles (K = 2·66·64 = 8448, bk 16):
-    // on 132 SMs each tile cut at the same 66 offsets (8 iterations a block, no tails), 66
-    // contributors a tile, added in groups of 8.
+    // 8 iterations a block on 132 SMs, 67 contributors a tile, added in groups of 8; cut
+    // aligned, each tile at the same 66 offsets (no tails), 66 contributors.
     let p = problem("conv -n 2 -c 32 -H 66 -W 64 -k 16 -y 1 -x 1 -F 4");
     let c = stream("v1:bm=16,bn=16,bk=16,wm=16,wn=16,st=2,va=1,vb=1,vc=1,lds=pad,sk=1,rs=1");
-    let s = StreamK::new(2, 528, 132);
-    assert_eq!((s.blocks, s.per_block, s.max_contributors()), (132, 8, 66));
-    let aligned = StreamCut::Aligned {
+    let s = StreamK::new(2, 528, 132, Cut::Tile);
+    assert_eq!((s.blocks, s.per_block, s.max_contributors()), (132, 8, 67));
+    assert_eq!(check(&p, &c, H200), [132, 1, 1]);
+    let s = StreamK::new(2, 528, 132, Cut::Aligned);
+    assert_eq!((s.blocks, s.per_block, s.max_contributors()), (132, 8, 67));
+    let cut = StreamCut::Aligned {
         splits: 66,
         tail: 0,
         tail_per: 0,
     };
-    assert_eq!(s.cut, aligned);
-    assert_eq!(check(&p, &c, H200), [132, 1, 1]);
+    assert_eq!(s.cut, cut);
+    assert_eq!(check(&p, &aligned(c), H200), [132, 1, 1]);
 }
 
 #[test]
 fn the_schedule_and_legality() {
-    let s = StreamK::new(36, 32, 132);
+    let s = StreamK::new(36, 32, 132, Cut::Tile);
     assert_eq!((s.blocks, s.per_block), (128, 9));
     assert_eq!(s.max_contributors(), 5);
     assert_eq!(s.max_segments(), 2);
-    let s = StreamK::new(140, 8, 132);
+    let s = StreamK::new(140, 8, 132, Cut::Tile);
     assert_eq!((s.blocks, s.per_block, s.max_segments()), (125, 9, 3));
     let l = lower(&problem(
         "convbfp16 -n 2 -c 64 -H 16 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
@@ -109,6 +125,26 @@ fn the_schedule_and_legality() {
         other => panic!("{c}: {other:?}"),
     };
     assert!(why(PerfConfig { split_k: 2, ..c }).contains("split_k must be 1"));
+    // cut=aligned: stream-K only, and only where it changes the schedule (36 tiles of 32 K
+    // tiles would leave tails of 5: tile-major); a long K takes it.
+    let atomic = PerfConfig {
+        red: Reduction::Atomic,
+        ..aligned(c)
+    };
+    assert!(
+        why(atomic).contains("red=atomic has none"),
+        "{}",
+        why(atomic)
+    );
+    assert!(
+        why(aligned(c)).contains("it would run tile-major"),
+        "{}",
+        why(aligned(c))
+    );
+    let long = lower(&problem(
+        "convbfp16 -n 64 -c 64 -H 32 -W 32 -k 64 -y 3 -x 3 -p 1 -q 1 -F 4 --layout NHWC",
+    ));
+    legality::check(&long, &aligned(c), &Arch::SM_90).unwrap_or_else(|e| panic!("{e}"));
     // 64x64 tiles: 9 tiles of 16 K tiles (bk 32) = 144 iterations: 2 a block.
     let few = PerfConfig {
         block_m: 64,
@@ -198,54 +234,58 @@ fn the_hybrid_schedule_covers_every_iteration_once() {
         (5, 60, 12, 0, 5),
         (30, 40, 12, 2, 6),
     ] {
-        let s = StreamK::new(tiles, k, units);
-        assert_eq!((s.dp_waves, s.sk_tiles()), (dp, sk_tiles), "{s:?}");
-        assert!(s.blocks <= units);
-        let mut seen = vec![0u32; (tiles * k) as usize];
-        let mut contributors = vec![vec![]; tiles as usize];
-        let mut most = 0;
-        for b in 0..s.blocks {
-            let units = s.units_of(b);
-            most = most.max(units.iter().map(|&(_, lo, hi)| hi - lo).sum::<u32>());
-            for (i, &(t, lo, hi)) in units.iter().enumerate() {
-                assert!(lo < hi && hi <= k, "{s:?} block {b}: {units:?}");
-                for kt in lo..hi {
-                    seen[(t * k + kt) as usize] += 1;
+        for cut in Cut::ALL {
+            let s = StreamK::new(tiles, k, units, cut);
+            assert_eq!((s.dp_waves, s.sk_tiles()), (dp, sk_tiles), "{s:?}");
+            assert!(s.blocks <= units);
+            let mut seen = vec![0u32; (tiles * k) as usize];
+            let mut contributors = vec![vec![]; tiles as usize];
+            let mut most = 0;
+            for b in 0..s.blocks {
+                let units = s.units_of(b);
+                most = most.max(units.iter().map(|&(_, lo, hi)| hi - lo).sum::<u32>());
+                for (i, &(t, lo, hi)) in units.iter().enumerate() {
+                    assert!(lo < hi && hi <= k, "{s:?} block {b}: {units:?}");
+                    for kt in lo..hi {
+                        seen[(t * k + kt) as usize] += 1;
+                    }
+                    if t < s.sk_tiles() {
+                        contributors[t as usize].push(b);
+                    } else {
+                        // Data-parallel tiles are whole and come after the stream-K segments.
+                        assert!(
+                            (lo, hi) == (0, k) && units[i..].iter().all(|u| u.0 >= s.sk_tiles())
+                        );
+                    }
                 }
-                if t < s.sk_tiles() {
-                    contributors[t as usize].push(b);
-                } else {
-                    // Data-parallel tiles are whole and come after the stream-K segments.
-                    assert!((lo, hi) == (0, k) && units[i..].iter().all(|u| u.0 >= s.sk_tiles()));
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{s:?}: {seen:?}");
+            assert_eq!(most, s.most_per_block(), "{s:?}");
+            for c in contributors.iter().filter(|c| !c.is_empty()) {
+                assert!(c.len() as u32 <= s.max_contributors(), "{s:?}: {c:?}");
+                if s.cut == StreamCut::Contiguous {
+                    assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
                 }
             }
-        }
-        assert!(seen.iter().all(|&n| n == 1), "{s:?}: {seen:?}");
-        assert_eq!(most, s.most_per_block(), "{s:?}");
-        for c in contributors.iter().filter(|c| !c.is_empty()) {
-            assert!(c.len() as u32 <= s.max_contributors(), "{s:?}: {c:?}");
-            if s.cut == StreamCut::Contiguous {
-                assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
+            if let StreamCut::Aligned { splits, .. } = s.cut {
+                // The heads: piece j of every tile at K [j · per, (j + 1) · per), block t·splits + j.
+                for b in 0..splits * s.sk_tiles() {
+                    let (t, j) = (b / splits, b % splits);
+                    let head = (t, j * s.per_block, (j + 1) * s.per_block);
+                    assert_eq!(s.units_of(b)[0], head, "{s:?} block {b}");
+                }
+                // As balanced as the tile-major cut, but for rounding.
+                let sk_most = most - s.dp_waves * k;
+                let even = (s.sk_tiles() * k).div_ceil(units);
+                assert!(
+                    sk_most * 8 <= even * 9,
+                    "{s:?}: busiest {sk_most}, {even} even"
+                );
             }
-        }
-        if let StreamCut::Aligned { splits, .. } = s.cut {
-            // The heads: piece j of every tile at K [j · per, (j + 1) · per), block t·splits + j.
-            for b in 0..splits * s.sk_tiles() {
-                let (t, j) = (b / splits, b % splits);
-                let head = (t, j * s.per_block, (j + 1) * s.per_block);
-                assert_eq!(s.units_of(b)[0], head, "{s:?} block {b}");
+            if dp > 0 {
+                assert!(s.per_block >= StreamK::MIN_PER_BLOCK, "{s:?}");
+                assert_eq!(s.blocks, units);
             }
-            // As balanced as the tile-major cut, but for rounding.
-            let sk_most = most - s.dp_waves * k;
-            let even = (s.sk_tiles() * k).div_ceil(units);
-            assert!(
-                sk_most * 8 <= even * 9,
-                "{s:?}: busiest {sk_most}, {even} even"
-            );
-        }
-        if dp > 0 {
-            assert!(s.per_block >= StreamK::MIN_PER_BLOCK, "{s:?}");
-            assert_eq!(s.blocks, units);
         }
     }
 }
@@ -283,7 +323,7 @@ fn ws_stream_k_splits_tiles_across_blocks() {
     // ([18, 22)) and starts tile 1 ([0, 5)): K ranges off the tile grid, tiles split over 3
     // blocks, two tiles in one block's walk, the ring running on across them.
     let p = problem("convbfp16 -n 2 -c 64 -H 20 -W 34 -k 128 -y 1 -x 1 -F 4 --layout NHWC");
-    let s = StreamK::new(2, 22, 5);
+    let s = StreamK::new(2, 22, 5, Cut::Tile);
     assert_eq!((s.blocks, s.per_block, s.dp_waves), (5, 9, 0));
     assert_eq!(s.units_of(2), [(0, 18, 22), (1, 0, 5)]);
     assert_eq!(check_ws(&p, &cfg(WS_STREAM), 5), [[5, 1, 1]]);
@@ -305,11 +345,28 @@ fn ws_stream_k_aligned_cut_runs_tails_of_several_tiles() {
     // by the two blocks left, 15 iterations each: the first takes tile 0's tail and half of
     // tile 1's, the ring running on across them.
     let p = problem("convbfp16 -n 2 -c 64 -H 32 -W 40 -k 192 -y 1 -x 1 -F 4 --layout NHWC");
-    let s = StreamK::new(3, 40, 8);
+    let s = StreamK::new(3, 40, 8, Cut::Aligned);
     assert_eq!(s.units_of(6), [(0, 30, 40), (1, 30, 35)]);
     assert_eq!(s.units_of(7), [(1, 35, 40), (2, 30, 40)]);
     assert_eq!(s.units_of(3), [(1, 15, 30)]);
-    assert_eq!(check_ws(&p, &cfg(WS_STREAM), 8), [[8, 1, 1]]);
+    assert_eq!(check_ws(&p, &aligned(cfg(WS_STREAM)), 8), [[8, 1, 1]]);
+}
+
+#[test]
+fn ws_stream_k_aligned_region_then_data_parallel_waves() {
+    // 7 tiles on 5 SMs, 40 K tiles: one data-parallel wave after a stream-K region of the
+    // last 2 tiles, cut aligned: 2 head pieces of 16 a tile (blocks 0-3), the tails [32, 40)
+    // walked by block 4, then each block's whole tile of the wave (bwd-weight dw 448 x 64).
+    let p = problem("convbfp16 -n 2 -c 64 -H 32 -W 40 -k 448 -y 1 -x 1 -F 4 --layout NHWC");
+    let s = StreamK::new(7, 40, 5, Cut::Aligned);
+    let cut = StreamCut::Aligned {
+        splits: 2,
+        tail: 8,
+        tail_per: 16,
+    };
+    assert_eq!((s.dp_waves, s.sk_tiles(), s.cut), (1, 2, cut));
+    assert_eq!(s.units_of(4), [(0, 32, 40), (1, 32, 40), (6, 0, 40)]);
+    assert_eq!(check_ws(&p, &aligned(cfg(WS_STREAM)), 5), [[5, 1, 1]]);
 }
 
 #[test]
@@ -318,20 +375,20 @@ fn ws_stream_k_hybrid_runs_data_parallel_waves_after_the_stream_k_region() {
     // 10 K tiles: the last tile alone would give each block 3 (< 8), so the stream-K region
     // is 4 tiles (40 iterations, 14 a block) and one data-parallel wave follows.
     let p = problem("convbfp16 -n 2 -c 64 -H 16 -W 20 -k 448 -y 1 -x 1 -F 4 --layout NHWC");
-    let s = StreamK::new(7, 10, 3);
+    let s = StreamK::new(7, 10, 3, Cut::Tile);
     assert_eq!((s.dp_waves, s.sk_tiles(), s.per_block), (1, 4, 14));
     assert_eq!(s.units_of(1), [(1, 4, 10), (2, 0, 8), (5, 0, 10)]);
     assert_eq!(check_ws(&p, &cfg(WS_STREAM), 3), [[3, 1, 1]]);
     // 25 K tiles: the last tile alone, over 3 blocks (9 each), after two full waves.
     let p = problem("convbfp16 -n 4 -c 64 -H 20 -W 20 -k 448 -y 1 -x 1 -F 4 --layout NHWC");
-    let s = StreamK::new(7, 25, 3);
+    let s = StreamK::new(7, 25, 3, Cut::Tile);
     assert_eq!((s.dp_waves, s.sk_tiles(), s.per_block), (2, 1, 9));
     assert_eq!(check_ws(&p, &cfg(WS_STREAM), 3), [[3, 1, 1]]);
     // Forward, 1x1, two groups: 7 tiles of 64 output pixels by 64 channels each (the tile
     // index runs over groups), K = 640 (10 K tiles), raster 2; 14 tiles on 6 SMs: a stream-K
     // region of 8 tiles (80 iterations, 14 a block), then one data-parallel wave.
     let fwd = problem("convbfp16 -n 7 -c 1280 -H 8 -W 8 -k 128 -y 1 -x 1 -g 2 -F 1 --layout NHWC");
-    let s = StreamK::new(14, 10, 6);
+    let s = StreamK::new(14, 10, 6, Cut::Tile);
     assert_eq!((s.dp_waves, s.sk_tiles(), s.per_block), (1, 8, 14));
     let rs = ws_with(|c| c.raster = 2);
     assert_eq!(check_ws(&fwd, &rs, 6), [[6, 1, 1]]);
@@ -449,7 +506,7 @@ fn the_hopper_space_samples_ws_stream_k() {
     let mut ws = 0;
     for p in reduction_problems(Reduction::Stream) {
         let l = lower(&p);
-        let got = sample_legal(&p, &Arch::SM_90, &space, 6, 5);
+        let got = sample_legal(&p, &Arch::SM_90, &space, 10, 5);
         for c in got {
             assert!(c.red == Reduction::Stream && c.ld != convtune::config::LoadPath::Tma);
             if c.ld == convtune::config::LoadPath::Ws {

@@ -4,7 +4,9 @@
 //! form that added it, [`FieldLists`] (candidate values per field) and the per-field codes that
 //! the search's lattice walks. A new field is one entry there plus the rules that read it.
 
-use super::{ClusterShape, Epilogue, Grid, LdsLayout, LoadPath, MmaPath, Reduction, Transform};
+use super::{
+    ClusterShape, Cut, Epilogue, Grid, LdsLayout, LoadPath, MmaPath, Reduction, Transform,
+};
 use serde::{Deserialize, Serialize};
 use std::ops::{Index, IndexMut};
 
@@ -69,6 +71,7 @@ named_field_value!(Grid);
 named_field_value!(Transform);
 named_field_value!(ClusterShape);
 named_field_value!(Epilogue);
+named_field_value!(Cut);
 
 /// One value per field, indexed by [`Field`]: a config's codes, a space's lists, the search's
 /// statistics per field.
@@ -267,7 +270,7 @@ perf_config_fields! {
     /// The string form (`Display` / `FromStr`) is `vN:` then `key=value` for each field in this
     /// order, as far as version N has fields: `v1:bm=..,bn=..,bk=..,wm=..,wn=..,st=..,va=..,
     /// vb=..,vc=..,lds=..,sk=..,rs=..`; `v2:` appends `mma`, `v3:` `red` and `ld`, `v4:` `pk` and
-    /// `xf`, `v5:` `cl`, `v6:` `ep`. A config prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
+    /// `xf`, `v5:` `cl`, `v6:` `ep`, `v7:` `cut`. A config prints in the lowest version that can say it (`mma=sync` prints as `v1:`, so that old
     /// databases and new ones agree), and a `v1:` string parses as `mma=sync`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     pub struct PerfConfig {
@@ -335,6 +338,11 @@ perf_config_fields! {
         /// `tma`: a swizzled shared-memory tile stored by TMA while they go on multiplying).
         #[field(key = "ep", variant = Ep, level = 7, since = 6, default = Epilogue::Reg)]
         pub epilogue: Epilogue,
+        /// How stream-K cuts its region (`tile`: tile-major; `aligned`: every tile at the
+        /// same K offsets, where that applies; `red=stream` only). With `red`, so that its
+        /// rule prunes `aligned` before the inner loops.
+        #[field(key = "cut", variant = Cut, level = 3, since = 7, default = Cut::Tile)]
+        pub cut: Cut,
     }
 }
 
@@ -353,8 +361,8 @@ impl Field {
     };
 
     /// The order in which enumeration nests the fields, outermost first: by level, and in
-    /// declaration order within a level (bm, bn, wm, wn, mma, xf, bk, st, lds, ld, sk, red, rs,
-    /// va, vb, vc, pk, cl, ep).
+    /// declaration order within a level (bm, bn, wm, wn, mma, xf, bk, st, lds, ld, sk, red, cut,
+    /// rs, va, vb, vc, pk, cl, ep).
     /// The raw space, and so every enumeration and recording, lists configs in this order with
     /// the last field varying fastest.
     pub const ENUMERATION: [Field; Field::COUNT] = {
@@ -399,15 +407,15 @@ mod tests {
             keys,
             [
                 "bm", "bn", "bk", "wm", "wn", "st", "va", "vb", "vc", "lds", "sk", "rs", "mma",
-                "red", "ld", "pk", "xf", "cl", "ep"
+                "red", "ld", "pk", "xf", "cl", "ep", "cut"
             ]
         );
         let order: Vec<_> = Field::ENUMERATION.iter().map(|f| f.key()).collect();
         assert_eq!(
             order,
             [
-                "bm", "bn", "wm", "wn", "mma", "xf", "bk", "st", "lds", "ld", "sk", "red", "rs",
-                "va", "vb", "vc", "pk", "cl", "ep"
+                "bm", "bn", "wm", "wn", "mma", "xf", "bk", "st", "lds", "ld", "sk", "red", "cut",
+                "rs", "va", "vb", "vc", "pk", "cl", "ep"
             ]
         );
         assert_eq!(Field::LEVELS, 8);

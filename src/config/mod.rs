@@ -22,7 +22,7 @@ pub use fields::{Domain, Field, FieldLists, FieldValue, PerField, PerfConfig};
 pub use persistent::{
     persistent_c_budget, persistent_epilogue_at, persistent_region_bytes, PersistentGrid,
 };
-pub use stream_k::{Region as StreamRegion, StreamCut, StreamK};
+pub use stream_k::{Cut, Region as StreamRegion, StreamCut, StreamK};
 
 pub use text::ConfigParseError;
 
@@ -331,7 +331,7 @@ impl PerfConfig {
     /// `units` SMs, when `red=stream`: the one place legality and the code generator take it
     /// from.
     pub fn stream_k(&self, tiles: u32, k_tiles: u32, units: u32) -> Option<StreamK> {
-        (self.red == Reduction::Stream).then(|| StreamK::new(tiles, k_tiles, units))
+        (self.red == Reduction::Stream).then(|| StreamK::new(tiles, k_tiles, units, self.cut))
     }
 
     /// What `ld=ws|wspp` cannot do with this config's pipeline depth (and for `wspp` its tile

@@ -3,6 +3,7 @@
 //! on tile counts that legality, the cost model and the code generators must share.
 
 use super::fixup;
+use serde::{Deserialize, Serialize};
 
 /// A stream-K schedule (`red=stream`), data-parallel and stream-K in one (CUTLASS's
 /// "DP + SK", the stream-K paper's hybrid): `blocks` persistent blocks, at most one per SM.
@@ -24,9 +25,9 @@ use super::fixup;
 /// `dp_waves · k_tiles + per_block` iterations. The one place legality, the cost model and
 /// the code generators (`ld=cp`, and `ld=ws` with `pk=1`) take the schedule from.
 ///
-/// When the stream-K region has fewer tiles than blocks, its iterations are not cut
-/// tile-major but [`StreamCut::Aligned`]: every tile at the same K offsets, so that the blocks
-/// running at once read the same K rows of the operands.
+/// With `cut=aligned` and fewer stream-K tiles than blocks, its iterations are cut
+/// [`StreamCut::Aligned`] instead: every tile at the same K offsets, so that the blocks running
+/// at once read the same K rows of the operands.
 ///
 /// (`ld=wspp` does not walk it: [`PerfConfig::stream_refusal`](super::PerfConfig::stream_refusal).)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,31 @@ pub struct StreamK {
     pub dp_waves: u32,
     /// How the stream-K region's iterations are cut among the blocks.
     pub cut: StreamCut,
+}
+
+/// The stream-K cut a config asks for (`cut`, v7): `tile`, the tile-major cut (what every
+/// string before `v7:` means), or `aligned` ([`StreamCut::Aligned`], where it applies). A knob
+/// rather than a rule because neither wins everywhere: on the H200 the aligned cut ran the
+/// long-K bwd-weight's stream-K shapes 1.3× faster, and the shipped stream-K entries from 9%
+/// slower to 15% faster (BENCHMARKS.md, session 34).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Cut {
+    /// Tile-major.
+    Tile,
+    /// Every tile cut at the same K offsets, where that is about as balanced.
+    Aligned,
+}
+
+impl Cut {
+    /// Every value, in the lattice order the search walks (the order of [`Self::NAMES`]).
+    pub const ALL: [Cut; 2] = [Cut::Tile, Cut::Aligned];
+    /// The names in config strings and search-space files, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 2] = ["tile", "aligned"];
+
+    /// The name in config strings and search-space files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
 }
 
 /// How the stream-K region's (output tile, K tile) iterations are cut among blocks.
@@ -96,13 +122,11 @@ impl Region {
         (u64::from(self.tiles) * u64::from(self.len)).div_ceil(u64::from(self.per)) as u32
     }
 
-    /// Most blocks that meet one tile.
+    /// Most blocks that meet one tile (one more than some regions need: where `per` divides
+    /// `len` a tile has `len / per`; the slot is kept so that the tile-major cut's workspace
+    /// is what it always was).
     pub fn max_contributors(&self) -> u32 {
-        if self.len % self.per == 0 {
-            self.len / self.per
-        } else {
-            self.len.div_ceil(self.per) + 1
-        }
+        self.len.div_ceil(self.per) + 1
     }
 
     /// Most tiles one block meets.
@@ -150,8 +174,9 @@ impl StreamK {
     /// stream-K shapes 1.3× faster, BENCHMARKS.md session 34).
     pub const ALIGNED_SLACK: (u32, u32) = (1, 8);
 
-    /// The schedule of `tiles` output tiles of `k_tiles` K tiles over at most `units` blocks.
-    pub fn new(tiles: u32, k_tiles: u32, units: u32) -> Self {
+    /// The schedule of `tiles` output tiles of `k_tiles` K tiles over at most `units` blocks,
+    /// its stream-K region cut as `cut` asks where that cut applies (else tile-major).
+    pub fn new(tiles: u32, k_tiles: u32, units: u32, cut: Cut) -> Self {
         let units = units.max(1);
         let k = u64::from(k_tiles.max(1));
         let waves = tiles / units;
@@ -164,7 +189,11 @@ impl StreamK {
             waves.saturating_sub(1)
         };
         let sk_tiles = tiles - dp_waves * units;
-        if let Some((cut, per_block)) = Self::aligned(sk_tiles, k_tiles, units) {
+        let aligned = match cut {
+            Cut::Tile => None,
+            Cut::Aligned => Self::aligned(sk_tiles, k_tiles, units),
+        };
+        if let Some((cut, per_block)) = aligned {
             let mut sk = StreamK {
                 tiles,
                 k_tiles,

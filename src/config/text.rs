@@ -10,7 +10,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigParseError {
     /// Missing or unknown `vN:` prefix.
-    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v6:'")]
+    #[error("perf config '{0}': expected a version prefix 'v1:' to 'v{latest}:'", latest = latest())]
     Version(String),
     /// A field is missing, misnamed or out of order.
     #[error("perf config '{text}': expected field '{expected}' at position {pos}")]
@@ -160,6 +160,7 @@ mod tests {
             xf: crate::config::Transform::None,
             cluster: crate::config::ClusterShape::One,
             epilogue: crate::config::Epilogue::Reg,
+            cut: crate::config::Cut::Tile,
         };
         let s = c.to_string();
         assert!(s.starts_with("v1:"));
@@ -198,7 +199,7 @@ mod tests {
             w
         );
         assert!(matches!(
-            "v7:bm=1".parse::<PerfConfig>(),
+            "v8:bm=1".parse::<PerfConfig>(),
             Err(ConfigParseError::Version(_))
         ));
         // v4 appends xf; a config without a transform keeps printing as before.
@@ -239,6 +240,25 @@ mod tests {
             p
         );
         assert!(qs.replace("cl=2m", "cl=3").parse::<PerfConfig>().is_err());
+        // v7 appends cut; every older string is cut=tile.
+        let k = PerfConfig {
+            cut: crate::config::Cut::Aligned,
+            ..p
+        };
+        let ks = k.to_string();
+        assert!(
+            ks.starts_with("v7:") && ks.ends_with(",ep=reg,cut=aligned"),
+            "{ks}"
+        );
+        assert_eq!(ks.parse::<PerfConfig>().unwrap(), k);
+        assert_eq!(
+            qs.parse::<PerfConfig>().unwrap().cut,
+            crate::config::Cut::Tile
+        );
+        assert!(ks
+            .replace("cut=aligned", "cut=diagonal")
+            .parse::<PerfConfig>()
+            .is_err());
         // v6 appends ep; every older string is ep=reg.
         let e = PerfConfig {
             epilogue: crate::config::Epilogue::Tma,

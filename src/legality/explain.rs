@@ -206,6 +206,12 @@ impl Checker {
                     )
                 }
             },
+            Rule::Cut => match cfg.cut {
+                crate::config::Cut::Tile => "cut=tile: stream-K's region cut tile-major".into(),
+                crate::config::Cut::Aligned => {
+                    "cut=aligned: every stream-K tile cut at the same K offsets".into()
+                }
+            },
             Rule::Epilogue => match cfg.epilogue {
                 crate::config::Epilogue::Reg => "ep=reg: C stored from registers".into(),
                 crate::config::Epilogue::Tma => {

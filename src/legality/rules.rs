@@ -70,11 +70,14 @@ pub enum Rule {
     /// The epilogue's store path (`ep`): `ep=tma` on the persistent ws walk, C a tiled
     /// tensor map, the staging tile fits.
     Epilogue,
+    /// Stream-K's cut (`cut`): `cut=aligned` with `red=stream` only, where it changes the
+    /// schedule.
+    Cut,
 }
 
 impl Rule {
     /// All rules in evaluation order.
-    pub const ALL: [Rule; 20] = [
+    pub const ALL: [Rule; 21] = [
         Rule::NonZero,
         Rule::WarpTile,
         Rule::Threads,
@@ -88,6 +91,7 @@ impl Rule {
         Rule::Tma,
         Rule::SplitK,
         Rule::Reduction,
+        Rule::Cut,
         Rule::Raster,
         Rule::VectorA,
         Rule::VectorB,
@@ -116,6 +120,7 @@ impl Rule {
             Rule::Persistent => Field::Persistent,
             Rule::Cluster => Field::Cluster,
             Rule::Epilogue => Field::Ep,
+            Rule::Cut => Field::Cut,
             // Reads every field, but only ever fails on hand-built configs.
             Rule::NonZero => Field::BlockM,
         }
@@ -149,6 +154,7 @@ impl Rule {
             Rule::Transform => "layout transform",
             Rule::Cluster => "thread-block cluster",
             Rule::Epilogue => "epilogue store path",
+            Rule::Cut => "stream-K cut",
         }
     }
 }
@@ -345,6 +351,7 @@ impl Checker {
                 self.epilogue(cfg)?;
                 self.unread_width(cfg, 2)
             }
+            Rule::Cut => self.cut(cfg),
         }
     }
 

@@ -387,7 +387,7 @@ mod tests {
         let e = enumerate_legal(&p, &arch, &space);
         assert_eq!(
             e.raw,
-            5 * 5 * 3 * 4 * 5 * 4 * 4 * 4 * 4 * 2 * 6 * 3 * 3 * 3 * 2
+            5 * 5 * 3 * 4 * 5 * 4 * 4 * 4 * 4 * 2 * 6 * 3 * 3 * 3 * 2 * 2
         );
         // bwd-data NHWC: A (the filter) runs along M, so wgmma reads it M-major in blocks of
         // a swizzle atom's rows, which a warpgroup tile of 64 or 128 rows makes 64-row blocks.

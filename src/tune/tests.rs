@@ -31,6 +31,7 @@ pub(super) fn configs(n: u32) -> Vec<PerfConfig> {
             xf: crate::config::Transform::None,
             cluster: crate::config::ClusterShape::One,
             epilogue: crate::config::Epilogue::Reg,
+            cut: crate::config::Cut::Tile,
         })
         .collect()
 }

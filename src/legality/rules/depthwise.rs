@@ -73,6 +73,7 @@ impl Checker {
             Rule::Persistent => self.dw_ignored(cfg, &[Field::Persistent]),
             Rule::Cluster => self.dw_ignored(cfg, &[Field::Cluster]),
             Rule::Epilogue => self.dw_ignored(cfg, &[Field::Ep]),
+            Rule::Cut => self.dw_ignored(cfg, &[Field::Cut]),
             Rule::VectorA => {
                 dw(shape.vec_misfit(tile.vec, arch.max_vector_bytes))?;
                 // Whole vectors per block (`misfit` says so first); `vb`, `vc` come later.
@@ -148,6 +149,7 @@ impl Checker {
             Rule::Persistent => ignored(&[Field::Persistent]),
             Rule::Cluster => ignored(&[Field::Cluster]),
             Rule::Epilogue => ignored(&[Field::Ep]),
+            Rule::Cut => ignored(&[Field::Cut]),
             Rule::VectorA => format!(
                 "va = {} channels a thread (widest legal {}), reading {} of the {}",
                 tile.vec,

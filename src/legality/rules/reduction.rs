@@ -8,7 +8,7 @@
 //! kernels' i32 indices.
 
 use super::Checker;
-use crate::config::{PerfConfig, Reduction, StreamK};
+use crate::config::{Cut, PerfConfig, Reduction, StreamCut, StreamK};
 use crate::legality::rejection::Rejection;
 use crate::problem::Direction;
 
@@ -67,6 +67,37 @@ impl Checker {
         Ok(())
     }
 
+    /// `cut=aligned`: a stream-K config whose aligned cut applies to some sub-GEMM (elsewhere
+    /// it would be the `cut=tile` kernel again).
+    pub(in crate::legality) fn cut(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
+        if cfg.cut == Cut::Tile {
+            return Ok(());
+        }
+        let why = |why: String| Err(Rejection::StreamK { why });
+        if cfg.red != Reduction::Stream {
+            return why(format!(
+                "cut=aligned cuts stream-K's region; red={} has none",
+                cfg.red.name()
+            ));
+        }
+        let units = self.arch.compute_units;
+        let aligned = self.gmn.iter().zip(&self.k_lens).any(|(&[g, m, n], &k)| {
+            let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
+            let k_tiles = k.div_ceil(cfg.block_k.max(1));
+            StreamK::new(tiles, k_tiles, units, Cut::Aligned).cut != StreamCut::Contiguous
+        });
+        if !aligned {
+            let (num, den) = StreamK::ALIGNED_SLACK;
+            return why(format!(
+                "cut=aligned: no sub-GEMM's stream-K region has fewer tiles than SMs, pieces and \
+                 tails of at least {} K tiles and a busiest block within {num}/{den} of the \
+                 tile-major cut's: it would run tile-major",
+                StreamK::MIN_PER_BLOCK
+            ));
+        }
+        Ok(())
+    }
+
     fn stream_k(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
         let why = |why: String| Err(Rejection::StreamK { why });
         if let Some(w) = cfg.stream_refusal() {
@@ -83,7 +114,7 @@ impl Checker {
                     if tail == 0 { units } else { tail }
                 ));
             }
-            let sk = StreamK::new(tiles, k.div_ceil(cfg.block_k.max(1)), units);
+            let sk = StreamK::new(tiles, k.div_ceil(cfg.block_k.max(1)), units, cfg.cut);
             if sk.per_block < StreamK::MIN_PER_BLOCK {
                 return why(format!(
                     "{} K tiles per block, fewer than {} (sub-GEMM {gemm})",

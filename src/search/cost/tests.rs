@@ -27,6 +27,7 @@ fn cfg(bm: u32, bn: u32, bk: u32, wm: u32, wn: u32, sk: u32) -> PerfConfig {
         xf: crate::config::Transform::None,
         cluster: crate::config::ClusterShape::One,
         epilogue: crate::config::Epilogue::Reg,
+        cut: crate::config::Cut::Tile,
     }
 }
 

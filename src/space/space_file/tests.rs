@@ -10,14 +10,15 @@ fn embedded_spaces_load_and_have_the_expected_size() {
         let nv = arch.vendor == Vendor::Nvidia;
         let paths = s.params.mma.len() as u64;
         assert_eq!(paths, if nv { 4 } else { 1 });
-        // NVIDIA also lists the split-K reductions (red = ["atomic", "fixup", "stream"]).
-        // NVIDIA: split-K without 8 and xf = ["none", "nhwc_out"] (the 2^28 cap); AMD
+        // NVIDIA also lists the split-K reductions (red = ["atomic", "fixup", "stream"]) and
+        // stream-K's two cuts (cut = ["tile", "aligned"]).
+        // NVIDIA: split-K without 8 and xf = ["none", "nhwc_out"] (the raw-point cap); AMD
         // lists no transform.
         // NVIDIA: stages without 1 (the cap again, with dw).
-        let (blocks, warp_n, split_k, red, xf, stages) = if nv {
-            (5, 5, 6, 3, 2, 3)
+        let (blocks, warp_n, split_k, red, xf, stages, cut) = if nv {
+            (5, 5, 6, 3, 2, 3, 2)
         } else {
-            (4, 4, 4, 1, 1, 4)
+            (4, 4, 4, 1, 1, 4, 1)
         };
         assert_eq!(
             s.raw_size(),
@@ -36,6 +37,7 @@ fn embedded_spaces_load_and_have_the_expected_size() {
                 * paths
                 * red
                 * xf
+                * cut
         );
         assert_eq!(s.iter_raw().take(3).count(), 3);
     }
@@ -131,7 +133,7 @@ fn huge_products_are_refused_not_wrapped() {
         &format!("split_k = {}", all(4096)),
     );
     assert!(
-        err(&t).contains("raw points; at most 268435456"),
+        err(&t).contains("raw points; at most 536870912"),
         "{}",
         err(&t)
     );
