@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a type or function below changes incompatibly. */
-#define CONVTUNE_ABI_VERSION 2
+#define CONVTUNE_ABI_VERSION 3
 
 /* Return codes. On anything but CONVTUNE_OK, convtune_last_error() says what happened. */
 typedef enum convtune_status {
@@ -155,6 +155,12 @@ typedef enum convtune_epilogue {
     CONVTUNE_EPILOGUE_TMA = 1  /* ep=tma: a swizzled shared-memory tile stored by TMA */
 } convtune_epilogue;
 
+/* How stream-K (red=stream) cuts its region among the blocks. */
+typedef enum convtune_cut {
+    CONVTUNE_CUT_TILE = 0,   /* cut=tile: tile-major ranges of (tile, K tile) iterations */
+    CONVTUNE_CUT_ALIGNED = 1 /* cut=aligned: every tile cut at the same K offsets */
+} convtune_cut;
+
 /* Where the config came from. */
 typedef enum convtune_source {
     CONVTUNE_SOURCE_EXACT = 0,    /* a database entry tuned for exactly this problem */
@@ -171,10 +177,10 @@ typedef enum convtune_source {
  * at a character boundary. */
 typedef struct convtune_config {
     /* The tuning parameters, in the order of the config string (bm bn bk wm wn st va vb vc lds
-     * sk rs mma red ld pk xf cl ep) and named as in search-space files: block tile, warp tile,
+     * sk rs mma red ld pk xf cl ep cut) and named as in search-space files: block tile, warp tile,
      * pipeline stages, vector widths of A/B/C, LDS layout, split-K factor, block rasterisation
      * group, matrix instruction path, split-K reduction, load path, persistent grid, layout
-     * transform, thread-block cluster, epilogue store path. */
+     * transform, thread-block cluster, epilogue store path, stream-K cut. */
     uint32_t block_m, block_n, block_k;
     uint32_t warp_m, warp_n;
     uint32_t stages;
@@ -189,6 +195,7 @@ typedef struct convtune_config {
     int32_t xf;  /* convtune_xf */
     int32_t cluster; /* convtune_cluster */
     int32_t epilogue; /* convtune_epilogue */
+    int32_t cut; /* convtune_cut */
     /* End of the tuning parameters. */
     int32_t source; /* convtune_source */
     /* For CONVTUNE_SOURCE_NEAREST: the distance to the tuned problem; 0 otherwise. */

@@ -33,6 +33,7 @@ fn set_field(out: &mut ConfigC, f: Field, code: u32) {
         Field::Xf => out.xf = named,
         Field::Cluster => out.cluster = named,
         Field::Ep => out.epilogue = named,
+        Field::Cut => out.cut = named,
     }
 }
 
@@ -59,6 +60,7 @@ fn field(c: &ConfigC, f: Field) -> Option<u32> {
         Field::Xf => named(c.xf),
         Field::Cluster => named(c.cluster),
         Field::Ep => named(c.epilogue),
+        Field::Cut => named(c.cut),
     }
 }
 

@@ -28,7 +28,7 @@ pub use problem::ProblemC;
 pub use tensor_map::{convtune_manifest_tensor_maps, convtune_tensor_map_size, TensorMapC};
 
 /// `CONVTUNE_ABI_VERSION` of the header this crate implements.
-pub const ABI_VERSION: c_int = 2;
+pub const ABI_VERSION: c_int = 3;
 /// `CONVTUNE_CONFIG_LEN`.
 pub const CONFIG_LEN: usize = 128;
 /// `CONVTUNE_KEY_LEN`.
@@ -108,6 +108,8 @@ pub struct ConfigC {
     pub cluster: i32,
     /// `convtune_epilogue`.
     pub epilogue: i32,
+    /// `convtune_cut`.
+    pub cut: i32,
     /// `convtune_source`.
     pub source: i32,
     /// Distance to the tuned problem for a nearest hit.
