@@ -61,6 +61,23 @@ open(sys.argv[2], "w").write(h + "".join("\n[[entry]]\n" + e for e in kept))
 print(len(kept))
 PY
 }
+# tries_twice PROBLEMS TRIES DIR SECONDS: times TRIES (a --try file) on PROBLEMS twice with
+# `--full-timing` (each pass at most SECONDS) into DIR/pass-{1,2}.{toml,jsonl,log}, prints each
+# pass's table, and copies the faster pass's database to DIR/best.toml.
+tries_twice() {
+  local n; n=$(grep -vc '^#' "$2")
+  for pass in 1 2; do
+    timeout "$4" "$B" --problems "$1" --arch sm_90 --try "$2" --budget $(( n + 1 )) --time 60 \
+      --full-timing --db "$3/pass-$pass.toml" --journal "$3/pass-$pass.jsonl" > "$3/pass-$pass.log" 2>&1
+    say "pass $pass rc=$? $(el)"; grep -A$(( n + 1 )) "time us" "$3/pass-$pass.log" | cut -c1-170 | tee -a "$S"
+  done
+  python3 - "$3" <<'PY'
+import shutil, sys, tomllib
+d = sys.argv[1]
+t = [tomllib.load(open(f"{d}/pass-{p}.toml", "rb"))["entry"][0]["time_us"] for p in (1, 2)]
+shutil.copy(f"{d}/pass-{1 if t[0] <= t[1] else 2}.toml", f"{d}/best.toml")
+PY
+}
 # selfcheck_step NAME SECONDS ARGS...: `convtune selfcheck ARGS` into $OUT/selfcheck-NAME.log,
 # its verdict lines in the summary.
 selfcheck_step() {

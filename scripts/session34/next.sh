@@ -22,13 +22,8 @@ say "== 1 selfcheck $(el)"
 selfcheck_red stream
 W=/tmp/cut; mkdir -p $W
 say "== 2 bw3, both cuts $(el)"
-D=scripts/session34/bw3
-n=$(grep -vc '^#' $D/tries-cut.txt)
-for pass in 1 2; do
-  timeout 80 "$B" --problems $D/problems.txt --arch sm_90 --try $D/tries-cut.txt --budget $(( n + 1 )) \
-    --time 60 --full-timing --db $W/bw3-$pass.toml --journal $W/bw3-$pass.jsonl > $W/bw3-$pass.log 2>&1
-  say "pass $pass rc=$? $(el)"; grep -A10 "time us" $W/bw3-$pass.log | cut -c1-170 | tee -a "$S"
-done
+mkdir -p $W/bw3
+tries_twice scripts/session34/bw3/problems.txt scripts/session34/bw3/tries-cut.txt $W/bw3 80
 say "== 3 shipped stream-K entries, both cuts $(el)"
 python3 scripts/session34/aligned-tries.py tuned-db/sm_90.toml > $W/tries.txt
 tac $W/tries.txt > $W/tries-rev.txt
@@ -59,13 +54,7 @@ if ratios:
 PY
 tar czf "$OUT/cut.tgz" -C /tmp cut
 say "== 4 same harness, bw3 $(el)"
-best=$(python3 - <<'PY'
-import tomllib
-e = [tomllib.load(open(f"/tmp/cut/bw3-{p}.toml", "rb"))["entry"][0] for p in (1, 2)]
-print(f"/tmp/cut/bw3-{1 if e[0]['time_us'] <= e[1]['time_us'] else 2}.toml")
-PY
-)
-cp "$best" /tmp/bw3.toml
+cp $W/bw3/best.toml /tmp/bw3.toml
 same_harness 70 8 /tmp/bw3.toml
 say "== 5 retune $(el)"
 R=/tmp/retune; mkdir -p $R
