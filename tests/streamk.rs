@@ -267,6 +267,22 @@ fn the_hybrid_schedule_covers_every_iteration_once() {
                     assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "{s:?}: {c:?}");
                 }
             }
+            // Each region's contributors to a tile are the consecutive blocks its host form (and
+            // the kernels' share computation) names.
+            let (heads, tails) = s.regions();
+            for r in std::iter::once(heads).chain(tails) {
+                for t in 0..s.sk_tiles() {
+                    let (first, count) = r.contributors(t);
+                    let meet: Vec<u32> = (0..r.blocks())
+                        .filter(|&i| r.units_of(i).iter().any(|u| u.0 == t))
+                        .collect();
+                    assert_eq!(
+                        meet,
+                        (first..first + count).collect::<Vec<_>>(),
+                        "{s:?} tile {t}"
+                    );
+                }
+            }
             if let StreamCut::Aligned { splits, .. } = s.cut {
                 // The heads: piece j of every tile at K [j · per, (j + 1) · per), block t·splits + j.
                 for b in 0..splits * s.sk_tiles() {
