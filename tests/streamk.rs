@@ -534,3 +534,44 @@ fn the_hopper_space_samples_ws_stream_k() {
     }
     assert!(ws >= 2, "{ws} ws stream-K kernels sampled");
 }
+
+proptest::proptest! {
+    /// For any tile count, K length and SM count, both cuts walk every (tile, K tile) iteration
+    /// exactly once, within the bounds the kernels are sized by: blocks, contributors per tile,
+    /// tiles per block, the busiest block's work; an aligned cut's head pieces, tails and tail
+    /// ranges are at least `MIN_PER_BLOCK` K tiles.
+    #[test]
+    fn any_schedule_covers_its_iterations_once(
+        tiles in 1u32..300,
+        k in 1u32..400,
+        units in 1u32..140,
+        aligned in proptest::bool::ANY,
+    ) {
+        let cut = if aligned { Cut::Aligned } else { Cut::Tile };
+        let s = StreamK::new(tiles, k, units, cut);
+        proptest::prop_assert!(s.blocks >= 1 && s.blocks <= units, "{:?}", s);
+        let mut seen = vec![0u8; (tiles * k) as usize];
+        let mut meets = vec![0u32; tiles as usize];
+        let mut most = 0;
+        for b in 0..s.blocks {
+            let units_b = s.units_of(b);
+            let sk_units = units_b.iter().filter(|u| u.0 < s.sk_tiles()).count() as u32;
+            proptest::prop_assert!(sk_units <= s.max_segments(), "{:?} block {}", s, b);
+            most = most.max(units_b.iter().map(|&(_, lo, hi)| hi - lo).sum::<u32>());
+            for &(t, lo, hi) in &units_b {
+                proptest::prop_assert!(lo < hi && hi <= k && t < tiles, "{:?} block {}", s, b);
+                (lo..hi).for_each(|kt| seen[(t * k + kt) as usize] += 1);
+                meets[t as usize] += 1;
+            }
+        }
+        proptest::prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", s);
+        proptest::prop_assert_eq!(most, s.most_per_block());
+        let worst = meets[..s.sk_tiles() as usize].iter().copied().max().unwrap_or(0);
+        proptest::prop_assert!(worst <= s.max_contributors(), "{:?}: {}", s, worst);
+        if let StreamCut::Aligned { tail, tail_per, .. } = s.cut {
+            proptest::prop_assert!(s.per_block >= StreamK::MIN_PER_BLOCK);
+            let min = StreamK::MIN_PER_BLOCK;
+            proptest::prop_assert!(tail == 0 || (tail >= min && tail_per >= min), "{:?}", s);
+        }
+    }
+}
