@@ -81,22 +81,26 @@ pub(crate) fn walk_units<'ctx>(
         kb.udivc(start, heads.len),
     );
     let k_tiles = kb.c(sk.k_tiles as i64);
+    // A unit is the whole tile where it covers its region's share of the tile and that share is
+    // all of the tile's K range (the tile-major cut's region; an aligned cut's heads only
+    // without tails).
+    let whole_region = kb.seli(in_tail, kb.cbool(false), kb.cbool(heads.len == sk.k_tiles));
     kb.for_range(kb.c(0), kb.c(sk.max_segments() as i64), |kb, seg| {
         let t = kb.add(first_tile, seg);
         let t_lo = kb.mul(t, len);
+        let t_hi = kb.add(t_lo, len);
         let lo = kb.umax(start, t_lo);
-        let hi = kb.umin(end, kb.add(t_lo, len));
+        let hi = kb.umin(end, t_hi);
         kb.if_then(kb.ult(lo, hi), |kb| {
-            let lo = kb.add(k0, kb.sub(lo, t_lo));
-            let hi = kb.add(k0, kb.sub(hi, t_lo));
+            let whole = kb.all(&[kb.eq(lo, t_lo), kb.eq(hi, t_hi), whole_region]);
             body(
                 kb,
                 &Unit {
                     tile: tile_at(kb, plan, t),
-                    lo,
-                    hi,
+                    lo: kb.add(k0, kb.sub(lo, t_lo)),
+                    hi: kb.add(k0, kb.sub(hi, t_lo)),
                     finish: Finish::Stream {
-                        whole: kb.all(&[kb.eq(lo, kb.c(0)), kb.eq(hi, k_tiles)]),
+                        whole,
                         share: share(kb, t, i, in_tail, &heads, tails.as_ref()),
                     },
                 },
