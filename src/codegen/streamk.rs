@@ -72,7 +72,7 @@ pub(crate) fn walk_units<'ctx>(
     let per = pick(heads.per.into(), other.per.into());
     let len = pick(heads.len.into(), other.len.into());
     let k0 = pick(heads.k0.into(), other.k0.into());
-    let total = pick(region_total(&heads), region_total(&other));
+    let total = pick(heads.iterations(), other.iterations());
     let start = kb.mul(i, per);
     let end = kb.umin(kb.add(start, per), total);
     let first_tile = kb.seli(
@@ -122,11 +122,6 @@ pub(crate) fn walk_units<'ctx>(
             );
         });
     }
-}
-
-/// Iterations of a region.
-fn region_total(r: &Region) -> u64 {
-    u64::from(r.tiles) * u64::from(r.len)
 }
 
 /// Output tile `t` (over groups and tiles): the raster scheduler's tile `t mod tiles` of

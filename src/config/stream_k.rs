@@ -117,9 +117,14 @@ pub struct Region {
 }
 
 impl Region {
+    /// Iterations of the region.
+    pub fn iterations(&self) -> u64 {
+        u64::from(self.tiles) * u64::from(self.len)
+    }
+
     /// Blocks with iterations here.
     pub fn blocks(&self) -> u32 {
-        (u64::from(self.tiles) * u64::from(self.len)).div_ceil(u64::from(self.per)) as u32
+        self.iterations().div_ceil(u64::from(self.per)) as u32
     }
 
     /// Most blocks that meet one tile (one more than some regions need: where `per` divides
@@ -147,9 +152,8 @@ impl Region {
     /// Block `i`'s units, in order: `(tile, first K tile, end)`, K tiles of the whole tile.
     pub fn units_of(&self, i: u32) -> Vec<(u32, u32, u32)> {
         let (len, per) = (u64::from(self.len), u64::from(self.per));
-        let total = u64::from(self.tiles) * len;
         let start = u64::from(i) * per;
-        let end = (start + per).min(total);
+        let end = (start + per).min(self.iterations());
         let mut out = Vec::new();
         let mut it = start;
         while it < end {

@@ -80,12 +80,9 @@ impl Checker {
                 cfg.red.name()
             ));
         }
-        let units = self.arch.compute_units;
-        let aligned = self.gmn.iter().zip(&self.k_lens).any(|(&[g, m, n], &k)| {
-            let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
-            let k_tiles = k.div_ceil(cfg.block_k.max(1));
-            StreamK::new(tiles, k_tiles, units, Cut::Aligned).cut != StreamCut::Contiguous
-        });
+        let aligned = self
+            .stream_schedules(cfg)
+            .any(|(_, sk)| sk.cut != StreamCut::Contiguous);
         if !aligned {
             let (num, den) = StreamK::ALIGNED_SLACK;
             return why(format!(
@@ -98,14 +95,29 @@ impl Checker {
         Ok(())
     }
 
+    /// Each sub-GEMM's stream-K schedule under `cfg` (its tiles, K tiles and cut) on this
+    /// arch's SMs: what the `red=stream` and `cut` rules judge.
+    fn stream_schedules<'a>(
+        &'a self,
+        cfg: &'a PerfConfig,
+    ) -> impl Iterator<Item = (usize, StreamK)> + 'a {
+        let units = self.arch.compute_units;
+        let gemms = self.gmn.iter().zip(&self.k_lens).enumerate();
+        gemms.map(move |(gemm, (&[g, m, n], &k))| {
+            let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
+            let k_tiles = k.div_ceil(cfg.block_k.max(1));
+            (gemm, StreamK::new(tiles, k_tiles, units, cfg.cut))
+        })
+    }
+
     fn stream_k(&self, cfg: &PerfConfig) -> Result<(), Rejection> {
         let why = |why: String| Err(Rejection::StreamK { why });
         if let Some(w) = cfg.stream_refusal() {
             return why(w);
         }
         let units = self.arch.compute_units;
-        for (gemm, (&[g, m, n], &k)) in self.gmn.iter().zip(&self.k_lens).enumerate() {
-            let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
+        for (gemm, sk) in self.stream_schedules(cfg) {
+            let tiles = sk.tiles;
             let tail = StreamK::data_parallel_tail(tiles, units);
             if tail == 0 || 2 * tail >= units {
                 return why(format!(
@@ -114,7 +126,6 @@ impl Checker {
                     if tail == 0 { units } else { tail }
                 ));
             }
-            let sk = StreamK::new(tiles, k.div_ceil(cfg.block_k.max(1)), units, cfg.cut);
             if sk.per_block < StreamK::MIN_PER_BLOCK {
                 return why(format!(
                     "{} K tiles per block, fewer than {} (sub-GEMM {gemm})",
