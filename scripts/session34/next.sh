@@ -29,28 +29,35 @@ python3 scripts/session34/aligned-tries.py tuned-db/sm_90.toml > $W/tries.txt
 tac $W/tries.txt > $W/tries-rev.txt
 cut -d'|' -f1 $W/tries.txt | sed 's/ *$//' | uniq > $W/problems.txt
 for order in tries tries-rev; do
-  timeout 150 "$B" --problems $W/problems.txt --arch sm_90 --try $W/$order.txt --budget 2 \
+  timeout 150 "$B" --problems $W/problems.txt --arch sm_90 --try $W/$order.txt --budget 3 \
     --time 20 --full-timing --db $W/$order.toml --journal $W/$order.jsonl > $W/$order.log 2>&1
   say "$order rc=$? $(el)"
 done
 python3 - $W/tries.jsonl $W/tries-rev.jsonl <<'PY' | tee -a "$S"
-import json, math, sys
+import json, math, re, sys
+# Pairs: the same config with each cut (the config used before, timed too, counts only if
+# its twin was timed).
+def twin(c):
+    c = re.sub(r"^v\d+:", "", c)
+    c = re.sub(r",cut=\w+", "", c)
+    return re.sub(r",(pk=0|xf=none|cl=1|ep=reg)\b", "", c)
 t = {}
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)
-        if r.get("time_us") and "red=stream" in r.get("config", ""):
-            cut = "aligned" if "cut=aligned" in r["config"] else "tile"
-            t.setdefault(r["problem_key"], {}).setdefault(cut, []).append(r["time_us"])
+        c = r.get("config", "")
+        if r.get("time_us") and "red=stream" in c:
+            cut = "aligned" if "cut=aligned" in c else "tile"
+            t.setdefault((r["problem_key"], twin(c)), {}).setdefault(cut, []).append(r["time_us"])
 ratios = []
-for p, d in t.items():
+for (p, _), d in t.items():
     if "aligned" in d and "tile" in d:
         a, b = min(d["aligned"]), min(d["tile"])
         ratios.append(b / a)
         print(f"{b:8.2f} {a:8.2f} {b / a:6.3f}  {p[:90]}")
 if ratios:
     g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    print(f"tile/aligned geomean {g:.3f} over {len(ratios)} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+    print(f"tile/aligned geomean {g:.3f} over {len(ratios)} pairs (min {min(ratios):.3f}, max {max(ratios):.3f})")
 PY
 tar czf "$OUT/cut.tgz" -C /tmp cut
 say "== 4 same harness, bw3 $(el)"
