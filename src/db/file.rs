@@ -64,7 +64,9 @@ pub struct TunedDb {
     near_pos: Vec<u32>,
     /// Interned (GPU name, compute units) pairs: GPU name → [(units, id)].
     devices: HashMap<String, Vec<(u32, u32)>, FxBuild>,
-    device_count: u32,
+    /// Per interned device id: how many entries were measured on it (entries are replaced in
+    /// place, never removed, so the counts only grow).
+    device_entries: Vec<u32>,
     /// The device of the last indexed entry, tried first when interning.
     last_device: Option<(String, u32, u32)>,
     unparsed: Vec<(u32, String)>,
@@ -155,7 +157,7 @@ impl TunedDb {
             buckets: HashMap::default(),
             near_pos: Vec::new(),
             devices: HashMap::default(),
-            device_count: 0,
+            device_entries: Vec::new(),
             last_device: None,
             unparsed: Vec::new(),
             seals: Vec::new(),
@@ -336,6 +338,16 @@ impl TunedDb {
             .map(|&(_, id)| id)
     }
 
+    /// The device most of the entries were measured on (the first interned among equals): the
+    /// one a lookup that does not know its GPU serves, where a problem was tuned on several.
+    pub(crate) fn home_device(&self) -> Option<u32> {
+        let most = *self.device_entries.iter().max()?;
+        self.device_entries
+            .iter()
+            .position(|&n| n == most)
+            .map(|id| id as u32)
+    }
+
     /// The entry for this problem measured on exactly this fingerprint, if any.
     pub fn find(&self, problem_key: &str, fingerprint: &Fingerprint) -> Option<&Entry> {
         self.find_index(problem_key, fingerprint)
@@ -421,10 +433,11 @@ impl TunedDb {
             Ok(k) => {
                 let device = intern_device(
                     &mut self.devices,
-                    &mut self.device_count,
+                    &mut self.device_entries,
                     &mut self.last_device,
                     &e.fingerprint,
                 );
+                self.device_entries[device as usize] += 1;
                 let head = self.exact.entry(k.hash).or_insert(NONE);
                 self.next_same.push(*head);
                 *head = idx;
@@ -453,7 +466,7 @@ impl TunedDb {
 /// of one file nearly all share a device, so the previous answer is tried first.
 fn intern_device(
     devices: &mut HashMap<String, Vec<(u32, u32)>, FxBuild>,
-    count: &mut u32,
+    counts: &mut Vec<u32>,
     last: &mut Option<(String, u32, u32)>,
     fp: &Fingerprint,
 ) -> u32 {
@@ -466,8 +479,8 @@ fn intern_device(
     let id = match list.iter().find(|(cus, _)| *cus == fp.compute_units) {
         Some(&(_, id)) => id,
         None => {
-            let id = *count;
-            *count += 1;
+            let id = counts.len() as u32;
+            counts.push(0);
             list.push((fp.compute_units, id));
             id
         }

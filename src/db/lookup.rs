@@ -113,10 +113,16 @@ impl<'a> Layered<'a> {
         })
     }
 
-    /// Finds the config for `problem` on `arch`. With a `fingerprint`, only entries tuned on a
-    /// compatible device (same GPU name and compute units) are used; among several exact
-    /// entries, one tuned on exactly this fingerprint comes first, then the newest, then the
-    /// fastest. Every candidate config passes `check` before it is returned.
+    /// Finds the config for `problem` on `arch`. With a `fingerprint`, exact entries tuned on
+    /// a compatible device (same GPU name and compute units) come first, one tuned on exactly
+    /// this fingerprint before the others; then, as [`Source::Nearest`] at distance 0 with the
+    /// GPU named in the reason, the problem's entries tuned on another GPU of the arch (a
+    /// sibling's winner is a better start than a neighbour's: on an H100, the H200's shipped
+    /// winners ran 1.15x cuDNN's speed, BENCHMARKS session 34); then the nearest problems
+    /// tuned on a compatible device. Without one, an exact entry of the layer's home device
+    /// (the GPU most of its entries were tuned on) comes first, so that adding another GPU's
+    /// entries to a database does not change what a GPU-less lookup serves; then the newest,
+    /// then the fastest. Every candidate config passes `check` before it is returned.
     pub fn lookup(
         &self,
         problem: &ConvProblem,
@@ -139,12 +145,14 @@ impl<'a> Layered<'a> {
             }
         }
         let mut tried_exact = false;
+        // This problem's entries tuned on other GPUs (with a fingerprint only), in layer order.
+        let mut elsewhere: Vec<(&'static str, &Entry)> = Vec::new();
         for (rank, &(name, db)) in layers
             .iter()
             .enumerate()
             .filter_map(|(r, l)| l.as_ref().map(|l| (r, l)))
         {
-            let mut exact: Vec<&Entry> = db
+            let exact: Vec<&Entry> = db
                 .indices_of(problem)
                 .filter(|&i| {
                     let ok = db.seal_at(i).trusted();
@@ -154,7 +162,18 @@ impl<'a> Layered<'a> {
                 .map(|i| &db.entries()[i])
                 .collect();
             let all = exact.len();
-            exact.retain(|e| usable(e));
+            let home = db.home_device();
+            let at_home = |e: &Entry| home.is_some() && db.device_id(&e.fingerprint) == home;
+            let newest_first = |a: &&Entry, b: &&Entry| {
+                at_home(b)
+                    .cmp(&at_home(a))
+                    .then_with(|| b.date.cmp(&a.date))
+                    .then_with(|| a.time_us.total_cmp(&b.time_us))
+            };
+            let (mut exact, mut other): (Vec<&Entry>, Vec<&Entry>) =
+                exact.into_iter().partition(|e| usable(e));
+            other.sort_by(newest_first);
+            elsewhere.extend(other.into_iter().map(|e| (name, e)));
             if exact.len() < all {
                 notes.push(format!(
                     "{} {name} entr{} for this problem tuned on another GPU",
@@ -163,13 +182,8 @@ impl<'a> Layered<'a> {
                 ));
             }
             if exact.len() > 1 {
-                exact.sort_by(|a, b| {
-                    let same = |e: &Entry| Some(&e.fingerprint) == fingerprint;
-                    same(b)
-                        .cmp(&same(a))
-                        .then_with(|| b.date.cmp(&a.date))
-                        .then_with(|| a.time_us.total_cmp(&b.time_us))
-                });
+                let same = |e: &Entry| Some(&e.fingerprint) == fingerprint;
+                exact.sort_by(|a, b| same(b).cmp(&same(a)).then_with(|| newest_first(a, b)));
             }
             for e in exact {
                 tried_exact = true;
@@ -200,6 +214,35 @@ impl<'a> Layered<'a> {
                         e.config
                     )),
                 }
+            }
+        }
+
+        // The problem tuned on another GPU of the arch: its winner, legal here, before any
+        // neighbour's (which cannot be exact on this GPU either).
+        for (name, e) in elsewhere {
+            match check.check(problem, arch, &e.config) {
+                Ok(()) => {
+                    let mut reason = format!(
+                        "no entry tuned on this GPU; using this problem's entry in the {name} \
+                         database tuned on another GPU ({}, {}, {:.1} µs there)",
+                        e.fingerprint.gpu, e.date, e.time_us
+                    );
+                    append_notes(&mut reason, &notes);
+                    return Lookup {
+                        notes,
+                        config: Some(e.config.clone()),
+                        source: Source::Nearest {
+                            key: e.problem.clone(),
+                            distance: 0.0,
+                        },
+                        reason,
+                    };
+                }
+                Err(why) => notes.push(format!(
+                    "{name} entry for this problem tuned on {} has config {} that is illegal \
+                     here: {why}",
+                    e.fingerprint.gpu, e.config
+                )),
             }
         }
 

@@ -419,13 +419,32 @@ fn lookup_prefers_user_exact_then_nearest_legal() {
     assert_eq!(r.config.as_deref(), Some("v1:system"));
     assert!(r.reason.contains("vector load too wide"), "{}", r.reason);
 
-    // Another GPU's entries are not exact hits for this one.
-    let mi = Fingerprint {
-        gpu: "MI250X".into(),
-        compute_units: 110,
+    // Another GPU's entries are not exact hits for this one: the problem's winner there
+    // comes as a distance-0 neighbour that names the GPU (the user layer's first), and where
+    // it is illegal here, nothing.
+    let h100 = Fingerprint {
+        gpu: "NVIDIA H100 80GB HBM3".into(),
+        compute_units: 132,
         ..Default::default()
     };
-    let r = layered.lookup(&target, "sm_90", Some(&mi), &legal);
+    let r = layered.lookup(&target, "sm_90", Some(&h100), &legal);
+    assert_eq!(
+        r.source,
+        Source::Nearest {
+            key: target.key(),
+            distance: 0.0
+        }
+    );
+    assert_eq!(r.config.as_deref(), Some("v1:user"));
+    assert!(
+        r.reason.contains("tuned on another GPU (NVIDIA H200"),
+        "{}",
+        r.reason
+    );
+    let r = layered.lookup(&target, "sm_90", Some(&h100), &no_user);
+    assert_eq!(r.config.as_deref(), Some("v1:system"));
+    let nothing = |_: &ConvProblem, _: &str, _: &str| -> Result<(), String> { Err("no".into()) };
+    let r = layered.lookup(&target, "sm_90", Some(&h100), &nothing);
     assert_eq!(r.source, Source::None);
     assert!(r.reason.contains("another GPU"), "{}", r.reason);
     // A database of another arch is ignored, and says so.
@@ -547,4 +566,52 @@ fn user_db_path_order() {
     let e = user_db_path_with(None, "sm_90", env(&[("HOME", "rel")]), no_home).unwrap_err();
     assert!(matches!(e, DbError::NoUserDbPath), "{e}");
     assert!(e.to_string().contains("--db"), "{e}");
+}
+
+#[test]
+fn a_lookup_without_a_gpu_serves_the_home_device_and_one_with_a_gpu_its_own() {
+    // Two problems tuned on the H200 (the home device), one of them also, later, on an H100.
+    let (p1, p2) = (problem(16, 64, 64, 56, 3), problem(1, 3, 8, 7, 1));
+    let mut db = TunedDb::new("sm_90");
+    db.insert(entry(&p1, "v1:h200", 10.0)).unwrap();
+    db.insert(entry(&p2, "v1:h200-p2", 10.0)).unwrap();
+    let h100 = Fingerprint {
+        gpu: "NVIDIA H100 80GB HBM3".into(),
+        compute_units: 132,
+        ..Default::default()
+    };
+    let mut e = entry(&p1, "v1:h100", 5.0);
+    e.fingerprint = h100.clone();
+    e.date = "2026-12-05".into();
+    db.insert(e.sealed()).unwrap();
+    let layered = Layered {
+        system: Some(&db),
+        user: None,
+    };
+    // Newer and faster, but measured on the other GPU: a lookup that knows no GPU keeps the
+    // home device's answer, so adding a GPU's entries changes nothing for the others.
+    let r = layered.lookup(&p1, "sm_90", None, &legal);
+    assert_eq!(
+        (r.source, r.config.as_deref()),
+        (Source::Exact, Some("v1:h200"))
+    );
+    let r = layered.lookup(&p1, "sm_90", Some(&h100), &legal);
+    assert_eq!(
+        (r.source, r.config.as_deref()),
+        (Source::Exact, Some("v1:h100"))
+    );
+    let r = layered.lookup(&p1, "sm_90", Some(&h200()), &legal);
+    assert_eq!(r.config.as_deref(), Some("v1:h200"));
+    // Where the H100 entries outnumber the H200's, they are the home device's.
+    for (i, c) in [8, 16, 24].into_iter().enumerate() {
+        let mut e = entry(&problem(1, c, 8, 7, 1), &format!("v1:h100-{i}"), 1.0);
+        e.fingerprint = h100.clone();
+        db.insert(e.sealed()).unwrap();
+    }
+    let layered = Layered {
+        system: Some(&db),
+        user: None,
+    };
+    let r = layered.lookup(&p1, "sm_90", None, &legal);
+    assert_eq!(r.config.as_deref(), Some("v1:h100"));
 }

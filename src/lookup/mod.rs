@@ -245,6 +245,14 @@ impl<'a> Read<'a> {
             .flatten()
     }
 
+    /// The lookup's answer when it is this problem's entry tuned on another GPU (a lookup with
+    /// a fingerprint that no entry of the problem matches): the first candidate, not exact.
+    fn sibling(&self) -> Option<PerfConfig> {
+        matches!(self.hit.source, Source::Nearest { distance, .. } if distance == 0.0)
+            .then(|| self.hit.config.as_deref()?.parse().ok())
+            .flatten()
+    }
+
     /// The exact entry's config first, then up to `most` of the fallback's ranked configs
     /// ([`find_candidates_with`]; `heuristic(n)`: the model's first `n` picks).
     pub fn candidates(
@@ -253,6 +261,7 @@ impl<'a> Read<'a> {
         heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
     ) -> Result<Vec<Found>, LookupError> {
         let exact = self.exact();
+        let first = exact.or_else(|| self.sibling());
         let Read {
             problem,
             arch,
@@ -262,7 +271,7 @@ impl<'a> Read<'a> {
             hit,
         } = self;
         let mut out = Vec::new();
-        if let Some(cfg) = exact {
+        if let Some(cfg) = first {
             out.push(Found {
                 config: cfg,
                 source: hit.source.clone(),

@@ -333,6 +333,31 @@ fn the_search_measures_the_lookup_config_first() {
     assert!(places[0].is_some_and(|i| i > 0), "{places:?}");
 }
 
+/// On a GPU the shipped entries were not tuned on, a shipped problem's search starts from its
+/// winner there (the H200's), not from the quick list: a sibling GPU's winner is the best
+/// guess the database holds, and the tuner's "config used before" stays a fallback pick.
+#[test]
+fn on_another_gpu_the_search_starts_from_the_shipped_winner() {
+    let line = "conv -F 1 -n 64 -c 192 -H 7 -W 7 -k 64 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2 -l 1 -j 1 \
+                -g 1 -I NHWGC -f GKYXC -O NHWGC";
+    let p: ConvProblem = line.parse().unwrap();
+    let system = crate::db::system("sm_90").unwrap().unwrap();
+    let shipped = system
+        .get(&p)
+        .next()
+        .expect("a shipped problem")
+        .config
+        .clone();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeBackend::new(&["sm_90"], 0);
+    run(options(dir.path(), 1), &fake, &[line]).unwrap();
+    let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    let first: crate::db::JournalRecord =
+        serde_json::from_str(journal.lines().next().unwrap()).unwrap();
+    let shipped: crate::config::PerfConfig = shipped.parse().unwrap();
+    assert_eq!(first.config, shipped.to_string());
+}
+
 /// The lookup's next candidates (`lookup --candidates`) are measured right after its answer,
 /// and the report says the fastest of them: what timing them on first use would pick.
 #[test]
