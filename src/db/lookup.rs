@@ -251,19 +251,14 @@ impl<'a> Layered<'a> {
         // Distance 0 in one bucket is the problem itself, already tried above.
         let (logs, shp) = (size_logs(problem.sizes()), shape(problem.sizes()));
         let mut near: Vec<Near> = Vec::new();
+        // With a fingerprint, neighbours tuned on that device; where it has none (a GPU nothing
+        // near was tuned on yet), those of every device of the arch.
+        let device_of = |db: &TunedDb| fingerprint.map(|fp| db.device_id(fp));
+        let mut here: Vec<bool> = Vec::new();
         for (rank, layer) in layers.iter().enumerate() {
             let Some((_, db)) = layer else { continue };
-            let device = match fingerprint {
-                Some(fp) => match db.device_id(fp) {
-                    Some(id) => Some(id),
-                    None => continue,
-                },
-                None => None,
-            };
+            let device = device_of(db);
             for item in db.near_items(problem) {
-                if device.is_some_and(|d| d != item.device) {
-                    continue;
-                }
                 let d = distance_parts(&logs, &shp, &item.logs, &item.shape);
                 // Distance 0 is the problem itself, counted by the exact search above.
                 if d > 0.0 && !db.seal_at(item.idx as usize).trusted() {
@@ -271,6 +266,7 @@ impl<'a> Layered<'a> {
                     continue;
                 }
                 if d > 0.0 {
+                    here.push(device.is_none_or(|id| id == Some(item.device)));
                     near.push(Near {
                         distance: d,
                         rank,
@@ -279,6 +275,15 @@ impl<'a> Layered<'a> {
                     });
                 }
             }
+        }
+        if here.contains(&true) {
+            let mut keep = here.iter();
+            near.retain(|_| *keep.next().unwrap_or(&false));
+        } else if let (Some(fp), false) = (fingerprint, near.is_empty()) {
+            notes.push(format!(
+                "no neighbour tuned on {}: those tuned on other GPUs",
+                fp.gpu
+            ));
         }
         for (rank, &n) in broken.iter().enumerate() {
             if n > 0 {

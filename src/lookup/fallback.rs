@@ -352,7 +352,8 @@ pub fn differences(tuned: &PerfConfig, picked: &PerfConfig) -> (String, String) 
 }
 
 /// The [`NEIGHBOURS`] nearest tuned problems of the same direction and type (trusted entries
-/// only; with a fingerprint, only those tuned on a compatible device), nearest first.
+/// only; with a fingerprint, only those tuned on a compatible device where there are any, else
+/// every device's, as [`Layered::lookup`] takes them), nearest first.
 pub fn neighbours(
     problem: &ConvProblem,
     arch: &Arch,
@@ -361,13 +362,16 @@ pub fn neighbours(
 ) -> Vec<Neighbour> {
     let me = Features::of(&lower(problem));
     let mut found: Vec<Neighbour> = Vec::new();
-    for db in [layers.user, layers.system].into_iter().flatten() {
-        if db.arch() != arch.name {
-            continue;
-        }
+    let dbs = || {
+        [layers.user, layers.system]
+            .into_iter()
+            .flatten()
+            .filter(|db| db.arch() == arch.name)
+    };
+    let mut here: Vec<bool> = Vec::new();
+    for db in dbs() {
         for (i, e) in db.entries().iter().enumerate() {
-            if !db.seal_at(i).trusted() || fingerprint.is_some_and(|f| !e.fingerprint.compatible(f))
-            {
+            if !db.seal_at(i).trusted() {
                 continue;
             }
             let Ok(other) = e.problem.parse::<ConvProblem>() else {
@@ -382,12 +386,17 @@ pub fn neighbours(
             let Ok(config) = e.config.parse::<PerfConfig>() else {
                 continue;
             };
+            here.push(fingerprint.is_none_or(|f| e.fingerprint.compatible(f)));
             found.push(Neighbour {
                 key: e.problem.clone(),
                 config,
                 distance: me.distance(&Features::of(&lower(&other))),
             });
         }
+    }
+    if here.contains(&true) {
+        let mut keep = here.iter();
+        found.retain(|_| *keep.next().unwrap_or(&false));
     }
     found.sort_by(|a, b| {
         a.distance

@@ -297,7 +297,7 @@ fn a_resume_measures_again_what_was_timed_in_another_cache_state() {
 #[test]
 fn the_search_measures_the_lookup_config_first() {
     // The fake GPU's fingerprint: the shipped entries, tuned on an H200, are not its own, so
-    // the lookup answers from the quick list or the cost model's own pick.
+    // the lookup answers from the fallback (the H200's neighbours, the quick list, the model).
     let fake_gpu = fake_gpu();
     let space = crate::space::SearchSpace::default_for(&Arch::SM_90);
     let mut places = Vec::new();
@@ -381,7 +381,8 @@ fn the_lookup_candidates_are_measured_first_and_reported() {
     .iter()
     .map(|f| f.config.to_string())
     .collect();
-    // Without the shipped entries (another GPU's), the quick list's and the model's picks.
+    // Not shipped: the fallback's picks (nothing was tuned on the fake GPU, so the H200's
+    // neighbours count).
     assert!(want.len() >= 2, "{want:?}");
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeBackend::new(&["sm_90"], 0);
