@@ -3,7 +3,7 @@
 # On an H200: scripts/session34/next.sh (the cut pairs, the bwd-weight 3x3 c256 in the same
 # harness with cuDNN and the matmul rate, a re-tune to merge), its re-tune ending at CALL_S.
 # On another GPU: the 39 suite problems (scripts/suites/all.txt + families.txt) tuned there
-# (`--time 10`, `--time-total 330`), each search starting from the shipped H200 winner (this
+# (`--time 10`, `--time-total 300`), each search starting from the shipped H200 winner (this
 # build's lookup across GPUs), so each summary's "config used before" is that winner measured
 # on this GPU; then cuDNN on the same problems.
 #   Usage (repo root, on the device): bash scripts/session35/call2.sh
@@ -17,7 +17,7 @@ esac
 say "$gpu: the suite tuned from the H200's winners $(el)"
 R=/tmp/suite; mkdir -p $R
 cat scripts/suites/all.txt scripts/suites/families.txt | grep -v '^#' | grep . > $R/problems.txt
-tune_list $R 330
+tune_list $R ${TUNE_S:-300}
 say "-- cuDNN $(el)"
 timeout 45 python3 scripts/compare-cudnn.py $R/problems.txt --convtune $R/report.json --json $R/cudnn.json > $R/cudnn.log 2>&1
 say "rc=$? $(el)"; grep -v Warning $R/cudnn.log | tail -2 | cut -c1-200 | tee -a "$S"
