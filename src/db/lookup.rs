@@ -78,6 +78,23 @@ pub struct Lookup {
     pub notes: Vec<String>,
 }
 
+impl Lookup {
+    /// `e`'s config as the answer at `distance` from the problem (0: the problem itself, tuned
+    /// on another GPU), `reason` followed by the notes.
+    fn nearest(e: &Entry, distance: f64, mut reason: String, notes: Vec<String>) -> Lookup {
+        append_notes(&mut reason, &notes);
+        Lookup {
+            notes,
+            config: Some(e.config.clone()),
+            source: Source::Nearest {
+                key: e.problem.clone(),
+                distance,
+            },
+            reason,
+        }
+    }
+}
+
 /// The system database (shipped in the binary) with the user's database on top: user entries
 /// win, because they were measured on the user's own machine.
 #[derive(Debug, Clone, Copy, Default)]
@@ -222,21 +239,12 @@ impl<'a> Layered<'a> {
         for (name, e) in elsewhere {
             match check.check(problem, arch, &e.config) {
                 Ok(()) => {
-                    let mut reason = format!(
+                    let reason = format!(
                         "no entry tuned on this GPU; using this problem's entry in the {name} \
                          database tuned on another GPU ({}, {}, {:.1} µs there)",
                         e.fingerprint.gpu, e.date, e.time_us
                     );
-                    append_notes(&mut reason, &notes);
-                    return Lookup {
-                        notes,
-                        config: Some(e.config.clone()),
-                        source: Source::Nearest {
-                            key: e.problem.clone(),
-                            distance: 0.0,
-                        },
-                        reason,
-                    };
+                    return Lookup::nearest(e, 0.0, reason, notes);
                 }
                 Err(why) => notes.push(format!(
                     "{name} entry for this problem tuned on {} has config {} that is illegal \
@@ -331,7 +339,7 @@ impl<'a> Layered<'a> {
             if illegal > 0 {
                 notes.push(format!("{illegal} closer neighbour(s) had illegal configs"));
             }
-            let mut reason = format!(
+            let reason = format!(
                 "{}; using the config of the nearest tuned problem in the {name} database \
                  (distance {:.2}, {:.1} µs there): {}",
                 if tried_exact {
@@ -343,16 +351,7 @@ impl<'a> Layered<'a> {
                 e.time_us,
                 e.problem
             );
-            append_notes(&mut reason, &notes);
-            return Lookup {
-                notes,
-                config: Some(e.config.clone()),
-                source: Source::Nearest {
-                    key: e.problem.clone(),
-                    distance: n.distance,
-                },
-                reason,
-            };
+            return Lookup::nearest(e, n.distance, reason, notes);
         }
         if illegal > 0 {
             notes.push(format!(
