@@ -238,6 +238,7 @@ pub fn lookup(
         db,
         true,
         deterministic,
+        None,
     )?)
 }
 
@@ -395,6 +396,7 @@ unsafe fn candidates_into(
         true,
         capacity,
         deterministic != 0,
+        None,
     )?;
     // SAFETY: non-null, and the caller gives `capacity` writable structs.
     let slots = unsafe { std::slice::from_raw_parts_mut(out, capacity) };

@@ -69,7 +69,8 @@ def problem(text):
     return _json.loads(_native.problem_info(text))
 
 
-def lookup(problem, arch, db=None, system_db=True, candidates=1, deterministic=False):
+def lookup(problem, arch, db=None, system_db=True, candidates=1, deterministic=False,
+           gpu=None, compute_units=None):
     """The config a compiler should use for ``problem`` on ``arch`` (``"sm_90"``, ...), as
     ``convtune lookup`` finds it: the user database ``db`` (a file, or None for
     ``$CONVTUNE_DB`` / the XDG path) over the system database, then the shipped quick list,
@@ -85,13 +86,21 @@ def lookup(problem, arch, db=None, system_db=True, candidates=1, deterministic=F
     the same bits on every run (no floating-point atomics: split-K by atomics and depthwise
     backward weight by atomics are passed over, the reason says so), as
     ``torch.use_deterministic_algorithms(True)`` demands (``convtune lookup --deterministic``).
+    ``gpu`` and ``compute_units`` (together: ``torch.cuda.get_device_name()`` and the SM
+    count, as :mod:`convtune.torch` passes them) name the device the kernels will run on: exact
+    entries are then that GPU's, and a problem tuned only on another GPU of the arch comes as
+    source ``nearest`` at distance 0 (the reason names that GPU), to be timed against the
+    fallback's next configs; without them, where a problem was tuned on several GPUs, the entry
+    of the GPU most of the database was tuned on.
     Raises ValueError for bad arguments and ConvtuneError for a broken database.
     """
     return _json.loads(_native.lookup(_text(problem), arch, _path(db), bool(system_db),
-                                      int(candidates), bool(deterministic)))
+                                      int(candidates), bool(deterministic), gpu,
+                                      _units(compute_units)))
 
 
-def compile(problem, arch, config=None, db=None, system_db=True, deterministic=False):
+def compile(problem, arch, config=None, db=None, system_db=True, deterministic=False,
+            gpu=None, compute_units=None):
     """Compiles ``problem``'s kernels for ``arch``: returns ``(manifest, module)``.
 
     ``module`` is the PTX text (NVIDIA, bytes) or the AMDGPU code object. ``manifest`` is a dict:
@@ -104,10 +113,11 @@ def compile(problem, arch, config=None, db=None, system_db=True, deterministic=F
     and ``workspace_bytes``. Its ``format`` is a draft until
     the manifest of ``convtune compile --manifest`` is shared with it. ``deterministic`` limits
     the lookup as :func:`lookup`'s does; ``lookup.deterministic`` in the manifest says whether
-    the kernels give the same bits on every run.
+    the kernels give the same bits on every run; ``gpu`` and ``compute_units`` as
+    :func:`lookup` takes them.
     """
     manifest, module = _native.compile(_text(problem), arch, config, _path(db), bool(system_db),
-                                       bool(deterministic))
+                                       bool(deterministic), gpu, _units(compute_units))
     return _json.loads(manifest), module
 
 
@@ -116,6 +126,10 @@ def _text(problem):
         raise TypeError(f"problem: expected a problem line (str), got {type(problem).__name__}; "
                         "convtune.problem_string() writes one")
     return problem
+
+
+def _units(compute_units):
+    return None if compute_units is None else int(compute_units)
 
 
 def _path(db):

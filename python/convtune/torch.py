@@ -135,6 +135,13 @@ def _fell_back(reason):
                       stacklevel=4)
 
 
+def _gpu(device):
+    """The device as the database's fingerprints name it (the CUDA driver's name and the SM
+    count), so a lookup serves the entries tuned on this GPU."""
+    props = torch.cuda.get_device_properties(device)
+    return {"gpu": props.name, "compute_units": props.multi_processor_count}
+
+
 def _plan(device, line, config=None):
     """The loaded kernels of a problem on a device (with the looked-up config, or ``config``),
     or the Fallback that says why not; with :data:`benchmark` on and no config given, the
@@ -147,10 +154,11 @@ def _plan(device, line, config=None):
         hit = _plans.get(key)
     if hit is not None:
         return hit
+    gpu = _gpu(device)
     if config is None and benchmark and BENCHMARK_CANDIDATES > 1:
         try:
             found = _lookup(line, arch, candidates=BENCHMARK_CANDIDATES,
-                            deterministic=deterministic)
+                            deterministic=deterministic, **gpu)
         except (ValueError, ConvtuneError):
             found = None  # the plain path below says why
         if found is not None and found["source"] != "exact" and len(found["candidates"]) > 1:
@@ -166,7 +174,8 @@ def _plan(device, line, config=None):
                     _plans[key] = result
                 return result
     try:
-        manifest, module = _compile(line, arch, config=config, deterministic=deterministic)
+        manifest, module = _compile(line, arch, config=config, deterministic=deterministic,
+                                    **gpu)
         if deterministic and not manifest["lookup"]["deterministic"]:
             raise Fallback("nondeterministic", f"{config} adds its sums with atomics, and "
                            "torch.use_deterministic_algorithms(True) is set")

@@ -6,7 +6,7 @@
 use convtune::arch::Arch;
 use convtune::codegen::{compile_conv, Compiled};
 use convtune::config::{Domain, Field};
-use convtune::db::Source;
+use convtune::db::{Fingerprint, Source};
 use convtune::legality;
 use convtune::lookup::{
     find_candidates_with_user_db, find_config_with_user_db, Found, LookupError, MAX_CANDIDATES,
@@ -35,6 +35,25 @@ fn bad(e: impl std::fmt::Display) -> PyErr {
 fn parse_problem(text: &str) -> PyResult<ConvProblem> {
     text.parse()
         .map_err(|e| bad(format!("problem '{text}': {e}")))
+}
+
+/// The device a caller names (`torch.cuda.get_device_name`, its SM count), as the database's
+/// fingerprints name them; both or neither.
+fn gpu_named(gpu: Option<&str>, compute_units: Option<u32>) -> PyResult<Option<Fingerprint>> {
+    match (gpu, compute_units) {
+        (None, None) => Ok(None),
+        (Some(gpu), Some(compute_units)) if !gpu.is_empty() && compute_units > 0 => {
+            Ok(Some(Fingerprint {
+                gpu: gpu.to_string(),
+                compute_units,
+                ..Default::default()
+            }))
+        }
+        _ => Err(bad(format!(
+            "gpu and compute_units go together (a GPU name and its SM count): got {gpu:?}, \
+             {compute_units:?}"
+        ))),
+    }
 }
 
 fn parse_arch(name: &str) -> PyResult<Arch> {
@@ -130,7 +149,8 @@ fn problem_info(problem: &str) -> PyResult<String> {
 /// answer first (`convtune lookup --candidates`); with `deterministic`, only configs without
 /// floating-point atomics (`convtune lookup --deterministic`).
 #[pyfunction]
-#[pyo3(signature = (problem, arch, db=None, system_db=true, candidates=1, deterministic=false))]
+#[pyo3(signature = (problem, arch, db=None, system_db=true, candidates=1, deterministic=false, gpu=None, compute_units=None))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments, each with its default
 fn lookup(
     py: Python<'_>,
     problem: &str,
@@ -139,9 +159,12 @@ fn lookup(
     system_db: bool,
     candidates: usize,
     deterministic: bool,
+    gpu: Option<&str>,
+    compute_units: Option<u32>,
 ) -> PyResult<String> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
+    let gpu = gpu_named(gpu, compute_units)?;
     if !(1..=MAX_CANDIDATES).contains(&candidates) {
         return Err(bad(format!(
             "candidates: {candidates} is not in 1..={MAX_CANDIDATES}"
@@ -150,7 +173,15 @@ fn lookup(
     let found = py
         .detach(|| {
             let db = db.map(Path::new);
-            find_candidates_with_user_db(&p, &a, db, system_db, candidates, deterministic)
+            find_candidates_with_user_db(
+                &p,
+                &a,
+                db,
+                system_db,
+                candidates,
+                deterministic,
+                gpu.as_ref(),
+            )
         })
         .map_err(lookup_error)?;
     let mut answer = found_json(&p, &a, &found[0]);
@@ -163,7 +194,8 @@ fn lookup(
 /// Compiles a problem's kernels: (manifest JSON, module bytes). `config` overrides the lookup
 /// (which, with `deterministic`, answers only configs without floating-point atomics).
 #[pyfunction]
-#[pyo3(signature = (problem, arch, config=None, db=None, system_db=true, deterministic=false))]
+#[pyo3(signature = (problem, arch, config=None, db=None, system_db=true, deterministic=false, gpu=None, compute_units=None))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments, each with its default
 fn compile<'py>(
     py: Python<'py>,
     problem: &str,
@@ -172,9 +204,12 @@ fn compile<'py>(
     db: Option<&str>,
     system_db: bool,
     deterministic: bool,
+    gpu: Option<&str>,
+    compute_units: Option<u32>,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
+    let gpu = gpu_named(gpu, compute_units)?;
     let found = match config {
         Some(text) => Found {
             config: text.parse().map_err(bad)?,
@@ -184,7 +219,7 @@ fn compile<'py>(
         None => py
             .detach(|| {
                 let db = db.map(Path::new);
-                find_config_with_user_db(&p, &a, db, system_db, deterministic)
+                find_config_with_user_db(&p, &a, db, system_db, deterministic, gpu.as_ref())
             })
             .map_err(lookup_error)?,
     };

@@ -93,16 +93,20 @@ pub fn find_config(
 /// `use_system` is false. A user database that does not exist is no layer; one that exists
 /// but does not load is an error, so a typo'd entry is not silently ignored. This is what
 /// `convtune lookup`, the C API and the Python package answer with. With `deterministic`,
-/// only configs without atomics ([`Limits::deterministic`]).
+/// only configs without atomics ([`Limits::deterministic`]). `gpu`: the device the kernels
+/// will run on, where the caller knows it (the Python package does): exact entries are then
+/// that GPU's, and a problem tuned only on another GPU of the arch comes as a distance-0
+/// neighbour ([`Layered::lookup`]), so a first-use benchmark times it against the fallback.
 pub fn find_config_with_user_db(
     problem: &ConvProblem,
     arch: &Arch,
     user_db: Option<&std::path::Path>,
     use_system: bool,
     deterministic: bool,
+    gpu: Option<&Fingerprint>,
 ) -> Result<Found, LookupError> {
     let mut found =
-        find_candidates_with_user_db(problem, arch, user_db, use_system, 1, deterministic)?;
+        find_candidates_with_user_db(problem, arch, user_db, use_system, 1, deterministic, gpu)?;
     Ok(found.swap_remove(0))
 }
 
@@ -116,6 +120,7 @@ pub fn find_candidates_with_user_db(
     use_system: bool,
     most: usize,
     deterministic: bool,
+    gpu: Option<&Fingerprint>,
 ) -> Result<Vec<Found>, LookupError> {
     // No place for a user database (no home, no path given) is no layer, like a missing file.
     let user = match db::user_db_path(user_db, arch.name) {
@@ -135,7 +140,7 @@ pub fn find_candidates_with_user_db(
         space: None,
         deterministic,
     };
-    find_candidates_in_space(problem, arch, layers, None, limits, most)
+    find_candidates_in_space(problem, arch, layers, gpu, limits, most)
 }
 
 /// [`find_config`] over explicit database layers (e.g. without the system database).
