@@ -2,8 +2,10 @@
 # Session 35's second device call (carry .carry with this build's convtune.xz, and .whl).
 # On an H200: scripts/session34/next.sh (the cut pairs, the bwd-weight 3x3 c256 in the same
 # harness with cuDNN and the matmul rate, a re-tune to merge), its re-tune ending at CALL_S.
-# On another GPU: the 39 suite problems (scripts/suites/all.txt + families.txt) tuned there
-# (`--time 10`, `--time-total 300`), each search starting from the shipped H200 winner (this
+# On another GPU: scripts/python-gpu-check.py on the seeds with this build's wheel (the torch
+# layer now names its GPU to the lookup: on this GPU a first-call benchmark of the shipped
+# winner and the fallback's next configs); the 39 suite problems (scripts/suites/all.txt + families.txt) tuned there
+# (`--time 10`, `--time-total 240`), each search starting from the shipped H200 winner (this
 # build's lookup across GPUs), so each summary's "config used before" is that winner measured
 # on this GPU; then cuDNN on the same problems.
 #   Usage (repo root, on the device): bash scripts/session35/call2.sh
@@ -14,10 +16,15 @@ case "$gpu" in
   *H200*) CALL_S=${CALL_S:-470} exec bash scripts/session34/next.sh ;;
 esac
 . scripts/session11/lib.sh
+say "$gpu: the Python package and torch layer (this build's wheel: the lookup names the GPU) $(el)"
+python3 -m pip install --quiet --no-deps --no-index --target "$WHEEL_SITE" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
+PYTHONPATH="$WHEEL_SITE" timeout 100 python3 scripts/python-gpu-check.py scripts/suites/seeds.txt \
+  --iters 5 --json "$OUT/python.json" > "$OUT/python.log" 2>&1
+say "rc=$? $(el)"; grep -E "^(FAIL|ERROR)|kept-zero|suite problems|torch" "$OUT/python.log" | cut -c1-300 | tee -a "$S"
 say "$gpu: the suite tuned from the H200's winners $(el)"
 R=/tmp/suite; mkdir -p $R
 cat scripts/suites/all.txt scripts/suites/families.txt | grep -v '^#' | grep . > $R/problems.txt
-tune_list $R ${TUNE_S:-300}
+tune_list $R ${TUNE_S:-240}
 say "-- cuDNN $(el)"
 timeout 45 python3 scripts/compare-cudnn.py $R/problems.txt --convtune $R/report.json --json $R/cudnn.json > $R/cudnn.log 2>&1
 say "rc=$? $(el)"; grep -v Warning $R/cudnn.log | tail -2 | cut -c1-200 | tee -a "$S"
