@@ -22,6 +22,15 @@ same_harness() {
     say "wheel not installed: $(tail -2 "$OUT/pip.log")"
   fi
 }
+# python_check SUITE SECONDS: installs the carried wheel (.whl/) and runs
+# scripts/python-gpu-check.py on SUITE (five iterations; $OUT/python.{json,log}), printing its
+# failures and its suite, torch and kept-zero lines.
+python_check() {
+  python3 -m pip install --quiet --no-deps --no-index --target "$WHEEL_SITE" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
+  PYTHONPATH="$WHEEL_SITE" timeout "$2" python3 scripts/python-gpu-check.py "$1" \
+    --iters 5 --json "$OUT/python.json" > "$OUT/python.log" 2>&1
+  say "rc=$? $(el)"; grep -E "^(FAIL|ERROR)|kept-zero|suite problems|torch" "$OUT/python.log" | cut -c1-300 | tee -a "$S"
+}
 # tune_list DIR SECONDS: tunes DIR/problems.txt (default strategy and space, `--time 10` a problem,
 # `--time-total SECONDS`) into DIR/{db.toml,j.jsonl,report.json,tune.log} and prints each
 # problem's summary line.

@@ -23,10 +23,7 @@ selfcheck_step stream 70 --red stream --configs 3
 selfcheck_step fixup-hopper 70 --red fixup --configs 3 --space search-spaces/nvidia-hopper.toml
 selfcheck_step stream-hopper 70 --red stream --configs 3 --space search-spaces/nvidia-hopper.toml
 say "== 2 python-gpu-check $(el)"
-python3 -m pip install --quiet --no-deps --no-index --target "$WHEEL_SITE" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
-PYTHONPATH="$WHEEL_SITE" timeout 120 python3 scripts/python-gpu-check.py scripts/suites/seeds.txt \
-  --iters 5 --json "$OUT/python.json" > "$OUT/python.log" 2>&1
-say "rc=$? $(el)"; grep -E "^(FAIL|ERROR)|kept-zero|suite problems" "$OUT/python.log" | cut -c1-400 | tee -a "$S"
+python_check scripts/suites/seeds.txt 120
 say "== 3 A/B $(el)"
 python3 - tuned-db/sm_90.toml /tmp/kept.toml "${AB_MAX:-20}" <<'PY'
 import re, sys, tomllib

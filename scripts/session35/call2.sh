@@ -17,10 +17,7 @@ case "$gpu" in
 esac
 . scripts/session11/lib.sh
 say "$gpu: the Python package and torch layer (this build's wheel: the lookup names the GPU) $(el)"
-python3 -m pip install --quiet --no-deps --no-index --target "$WHEEL_SITE" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
-PYTHONPATH="$WHEEL_SITE" timeout 100 python3 scripts/python-gpu-check.py scripts/suites/seeds.txt \
-  --iters 5 --json "$OUT/python.json" > "$OUT/python.log" 2>&1
-say "rc=$? $(el)"; grep -E "^(FAIL|ERROR)|kept-zero|suite problems|torch" "$OUT/python.log" | cut -c1-300 | tee -a "$S"
+python_check scripts/suites/seeds.txt 100
 say "$gpu: the suite tuned from the H200's winners $(el)"
 R=/tmp/suite; mkdir -p $R
 cat scripts/suites/all.txt scripts/suites/families.txt | grep -v '^#' | grep . > $R/problems.txt
