@@ -535,3 +535,47 @@ fn lookup_deterministic_passes_over_an_entry_with_atomics() {
         assert!(c.contains("sk=1,") || !c.contains("red=atomic"), "{c}");
     }
 }
+
+/// `--gpu`/`--compute-units` (`lookup` and `compile`): the entry tuned on that GPU is exact; on
+/// another GPU of the arch the problem's winner comes as a distance-0 neighbour naming where it
+/// was tuned; the two flags go together.
+#[test]
+fn lookup_for_a_named_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = db_file(dir.path(), "user.toml", GOOD, 20.0);
+    let ask = |gpu: &str, units: &str| {
+        json_of(&convtune(&[
+            "lookup",
+            "--problem",
+            DB_PROBLEM,
+            "--arch",
+            "sm_90",
+            "--db",
+            &user,
+            "--no-system-db",
+            "--gpu",
+            gpu,
+            "--compute-units",
+            units,
+            "--json",
+        ]))
+    };
+    let v = ask("NVIDIA H200", "132");
+    assert_eq!(v["source"]["kind"], "exact", "{v}");
+    let v = ask("NVIDIA H100 80GB HBM3", "132");
+    assert_eq!(v["config"], GOOD, "{v}");
+    assert_eq!(v["source"]["kind"], "nearest", "{v}");
+    assert_eq!(v["source"]["distance"], 0.0, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("NVIDIA H200"), "{v}");
+    let o = convtune(&[
+        "lookup",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "--gpu",
+        "NVIDIA H200",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--compute-units"), "{}", stderr(&o));
+}

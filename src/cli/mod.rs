@@ -156,6 +156,16 @@ pub struct DbArgs {
     /// Ignore the system database compiled into this binary.
     #[arg(long)]
     no_system_db: bool,
+    /// The GPU the kernels will run on, as the driver names it (`NVIDIA H100 80GB HBM3`; with
+    /// `--compute-units`): exact entries are then that GPU's, and a problem tuned only on
+    /// another GPU of the arch comes as a distance-0 neighbour. Without it, where a problem was
+    /// tuned on several GPUs, the entry of the GPU most of the database was tuned on.
+    #[arg(long, value_name = "NAME", requires = "compute_units")]
+    gpu: Option<String>,
+    /// The SM (or compute unit) count of `--gpu`.
+    #[arg(long, value_name = "N", requires = "gpu",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    compute_units: Option<u32>,
 }
 
 /// A lookup's answer and the user database it consulted.
@@ -220,7 +230,17 @@ impl DbArgs {
             system,
             user: user.as_ref(),
         };
-        let mut more = find_candidates_in_space(p, arch, layers, None, limits, most.max(1))?;
+        let gpu = self
+            .gpu
+            .as_ref()
+            .zip(self.compute_units)
+            .map(|(gpu, units)| convtune::db::Fingerprint {
+                gpu: gpu.clone(),
+                compute_units: units,
+                ..Default::default()
+            });
+        let mut more =
+            find_candidates_in_space(p, arch, layers, gpu.as_ref(), limits, most.max(1))?;
         let found = more.remove(0);
         Ok(Looked {
             found,
