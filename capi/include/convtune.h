@@ -260,6 +260,20 @@ int convtune_lookup_candidates_str(const char *problem, const char *arch, const 
                                    size_t *count);
 
 /*
+ * convtune_lookup_candidates_str for the GPU the kernels will run on: `gpu` as the driver
+ * names it (cuDeviceGetName: "NVIDIA H100 80GB HBM3") and its SM count `compute_units`
+ * (`convtune lookup --gpu --compute-units`). Exact entries are then that GPU's; a problem tuned
+ * only on another GPU of the arch comes first as a neighbour at distance 0 whose reason names
+ * that GPU (time it against the others). NULL `gpu` is convtune_lookup_candidates_str (where a
+ * problem was tuned on several GPUs, it answers with the entry of the GPU most of the database
+ * was tuned on). An empty `gpu` or `compute_units` 0 with a name: CONVTUNE_ERR_ARCH.
+ */
+int convtune_lookup_candidates_gpu_str(const char *problem, const char *arch,
+                                       const char *user_db, int deterministic, const char *gpu,
+                                       uint32_t compute_units, convtune_config *out,
+                                       size_t capacity, size_t *count);
+
+/*
  * The config string of `config`'s tuning fields (block_m .. ld; the other members are not
  * read), as `convtune compile --config` takes it: what convtune_lookup wrote in `config` for an
  * unchanged struct, so a caller can change fields and print the result. Writes at most `len`

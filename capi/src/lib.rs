@@ -13,7 +13,7 @@ mod problem;
 mod tensor_map;
 
 use convtune::arch::Arch;
-use convtune::db::Source;
+use convtune::db::{Fingerprint, Source};
 use convtune::lookup::{
     find_candidates_with_user_db, find_config_with_user_db, Found, LookupError, MAX_CANDIDATES,
 };
@@ -363,11 +363,13 @@ unsafe fn lookup_line(
 /// # Safety
 /// `arch`, `user_db` as in the header; `out` points to `capacity` writable structs and `count`
 /// to a writable `size_t` (NULL is an error).
+#[allow(clippy::too_many_arguments)] // the C entry points' arguments, passed through
 unsafe fn candidates_into(
     problem: &ConvProblem,
     arch: *const c_char,
     user_db: *const c_char,
     deterministic: c_int,
+    gpu: Option<&Fingerprint>,
     out: *mut ConfigC,
     capacity: usize,
     count: *mut usize,
@@ -396,7 +398,7 @@ unsafe fn candidates_into(
         true,
         capacity,
         deterministic != 0,
-        None,
+        gpu,
     )?;
     // SAFETY: non-null, and the caller gives `capacity` writable structs.
     let slots = unsafe { std::slice::from_raw_parts_mut(out, capacity) };
@@ -434,7 +436,7 @@ pub unsafe extern "C" fn convtune_lookup_candidates(
         // SAFETY: the caller's contract.
         let p = unsafe { read_problem(problem)? };
         // SAFETY: forwarded caller contract.
-        unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
+        unsafe { candidates_into(&p, arch, user_db, deterministic, None, out, capacity, count) }
     })
 }
 
@@ -457,7 +459,66 @@ pub unsafe extern "C" fn convtune_lookup_candidates_str(
         // SAFETY: the caller's contract.
         let p = unsafe { parse_line(problem)? };
         // SAFETY: forwarded caller contract.
-        unsafe { candidates_into(&p, arch, user_db, deterministic, out, capacity, count) }
+        unsafe { candidates_into(&p, arch, user_db, deterministic, None, out, capacity, count) }
+    })
+}
+
+/// `convtune_lookup_candidates_gpu_str`: [`convtune_lookup_candidates_str`] for the GPU the
+/// kernels will run on, named as the driver names it (`cuDeviceGetName`) with its SM count
+/// (`convtune lookup --gpu --compute-units`): exact entries are that GPU's, and a problem tuned
+/// only on another GPU of the arch comes first as a distance-0 neighbour naming that GPU. NULL
+/// `gpu` is the plain lookup (where a problem was tuned on several GPUs: the entry of the GPU
+/// most of the database was tuned on).
+///
+/// # Safety
+/// As [`convtune_lookup_candidates_str`]; `gpu` is a NUL-terminated string or NULL.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // one C call, as its siblings plus the device
+pub unsafe extern "C" fn convtune_lookup_candidates_gpu_str(
+    problem: *const c_char,
+    arch: *const c_char,
+    user_db: *const c_char,
+    deterministic: c_int,
+    gpu: *const c_char,
+    compute_units: u32,
+    out: *mut ConfigC,
+    capacity: usize,
+    count: *mut usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let p = unsafe { parse_line(problem)? };
+        // SAFETY: the caller's contract.
+        let gpu = match unsafe { optional_str(gpu, "gpu")? } {
+            None => None,
+            Some(name) if !name.is_empty() && compute_units > 0 => Some(Fingerprint {
+                gpu: name.to_string(),
+                compute_units,
+                ..Default::default()
+            }),
+            Some(name) => {
+                return Err(Failure::new(
+                    Status::Arch,
+                    format!(
+                        "gpu {name:?} with compute_units {compute_units}: a GPU name and its \
+                         SM count (> 0) go together"
+                    ),
+                ))
+            }
+        };
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            candidates_into(
+                &p,
+                arch,
+                user_db,
+                deterministic,
+                gpu.as_ref(),
+                out,
+                capacity,
+                count,
+            )
+        }
     })
 }
 

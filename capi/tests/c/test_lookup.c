@@ -201,6 +201,32 @@ static void candidates_start_with_the_answer(void) {
     CHECK(rc == CONVTUNE_ERR_BUFFER, "rc %d", rc);
 }
 
+/* Named GPUs: on the H200 the shipped entries are exact; on an H100 seed 003's H200 winner
+ * comes first as a distance-0 neighbour naming the H200, then more candidates; a name without
+ * its SM count is an error. */
+static void a_named_gpu_gets_its_own_entries(void) {
+    const char *line = "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 "
+                       "-l 1 -j 1 -g 1 -F 2 --layout NHWC";
+    convtune_config plain, list[4];
+    size_t count = 0;
+    int rc = convtune_lookup_str(line, "sm_90", NO_USER_DB, &plain);
+    CHECK(rc == CONVTUNE_OK && plain.source == 0, "%d %s", rc, convtune_last_error());
+    rc = convtune_lookup_candidates_gpu_str(line, "sm_90", NO_USER_DB, 0, "NVIDIA H200", 132,
+                                            list, 4, &count);
+    CHECK(rc == CONVTUNE_OK && list[0].source == 0, "%d %s", rc, convtune_last_error());
+    rc = convtune_lookup_candidates_gpu_str(line, "sm_90", NO_USER_DB, 0,
+                                            "NVIDIA H100 80GB HBM3", 132, list, 4, &count);
+    CHECK(rc == CONVTUNE_OK, "%s", convtune_last_error());
+    CHECK(count >= 2, "%zu candidates", count);
+    CHECK(list[0].source == 1 && list[0].nearest_distance == 0.0, "source %d at %f",
+          list[0].source, list[0].nearest_distance);
+    CHECK(strcmp(list[0].config, plain.config) == 0, "%s vs %s", list[0].config, plain.config);
+    CHECK(strstr(list[0].reason, "NVIDIA H200") != NULL, "reason %s", list[0].reason);
+    rc = convtune_lookup_candidates_gpu_str(line, "sm_90", NO_USER_DB, 0, "NVIDIA H200", 0,
+                                            list, 4, &count);
+    CHECK(rc == CONVTUNE_ERR_ARCH, "rc %d", rc);
+}
+
 static void errors_are_codes_and_messages(void) {
     convtune_config out;
     int rc = convtune_lookup_str("conv -n 16 -c 0 -F 1", "sm_90", NULL, &out);
@@ -248,6 +274,7 @@ int main(int argc, char **argv) {
     untuned_problem_falls_back();
     deterministic_lookup_passes_over_atomics();
     candidates_start_with_the_answer();
+    a_named_gpu_gets_its_own_entries();
     errors_are_codes_and_messages();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
