@@ -579,3 +579,83 @@ fn lookup_for_a_named_gpu() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--compute-units"), "{}", stderr(&o));
 }
+
+/// A database tuned on two GPUs: `db check` names both and the home device (what a lookup that
+/// names no GPU serves), and each GPU's lookup gets its own entry.
+#[test]
+fn a_database_of_two_gpus() {
+    use convtune::db::{Entry, Fingerprint, TunedDb};
+    let dir = tempfile::tempdir().unwrap();
+    let key: convtune::problem::ConvProblem = DB_PROBLEM.parse().unwrap();
+    let mut d = TunedDb::new("sm_90");
+    let gpu = |name: &str| Fingerprint {
+        gpu: name.into(),
+        compute_units: 132,
+        driver: "13.0".into(),
+        clock_mhz: None,
+    };
+    let entry = |problem: &str, config: &str, on: &str| {
+        Entry {
+            problem: problem.into(),
+            config: config.into(),
+            time_us: 20.0,
+            tflops: 1.0,
+            candidates_tried: 10,
+            fingerprint: gpu(on),
+            convtune_version: "0.1.0".into(),
+            date: "2026-12-05".into(),
+            checksum: String::new(),
+        }
+        .sealed()
+    };
+    d.insert(entry(&key.key(), GOOD, "NVIDIA H200")).unwrap();
+    d.insert(entry(&key.key(), OTHER, "NVIDIA H100 80GB HBM3"))
+        .unwrap();
+    let other_problem: convtune::problem::ConvProblem =
+        "conv -n 16 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2"
+            .parse()
+            .unwrap();
+    d.insert(entry(&other_problem.key(), GOOD, "NVIDIA H200"))
+        .unwrap();
+    let path = dir.path().join("two.toml");
+    std::fs::write(&path, d.to_toml_string()).unwrap();
+    let path = path.to_str().unwrap();
+
+    let o = convtune(&["db", "check", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("tuned on NVIDIA H200 (132 CUs): 2 entries (home device)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tuned on NVIDIA H100 80GB HBM3 (132 CUs): 1 entries"),
+        "{text}"
+    );
+    let v = json_of(&convtune(&["db", "check", path, "--json"]));
+    assert_eq!(v["devices"][0]["gpu"], "NVIDIA H200", "{v}");
+    assert_eq!(v["devices"][0]["home"], true, "{v}");
+    assert_eq!(v["devices"][1]["entries"], 1, "{v}");
+
+    let look = |extra: &[&str]| {
+        let mut args = vec![
+            "lookup",
+            "--problem",
+            DB_PROBLEM,
+            "--arch",
+            "sm_90",
+            "--db",
+            path,
+            "--no-system-db",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json_of(&convtune(&args))
+    };
+    assert_eq!(look(&[])["config"], GOOD);
+    let h100 = look(&["--gpu", "NVIDIA H100 80GB HBM3", "--compute-units", "132"]);
+    assert_eq!(
+        (h100["config"].as_str(), h100["source"]["kind"].as_str()),
+        (Some(OTHER), Some("exact"))
+    );
+}

@@ -125,6 +125,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
                     "entries": d.len(),
                     "valid": issues.is_empty(),
                     "issues": messages,
+                    "devices": devices_json(&d),
                 }))?;
             } else {
                 for i in &issues {
@@ -141,6 +142,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             }
             if !json {
                 outln!("{}: {} entries, all valid", file.display(), d.len());
+                print_devices(&d)?;
             }
         }
         DbCommand::Stale { file, device, json } => {
@@ -285,4 +287,24 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
         outln!("  why: {}", f.reason);
     }
     Ok(())
+}
+
+/// The devices a database's entries were tuned on, the home device (what a lookup that names no
+/// GPU serves where a problem was tuned on several) first.
+fn print_devices(d: &TunedDb) -> anyhow::Result<()> {
+    for (i, (gpu, units, n)) in d.devices().into_iter().enumerate() {
+        let home = if i == 0 { " (home device)" } else { "" };
+        outln!("  tuned on {gpu} ({units} CUs): {n} entries{home}");
+    }
+    Ok(())
+}
+
+fn devices_json(d: &TunedDb) -> serde_json::Value {
+    d.devices()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (gpu, units, n))| {
+            serde_json::json!({"gpu": gpu, "compute_units": units, "entries": n, "home": i == 0})
+        })
+        .collect()
 }

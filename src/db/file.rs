@@ -348,6 +348,33 @@ impl TunedDb {
             .map(|id| id as u32)
     }
 
+    /// The devices the entries were measured on, as (GPU name, compute units, entries), the
+    /// home device ([`Self::home_device`]) first, then by entries, then by name.
+    pub fn devices(&self) -> Vec<(&str, u32, u32)> {
+        let home = self.home_device();
+        let mut out: Vec<(&str, u32, u32, bool)> = self
+            .devices
+            .iter()
+            .flat_map(|(gpu, list)| {
+                list.iter().map(move |&(cus, id)| {
+                    (
+                        gpu.as_str(),
+                        cus,
+                        self.device_entries[id as usize],
+                        Some(id) == home,
+                    )
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.3.cmp(&a.3)
+                .then(b.2.cmp(&a.2))
+                .then(a.0.cmp(b.0))
+                .then(a.1.cmp(&b.1))
+        });
+        out.into_iter().map(|(g, c, n, _)| (g, c, n)).collect()
+    }
+
     /// The entry for this problem measured on exactly this fingerprint, if any.
     pub fn find(&self, problem_key: &str, fingerprint: &Fingerprint) -> Option<&Entry> {
         self.find_index(problem_key, fingerprint)
