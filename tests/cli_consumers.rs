@@ -543,23 +543,7 @@ fn lookup_deterministic_passes_over_an_entry_with_atomics() {
 fn lookup_for_a_named_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let user = db_file(dir.path(), "user.toml", GOOD, 20.0);
-    let ask = |gpu: &str, units: &str| {
-        json_of(&convtune(&[
-            "lookup",
-            "--problem",
-            DB_PROBLEM,
-            "--arch",
-            "sm_90",
-            "--db",
-            &user,
-            "--no-system-db",
-            "--gpu",
-            gpu,
-            "--compute-units",
-            units,
-            "--json",
-        ]))
-    };
+    let ask = |gpu: &str, units: &str| lookup_in(&user, &["--gpu", gpu, "--compute-units", units]);
     let v = ask("NVIDIA H200", "132");
     assert_eq!(v["source"]["kind"], "exact", "{v}");
     let v = ask("NVIDIA H100 80GB HBM3", "132");
@@ -637,25 +621,30 @@ fn a_database_of_two_gpus() {
     assert_eq!(v["devices"][0]["home"], true, "{v}");
     assert_eq!(v["devices"][1]["entries"], 1, "{v}");
 
-    let look = |extra: &[&str]| {
-        let mut args = vec![
-            "lookup",
-            "--problem",
-            DB_PROBLEM,
-            "--arch",
-            "sm_90",
-            "--db",
-            path,
-            "--no-system-db",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        json_of(&convtune(&args))
-    };
-    assert_eq!(look(&[])["config"], GOOD);
-    let h100 = look(&["--gpu", "NVIDIA H100 80GB HBM3", "--compute-units", "132"]);
+    assert_eq!(lookup_in(path, &[])["config"], GOOD);
+    let h100 = lookup_in(
+        path,
+        &["--gpu", "NVIDIA H100 80GB HBM3", "--compute-units", "132"],
+    );
     assert_eq!(
         (h100["config"].as_str(), h100["source"]["kind"].as_str()),
         (Some(OTHER), Some("exact"))
     );
+}
+
+/// `convtune lookup --json` of [`DB_PROBLEM`] in the database `db` alone, with `extra` flags.
+fn lookup_in(db: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "lookup",
+        "--problem",
+        DB_PROBLEM,
+        "--arch",
+        "sm_90",
+        "--db",
+        db,
+        "--no-system-db",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    json_of(&convtune(&args))
 }

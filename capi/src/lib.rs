@@ -455,12 +455,20 @@ pub unsafe extern "C" fn convtune_lookup_candidates_str(
     capacity: usize,
     count: *mut usize,
 ) -> c_int {
-    guard(|| {
-        // SAFETY: the caller's contract.
-        let p = unsafe { parse_line(problem)? };
-        // SAFETY: forwarded caller contract.
-        unsafe { candidates_into(&p, arch, user_db, deterministic, None, out, capacity, count) }
-    })
+    // SAFETY: forwarded caller contract (a NULL `gpu` is the plain lookup).
+    unsafe {
+        convtune_lookup_candidates_gpu_str(
+            problem,
+            arch,
+            user_db,
+            deterministic,
+            std::ptr::null(),
+            0,
+            out,
+            capacity,
+            count,
+        )
+    }
 }
 
 /// `convtune_lookup_candidates_gpu_str`: [`convtune_lookup_candidates_str`] for the GPU the
