@@ -181,7 +181,7 @@ impl<'a> Layered<'a> {
             let all = exact.len();
             let home = db.home_device();
             let at_home = |e: &Entry| home.is_some() && db.device_id(&e.fingerprint) == home;
-            let newest_first = |a: &&Entry, b: &&Entry| {
+            let preferred = |a: &&Entry, b: &&Entry| {
                 at_home(b)
                     .cmp(&at_home(a))
                     .then_with(|| b.date.cmp(&a.date))
@@ -189,7 +189,7 @@ impl<'a> Layered<'a> {
             };
             let (mut exact, mut other): (Vec<&Entry>, Vec<&Entry>) =
                 exact.into_iter().partition(|e| usable(e));
-            other.sort_by(newest_first);
+            other.sort_by(preferred);
             elsewhere.extend(other.into_iter().map(|e| (name, e)));
             if exact.len() < all {
                 notes.push(format!(
@@ -200,7 +200,7 @@ impl<'a> Layered<'a> {
             }
             if exact.len() > 1 {
                 let same = |e: &Entry| Some(&e.fingerprint) == fingerprint;
-                exact.sort_by(|a, b| same(b).cmp(&same(a)).then_with(|| newest_first(a, b)));
+                exact.sort_by(|a, b| same(b).cmp(&same(a)).then_with(|| preferred(a, b)));
             }
             for e in exact {
                 tried_exact = true;
@@ -258,11 +258,10 @@ impl<'a> Layered<'a> {
         // the user layer, then to the faster entry, then by key so the answer is deterministic.
         // Distance 0 in one bucket is the problem itself, already tried above.
         let (logs, shp) = (size_logs(problem.sizes()), shape(problem.sizes()));
-        let mut near: Vec<Near> = Vec::new();
         // With a fingerprint, neighbours tuned on that device; where it has none (a GPU nothing
         // near was tuned on yet), those of every device of the arch.
+        let (mut near, mut elsewhere): (Vec<Near>, Vec<Near>) = (Vec::new(), Vec::new());
         let device_of = |db: &TunedDb| fingerprint.map(|fp| db.device_id(fp));
-        let mut here: Vec<bool> = Vec::new();
         for (rank, layer) in layers.iter().enumerate() {
             let Some((_, db)) = layer else { continue };
             let device = device_of(db);
@@ -274,24 +273,25 @@ impl<'a> Layered<'a> {
                     continue;
                 }
                 if d > 0.0 {
-                    here.push(device.is_none_or(|id| id == Some(item.device)));
-                    near.push(Near {
+                    let here = device.is_none_or(|id| id == Some(item.device));
+                    let n = Near {
                         distance: d,
                         rank,
                         time_us: item.time_us,
                         idx: item.idx,
-                    });
+                    };
+                    if here { &mut near } else { &mut elsewhere }.push(n);
                 }
             }
         }
-        if here.contains(&true) {
-            let mut keep = here.iter();
-            near.retain(|_| *keep.next().unwrap_or(&false));
-        } else if let (Some(fp), false) = (fingerprint, near.is_empty()) {
-            notes.push(format!(
-                "no neighbour tuned on {}: those tuned on other GPUs",
-                fp.gpu
-            ));
+        if near.is_empty() && !elsewhere.is_empty() {
+            if let Some(fp) = fingerprint {
+                notes.push(format!(
+                    "no neighbour tuned on {}: those tuned on other GPUs",
+                    fp.gpu
+                ));
+            }
+            near = elsewhere;
         }
         for (rank, &n) in broken.iter().enumerate() {
             if n > 0 {

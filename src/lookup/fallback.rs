@@ -361,15 +361,12 @@ pub fn neighbours(
     fingerprint: Option<&Fingerprint>,
 ) -> Vec<Neighbour> {
     let me = Features::of(&lower(problem));
-    let mut found: Vec<Neighbour> = Vec::new();
-    let dbs = || {
-        [layers.user, layers.system]
-            .into_iter()
-            .flatten()
-            .filter(|db| db.arch() == arch.name)
-    };
-    let mut here: Vec<bool> = Vec::new();
-    for db in dbs() {
+    // This GPU's neighbours, and (where it has none) every other GPU's.
+    let (mut found, mut elsewhere): (Vec<Neighbour>, Vec<Neighbour>) = (Vec::new(), Vec::new());
+    for db in [layers.user, layers.system].into_iter().flatten() {
+        if db.arch() != arch.name {
+            continue;
+        }
         for (i, e) in db.entries().iter().enumerate() {
             if !db.seal_at(i).trusted() {
                 continue;
@@ -386,17 +383,17 @@ pub fn neighbours(
             let Ok(config) = e.config.parse::<PerfConfig>() else {
                 continue;
             };
-            here.push(fingerprint.is_none_or(|f| e.fingerprint.compatible(f)));
-            found.push(Neighbour {
+            let here = fingerprint.is_none_or(|f| e.fingerprint.compatible(f));
+            let n = Neighbour {
                 key: e.problem.clone(),
                 config,
                 distance: me.distance(&Features::of(&lower(&other))),
-            });
+            };
+            if here { &mut found } else { &mut elsewhere }.push(n);
         }
     }
-    if here.contains(&true) {
-        let mut keep = here.iter();
-        found.retain(|_| *keep.next().unwrap_or(&false));
+    if found.is_empty() {
+        found = elsewhere;
     }
     found.sort_by(|a, b| {
         a.distance

@@ -95,18 +95,19 @@ impl Checker {
         Ok(())
     }
 
-    /// Each sub-GEMM's stream-K schedule under `cfg` (its tiles, K tiles and cut) on this
-    /// arch's SMs: what the `red=stream` and `cut` rules judge.
+    /// Each sub-GEMM's stream-K schedule under `cfg` (a `red=stream` config: its tiles, K tiles
+    /// and cut) on this arch's SMs, from [`PerfConfig::stream_k`] as the code generator takes
+    /// it: what the `red=stream` and `cut` rules judge.
     fn stream_schedules<'a>(
         &'a self,
         cfg: &'a PerfConfig,
     ) -> impl Iterator<Item = (usize, StreamK)> + 'a {
         let units = self.arch.compute_units;
         let gemms = self.gmn.iter().zip(&self.k_lens).enumerate();
-        gemms.map(move |(gemm, (&[g, m, n], &k))| {
+        gemms.filter_map(move |(gemm, (&[g, m, n], &k))| {
             let tiles = g * m.div_ceil(cfg.block_m.max(1)) * n.div_ceil(cfg.block_n.max(1));
             let k_tiles = k.div_ceil(cfg.block_k.max(1));
-            (gemm, StreamK::new(tiles, k_tiles, units, cfg.cut))
+            Some((gemm, cfg.stream_k(tiles, k_tiles, units)?))
         })
     }
 
