@@ -31,7 +31,7 @@ use crate::legality;
 use crate::lowering::{lower, Lowering};
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, extra_spaces, SearchSpace};
+use crate::space::{enumerate_lowered, enumerate_search, extra_spaces, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
 pub struct LegalityCheck;
@@ -450,7 +450,11 @@ pub fn heuristic_within(
 ) -> Vec<PerfConfig> {
     let l = lower(problem);
     let default_space = SearchSpace::default_for(arch);
-    let mut legal = enumerate_lowered(&l, arch, limits.space.unwrap_or(&default_space)).legal;
+    let mut legal = match limits.space {
+        Some(s) => enumerate_lowered(&l, arch, s),
+        None => enumerate_search(&l, arch, &default_space, false),
+    }
+    .legal;
     if limits.deterministic {
         without_atomics(&l, arch, &mut legal);
     }

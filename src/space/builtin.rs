@@ -59,24 +59,9 @@ pub fn builtin_origin(arch: &Arch) -> String {
 /// parallel only over its outermost level, and the tuner waits for this before its first
 /// candidate: 0.88 s for a bf16 bwd-weight 3×3 problem's 4 M configs on the H200 host).
 pub fn enumerate_builtin(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
-    enumerate_builtin_then(lowering, arch, space, |_| {})
-}
-
-/// [`enumerate_builtin`], handing the vendor space's own enumeration to `vendor_done` as soon as
-/// it is complete, while the extra spaces are still walked.
-fn enumerate_builtin_then(
-    lowering: &Lowering,
-    arch: &Arch,
-    space: &SearchSpace,
-    vendor_done: impl FnOnce(&Enumeration) + Send,
-) -> Enumeration {
     let extras = extra_spaces(lowering, arch);
     let (mut e, more) = rayon::join(
-        || {
-            let e = enumerate_lowered(lowering, arch, space);
-            vendor_done(&e);
-            e
-        },
+        || enumerate_lowered(lowering, arch, space),
         || {
             extras
                 .par_iter()
@@ -93,34 +78,18 @@ fn enumerate_builtin_then(
 }
 
 /// The candidates a search enumerates: `space` as it is when the user gave it (`--space`),
-/// else the built-in search ([`enumerate_builtin`]). The tuner, the dry run and
-/// `convtune space` all ask here.
+/// else the built-in search ([`enumerate_builtin`]). The tuner, the dry run, `convtune space`
+/// and the lookup's heuristic all ask here.
 pub fn enumerate_search(
     lowering: &Lowering,
     arch: &Arch,
     space: &SearchSpace,
     given: bool,
 ) -> Enumeration {
-    enumerate_search_then(lowering, arch, space, given, |_| {})
-}
-
-/// [`enumerate_search`], handing `space`'s own enumeration (the list the lookup's heuristic
-/// picks from, [`crate::lookup::heuristic_among`]) to `space_done` as soon as it is complete,
-/// before the extra spaces of the built-in search are absorbed: the tuner's lookup takes its
-/// heuristic from there instead of enumerating the space a second time.
-pub fn enumerate_search_then(
-    lowering: &Lowering,
-    arch: &Arch,
-    space: &SearchSpace,
-    given: bool,
-    space_done: impl FnOnce(&Enumeration) + Send,
-) -> Enumeration {
     if given {
-        let e = enumerate_lowered(lowering, arch, space);
-        space_done(&e);
-        e
+        enumerate_lowered(lowering, arch, space)
     } else {
-        enumerate_builtin_then(lowering, arch, space, space_done)
+        enumerate_builtin(lowering, arch, space)
     }
 }
 

@@ -427,7 +427,7 @@ fn prepare(
 ) -> Result<Prepared, CampaignError> {
     let arch = s.arch;
     let mut stages = StageTimes::default();
-    // The lookup's heuristic comes from the enumeration of the same space (its first part).
+    // The lookup's heuristic comes from the enumeration of the same search.
     let (heuristic_tx, heuristic_rx) = std::sync::mpsc::channel();
     let (seeding, enumerated, reference) = std::thread::scope(|scope| {
         let seeding = scope.spawn(move || {
@@ -445,19 +445,12 @@ fn prepare(
         });
         let enumerating = scope.spawn(move || {
             let t = Instant::now();
-            let e = s.options.enumerate_then(l, &arch, &s.space, |own| {
-                let picks = |legal: &[PerfConfig]| {
-                    crate::lookup::heuristic_picks(l, &arch, legal, crate::lookup::SEED_CANDIDATES)
-                };
-                let pick = if s.options.deterministic {
-                    let mut legal = own.legal.clone();
-                    crate::lookup::without_atomics(l, &arch, &mut legal);
-                    picks(&legal)
-                } else {
-                    picks(&own.legal)
-                };
-                let _ = heuristic_tx.send(pick);
-            });
+            let e = s.options.enumerate(l, &arch, &s.space);
+            // The same picks as the lookup's heuristic from the same search (deterministic
+            // results asked for: `enumerate` dropped the atomics already).
+            let picks =
+                crate::lookup::heuristic_picks(l, &arch, &e.legal, crate::lookup::SEED_CANDIDATES);
+            let _ = heuristic_tx.send(picks);
             (e, t.elapsed())
         });
         let referencing = Instant::now();

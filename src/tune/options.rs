@@ -105,20 +105,8 @@ impl CampaignOptions {
         arch: &Arch,
         space: &crate::space::SearchSpace,
     ) -> crate::space::Enumeration {
-        self.enumerate_then(lowering, arch, space, |_| {})
-    }
-
-    /// [`Self::enumerate`], handing `space`'s own enumeration to `space_done` as soon as it is
-    /// complete ([`crate::space::enumerate_search_then`]).
-    pub fn enumerate_then(
-        &self,
-        lowering: &crate::lowering::Lowering,
-        arch: &Arch,
-        space: &crate::space::SearchSpace,
-        space_done: impl FnOnce(&crate::space::Enumeration) + Send,
-    ) -> crate::space::Enumeration {
         let given = self.space.is_some();
-        let mut e = crate::space::enumerate_search_then(lowering, arch, space, given, space_done);
+        let mut e = crate::space::enumerate_search(lowering, arch, space, given);
         if self.deterministic {
             crate::lookup::without_atomics(lowering, arch, &mut e.legal);
         }
