@@ -20,8 +20,16 @@ done
 # the space (so this script needs no list of config fields) and refuses a config that is not
 # legal for its problem. The first binary's reading of the config is used for both builds.
 n=$(python3 - "$db" "$R/spaces" <<'PY'
-import sys, tomllib
-entries = tomllib.load(open(sys.argv[1], "rb")).get("entry", [])
+import subprocess, sys
+sys.path.insert(0, "scripts/lib")
+from tuned_db import load
+# This GPU's entries where the database holds any, else the home device's.
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.split("\n")[0].strip()
+except OSError:
+    gpu = None
+_, _, entries = load(sys.argv[1], gpu)
 for i, e in enumerate(entries):
     open(f"{sys.argv[2]}/p{i}.txt", "w").write(e["problem"] + "\n")
     open(f"{sys.argv[2]}/c{i}.txt", "w").write(e["config"] + "\n")

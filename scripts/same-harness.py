@@ -48,6 +48,7 @@ def _load(name, file):
 
 cc = _load("compare_cudnn", "compare-cudnn.py")
 gc = _load("python_gpu_check", "python-gpu-check.py")
+tuned_db = _load("tuned_db", "lib/tuned_db.py")
 
 L2_BYTES = torch.cuda.get_device_properties(0).L2_cache_size if torch.cuda.is_available() else 0
 
@@ -57,13 +58,8 @@ def one_device(entries):
     home device's (the one most entries were tuned on), as a lookup that names its GPU would
     serve exact entries and one that names none would."""
     props = torch.cuda.get_device_properties(0)
-    dev = lambda e: (e.get("fingerprint", {}).get("gpu", ""), e.get("fingerprint", {}).get("compute_units", 0))
-    counts = {}
-    for e in entries:
-        counts[dev(e)] = counts.get(dev(e), 0) + 1
-    here = (props.name, props.multi_processor_count)
-    keep = here if here in counts else max(counts, key=counts.get, default=None)
-    return [e for e in entries if dev(e) == keep]
+    keep = tuned_db.pick(entries, (props.name, props.multi_processor_count))
+    return [e for e in entries if tuned_db.device(e) == keep]
 
 
 def time_cold(fn, min_ms=1.0, max_runs=500):

@@ -48,25 +48,28 @@ gpu_lib_tests() {
   timeout 120 /tmp/libtests runtime::gpu_tests runtime::ptxas --test-threads=1 --nocapture > "$OUT/libtests.log" 2>&1
   say "rc=$? $(el)"; grep -E "test result|panicked|FAILED" "$OUT/libtests.log" | cut -c1-200 | tee -a "$S"
 }
-# db_problems REGEX: the problems of the shipped database that match REGEX, one a line.
+# db_problems REGEX: the problems of the shipped database that match REGEX, one a line (the
+# home device's entries: scripts/lib/tuned_db.py).
 db_problems() {
   python3 - "$1" <<'PY'
-import re, sys, tomllib
-for e in tomllib.load(open("tuned-db/sm_90.toml", "rb"))["entry"]:
+import re, sys
+sys.path.insert(0, "scripts/lib")
+from tuned_db import load
+for e in load("tuned-db/sm_90.toml")[2]:
     if re.search(sys.argv[1], e["problem"]):
         print(e["problem"])
 PY
 }
-# db_subset REGEX OUT: writes the shipped database's entries whose config matches REGEX to OUT
-# (a database of its own, header count fixed) and prints how many.
+# db_subset REGEX OUT: writes the shipped database's entries (the home device's) whose config
+# matches REGEX to OUT (a database of its own, header count fixed) and prints how many.
 db_subset() {
   python3 - "$1" "$2" <<'PY'
 import re, sys
-text = open("tuned-db/sm_90.toml").read()
-head, *entries = text.split("\n[[entry]]\n")
-kept = [e for e in entries if re.search(r'^config = ".*' + sys.argv[1], e, re.M)]
-h = re.sub(r"^entries = \d+", f"entries = {len(kept)}", head, flags=re.M)
-open(sys.argv[2], "w").write(h + "".join("\n[[entry]]\n" + e for e in kept))
+sys.path.insert(0, "scripts/lib")
+from tuned_db import load, rewrite
+head, blocks, _ = load("tuned-db/sm_90.toml")
+kept = [b for b in blocks if re.search(r'^config = ".*' + sys.argv[1], b, re.M)]
+open(sys.argv[2], "w").write(rewrite(head, kept))
 print(len(kept))
 PY
 }

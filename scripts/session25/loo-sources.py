@@ -15,7 +15,9 @@ db = "tuned-db/sm_90.toml"
 if "--db" in args:
     k = args.index("--db"); db = args[k + 1]; del args[k:k + 2]
 picks_path, binary, *journals = args
-head, *blocks = open(db).read().split("\n[[entry]]\n")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tuned_db import load, rewrite  # noqa: E402
+head, blocks, _ = load(db)  # the home device's: the indices loo-tries.py wrote
 picks = json.load(open(picks_path))
 t = {}
 for f in journals:
@@ -29,9 +31,7 @@ for k, p in picks.items():
     tuned = t.get((k, p["tuned"]))
     if not tuned:
         continue
-    keep = [b for j, b in enumerate(blocks) if j != p["index"]]
-    open(scratch, "w").write(re.sub(r"entries = \d+", f"entries = {len(keep)}", head)
-                             + "".join("\n[[entry]]\n" + b for b in keep))
+    open(scratch, "w").write(rewrite(head, [b for j, b in enumerate(blocks) if j != p["index"]]))
     j = json.loads(subprocess.run([binary, "lookup", "--problem", k, "--arch", "sm_90", "--db",
                                    scratch, "--no-system-db", "--json", "--candidates", "4"],
                                   capture_output=True, text=True).stdout)

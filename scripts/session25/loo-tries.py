@@ -11,10 +11,12 @@ winner (the lookup's answer from the built-in database: the entry itself) and ex
   Usage: scripts/session25/loo-tries.py --variant base=BIN [--variant new=BIN2] [--only REGEX]
          [--candidates 4] [--sweep-sk] [--sweep FIELD=V1,V2…] [--out out/loo-tries]
 """
-import argparse, json, os, re, subprocess, tempfile, tomllib
+import argparse, json, os, re, subprocess, sys, tempfile, tomllib
 from collections import defaultdict
 
 from loo_groups import write_groups
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tuned_db import load, rewrite  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--db", default="tuned-db/sm_90.toml")
@@ -30,9 +32,9 @@ a = ap.parse_args()
 if a.sweep_sk:
     a.sweep.append("sk=" + a.sk)
 os.makedirs(a.out, exist_ok=True)
-head, *blocks = open(a.db).read().split("\n[[entry]]\n")
-doc = tomllib.load(open(a.db, "rb"))
-entries, arch = doc["entry"], doc["header"]["arch"]
+# The home device's entries only: another GPU's entry of a held-out problem would answer it.
+head, blocks, entries = load(a.db)
+arch = tomllib.load(open(a.db, "rb"))["header"]["arch"]
 variants = [v.split("=", 1) for v in a.variant]
 # The database without the entry at hand: scratch, rewritten per entry.
 path = os.path.join(tempfile.mkdtemp(), "loo.toml")
@@ -40,9 +42,7 @@ picks, groups = {}, defaultdict(list)
 for i, e in enumerate(entries):
     if not re.search(a.only, e["problem"]):
         continue
-    keep = [b for j, b in enumerate(blocks) if j != i]
-    open(path, "w").write(re.sub(r"entries = \d+", f"entries = {len(keep)}", head)
-                          + "".join("\n[[entry]]\n" + b for b in keep))
+    open(path, "w").write(rewrite(head, [b for j, b in enumerate(blocks) if j != i]))
     got = {}
     for name, binary in variants:
         o = subprocess.run([binary, "lookup", "--problem", e["problem"], "--arch", arch, "--db",

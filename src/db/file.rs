@@ -338,6 +338,12 @@ impl TunedDb {
             .map(|&(_, id)| id)
     }
 
+    /// The device whose entries a lookup serves: `fingerprint`'s where given (`None` if nothing
+    /// was measured on it here), else the [`Self::home_device`].
+    pub(crate) fn device_for(&self, fingerprint: Option<&Fingerprint>) -> Option<u32> {
+        fingerprint.map_or_else(|| self.home_device(), |fp| self.device_id(fp))
+    }
+
     /// The device most of the entries were measured on (the first interned among equals): the
     /// one a lookup that does not know its GPU serves, where a problem was tuned on several.
     pub(crate) fn home_device(&self) -> Option<u32> {

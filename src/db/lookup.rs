@@ -258,13 +258,13 @@ impl<'a> Layered<'a> {
         // the user layer, then to the faster entry, then by key so the answer is deterministic.
         // Distance 0 in one bucket is the problem itself, already tried above.
         let (logs, shp) = (size_logs(problem.sizes()), shape(problem.sizes()));
-        // With a fingerprint, neighbours tuned on that device; where it has none (a GPU nothing
+        // With a fingerprint, neighbours tuned on that device; without, those of each
+        // database's home device (as the exact entries above); where it has none (a GPU nothing
         // near was tuned on yet), those of every device of the arch.
         let (mut near, mut elsewhere): (Vec<Near>, Vec<Near>) = (Vec::new(), Vec::new());
-        let device_of = |db: &TunedDb| fingerprint.map(|fp| db.device_id(fp));
         for (rank, layer) in layers.iter().enumerate() {
             let Some((_, db)) = layer else { continue };
-            let device = device_of(db);
+            let device = db.device_for(fingerprint);
             for item in db.near_items(problem) {
                 let d = distance_parts(&logs, &shp, &item.logs, &item.shape);
                 // Distance 0 is the problem itself, counted by the exact search above.
@@ -273,7 +273,7 @@ impl<'a> Layered<'a> {
                     continue;
                 }
                 if d > 0.0 {
-                    let here = device.is_none_or(|id| id == Some(item.device));
+                    let here = device == Some(item.device);
                     let n = Near {
                         distance: d,
                         rank,

@@ -614,9 +614,19 @@ fn a_lookup_without_a_gpu_serves_the_home_device_and_one_with_a_gpu_its_own() {
     };
     let r = layered.lookup(&p1, "sm_90", None, &legal);
     assert_eq!(r.config.as_deref(), Some("v1:h100"));
-    // A problem tuned nowhere: an H200's neighbours are the H200's, a GPU nothing was tuned
-    // on gets every GPU's (and is told so).
+    // A problem tuned nowhere: without a GPU, the home device's neighbours (though an H200
+    // entry is nearer); an H200's are the H200's; a GPU nothing was tuned on gets every GPU's
+    // (and is told so).
     let new = problem(2, 3, 8, 7, 1);
+    let r = layered.lookup(&new, "sm_90", None, &legal);
+    assert!(
+        r.config
+            .as_deref()
+            .is_some_and(|c| c.starts_with("v1:h100-")),
+        "{:?}: {}",
+        r.config,
+        r.reason
+    );
     let r = layered.lookup(&new, "sm_90", Some(&h200()), &legal);
     assert_eq!(r.config.as_deref(), Some("v1:h200-p2"));
     let fresh = Fingerprint {

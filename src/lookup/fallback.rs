@@ -352,8 +352,8 @@ pub fn differences(tuned: &PerfConfig, picked: &PerfConfig) -> (String, String) 
 }
 
 /// The [`NEIGHBOURS`] nearest tuned problems of the same direction and type (trusted entries
-/// only; with a fingerprint, only those tuned on a compatible device where there are any, else
-/// every device's, as [`Layered::lookup`] takes them), nearest first.
+/// only; those tuned on the fingerprint's device, else each database's home device, where
+/// there are any, else every device's, as [`Layered::lookup`] takes them), nearest first.
 pub fn neighbours(
     problem: &ConvProblem,
     arch: &Arch,
@@ -361,12 +361,13 @@ pub fn neighbours(
     fingerprint: Option<&Fingerprint>,
 ) -> Vec<Neighbour> {
     let me = Features::of(&lower(problem));
-    // This GPU's neighbours, and (where it has none) every other GPU's.
+    // This GPU's (or the home device's) neighbours, and (where it has none) every other GPU's.
     let (mut found, mut elsewhere): (Vec<Neighbour>, Vec<Neighbour>) = (Vec::new(), Vec::new());
     for db in [layers.user, layers.system].into_iter().flatten() {
         if db.arch() != arch.name {
             continue;
         }
+        let device = db.device_for(fingerprint);
         for (i, e) in db.entries().iter().enumerate() {
             if !db.seal_at(i).trusted() {
                 continue;
@@ -383,7 +384,7 @@ pub fn neighbours(
             let Ok(config) = e.config.parse::<PerfConfig>() else {
                 continue;
             };
-            let here = fingerprint.is_none_or(|f| e.fingerprint.compatible(f));
+            let here = db.device_id(&e.fingerprint) == device;
             let n = Neighbour {
                 key: e.problem.clone(),
                 config,
