@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 36, device call 2 (any H100/H200, about 3 min; carry .carry with this build's
+# Session 36, device call 2 (replaces session 35's call3.sh; any H100/H200, about 3 min; carry .carry with this build's
 # convtune.xz, and .whl with this build's wheel: the shipped database now holds the H100's
 # entries beside the H200's):
 #  1. scripts/python-gpu-check.py on the seeds with this build's wheel.
