@@ -30,21 +30,28 @@ def test_seed_003_finds_the_shipped_entry_in_any_spelling(no_user_db):
 
 def test_the_gpu_named_picks_its_own_entries_and_starts_elsewhere_from_the_shipped_one(
         no_user_db):
-    # The shipped entries were tuned on an H200: exact there; on an H100 the same winner comes
-    # as a distance-0 neighbour (to be timed against the fallback's next configs).
+    # Seed 003 was tuned on the H200 (the home device) and on an H100: each gets its own entry,
+    # exact; on a GPU nothing was tuned on (an H20) the home device's winner comes as a
+    # distance-0 neighbour (to be timed against the fallback's next configs).
     h200 = convtune.lookup(SEED_003, "sm_90", db=no_user_db, gpu="NVIDIA H200",
                            compute_units=132)
     assert h200["source"] == "exact", h200["reason"]
-    h100 = convtune.lookup(SEED_003, "sm_90", db=no_user_db, candidates=4,
-                           gpu="NVIDIA H100 80GB HBM3", compute_units=132)
-    assert h100["source"] == "nearest", h100["reason"]
-    assert h100["nearest"]["distance"] == 0
-    assert h100["config"] == SEED_003_SHIPPED
-    assert "NVIDIA H200" in h100["reason"]
-    assert h100["candidates"][0]["config"] == SEED_003_SHIPPED
-    assert len(h100["candidates"]) > 1
-    manifest, _ = convtune.compile(SEED_003, "sm_90", db=no_user_db,
-                                   gpu="NVIDIA H100 80GB HBM3", compute_units=132)
+    assert h200["config"] == SEED_003_SHIPPED
+    h100 = convtune.lookup(SEED_003, "sm_90", db=no_user_db, gpu="NVIDIA H100 80GB HBM3",
+                           compute_units=132)
+    assert h100["source"] == "exact", h100["reason"]
+    assert h100["config"] != SEED_003_SHIPPED
+    assert "NVIDIA H100" in h100["reason"]
+    h20 = convtune.lookup(SEED_003, "sm_90", db=no_user_db, candidates=4, gpu="NVIDIA H20",
+                          compute_units=78)
+    assert h20["source"] == "nearest", h20["reason"]
+    assert h20["nearest"]["distance"] == 0
+    assert h20["config"] == SEED_003_SHIPPED
+    assert "NVIDIA H200" in h20["reason"]
+    assert h20["candidates"][0]["config"] == SEED_003_SHIPPED
+    assert len(h20["candidates"]) > 1
+    manifest, _ = convtune.compile(SEED_003, "sm_90", db=no_user_db, gpu="NVIDIA H20",
+                                   compute_units=78)
     assert manifest["lookup"]["source"] == "nearest"
     with pytest.raises(ValueError, match="go together"):
         convtune.lookup(SEED_003, "sm_90", db=no_user_db, gpu="NVIDIA H200")

@@ -201,9 +201,10 @@ static void candidates_start_with_the_answer(void) {
     CHECK(rc == CONVTUNE_ERR_BUFFER, "rc %d", rc);
 }
 
-/* Named GPUs: on the H200 the shipped entries are exact; on an H100 seed 003's H200 winner
- * comes first as a distance-0 neighbour naming the H200, then more candidates; a name without
- * its SM count is an error. */
+/* Named GPUs: seed 003 was tuned on the H200 (the home device, what a lookup naming no GPU
+ * gets) and on an H100: each gets its own entry, exact. On a GPU nothing was tuned on (an H20)
+ * the home device's winner comes first as a distance-0 neighbour naming that GPU, then more
+ * candidates. A name without its SM count is an error. */
 static void a_named_gpu_gets_its_own_entries(void) {
     const char *line = "convbfp16 -n 16 -c 2048 -H 1 -W 512 -k 2048 -y 1 -x 2 -p 0 -q 0 -u 1 -v 2 "
                        "-l 1 -j 1 -g 1 -F 2 --layout NHWC";
@@ -214,8 +215,14 @@ static void a_named_gpu_gets_its_own_entries(void) {
     rc = convtune_lookup_candidates_gpu_str(line, "sm_90", NO_USER_DB, 0, "NVIDIA H200", 132,
                                             list, 4, &count);
     CHECK(rc == CONVTUNE_OK && list[0].source == 0, "%d %s", rc, convtune_last_error());
+    CHECK(strcmp(list[0].config, plain.config) == 0, "%s vs %s", list[0].config, plain.config);
     rc = convtune_lookup_candidates_gpu_str(line, "sm_90", NO_USER_DB, 0,
                                             "NVIDIA H100 80GB HBM3", 132, list, 4, &count);
+    CHECK(rc == CONVTUNE_OK && list[0].source == 0, "%d %s", rc, convtune_last_error());
+    CHECK(strcmp(list[0].config, plain.config) != 0, "the H100's own entry: %s", list[0].config);
+    CHECK(strstr(list[0].reason, "NVIDIA H100") != NULL, "reason %s", list[0].reason);
+    rc = convtune_lookup_candidates_gpu_str(line, "sm_90", NO_USER_DB, 0, "NVIDIA H20", 78, list,
+                                            4, &count);
     CHECK(rc == CONVTUNE_OK, "%s", convtune_last_error());
     CHECK(count >= 2, "%zu candidates", count);
     CHECK(list[0].source == 1 && list[0].nearest_distance == 0.0, "source %d at %f",
