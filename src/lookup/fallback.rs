@@ -195,6 +195,13 @@ pub enum Guess {
     /// The cost model's next picks after its first ([`super::heuristic_picks`]): never the
     /// pick nor a source's one config, only what fills a list the other sources leave short.
     ModelNext,
+    /// The cost model's first pick among the vendor space's kernels alone ([`super::ModelPicks`]):
+    /// always in a list of two or more, last where the list is full. The model ranks the Hopper
+    /// paths less surely than the portable ones (session 36, H100: an `ld=ws` pick predicted at
+    /// 26 µs ran 179), and over 109 held-out problems keeping this pick beside the whole
+    /// search's raised the fastest of eight from 0.960 to 0.968 of tuned, its minimum from
+    /// 0.61 to 0.70, those below 0.8 from 7 to 5 (BENCHMARKS, session 36).
+    ModelVendor,
 }
 
 /// The vector widths a config may take on a problem of `elem`-byte elements: powers of two up
@@ -639,6 +646,18 @@ pub fn ranked(
         offer(&mut out, more);
         // Last, with nothing measured behind them, the model's next picks in its own order.
         offer(&mut out, guessed(&[Guess::ModelNext]));
+    }
+    // The vendor space's own first pick, in the last place where the list has no room.
+    if let Some(v) = guessed(&[Guess::ModelVendor]).into_iter().next() {
+        if !out
+            .iter()
+            .any(|q| checker.same_kernel(q.config(), v.config()))
+        {
+            if out.len() >= most {
+                out.pop();
+            }
+            out.push(v);
+        }
     }
     out
 }

@@ -7,7 +7,7 @@ use crate::config::PerfConfig;
 use crate::db::ConfigCheck;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
-use crate::space::SearchSpace;
+use crate::space::{Enumeration, SearchSpace};
 
 /// The caller's limits on a lookup's answers (none by default). Every source obeys them: an
 /// exact entry that does not is passed over with the reason, as an illegal one is, and the
@@ -64,11 +64,32 @@ impl<'a> Limits<'a> {
 /// split-K's in-kernel fix-up), else goes; order kept, no config twice. What a deterministic
 /// search measures and a deterministic lookup's heuristic chooses among.
 pub fn without_atomics(lowering: &Lowering, arch: &Arch, legal: &mut Vec<PerfConfig>) {
+    without_atomics_listed(lowering, arch, legal, &Default::default());
+}
+
+/// [`without_atomics`] over an enumeration, its first space's configs still its prefix
+/// ([`Enumeration::first`]).
+pub fn enumeration_without_atomics(lowering: &Lowering, arch: &Arch, e: &mut Enumeration) {
+    let mut rest = e.legal.split_off(e.first.min(e.legal.len()));
+    without_atomics(lowering, arch, &mut e.legal);
+    let first: std::collections::HashSet<PerfConfig> = e.legal.iter().copied().collect();
+    without_atomics_listed(lowering, arch, &mut rest, &first);
+    e.first = e.legal.len();
+    e.legal.extend(rest);
+}
+
+/// [`without_atomics`], leaving out the configs (and twins) already in `before`.
+fn without_atomics_listed(
+    lowering: &Lowering,
+    arch: &Arch,
+    legal: &mut Vec<PerfConfig>,
+    before: &std::collections::HashSet<PerfConfig>,
+) {
     let direction = lowering.problem.direction();
     // A twin the list holds is legal already (the depthwise kernel's backward weight lists
     // both sums): no second check.
     let listed: std::collections::HashSet<PerfConfig> = legal.iter().copied().collect();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = before.clone();
     let kept: Vec<PerfConfig> = legal
         .iter()
         .filter_map(|&c| {

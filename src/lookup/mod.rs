@@ -21,7 +21,7 @@ mod limits;
 mod quick;
 
 use fallback::{Guess, Pick, TileValues};
-pub use limits::{without_atomics, Limits};
+pub use limits::{enumeration_without_atomics, without_atomics, Limits};
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
 
 use crate::arch::Arch;
@@ -205,7 +205,7 @@ pub fn find_candidates_with(
     fingerprint: Option<&Fingerprint>,
     limits: Limits<'_>,
     most: usize,
-    heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
+    heuristic: impl FnOnce(usize) -> ModelPicks,
 ) -> Result<Vec<Found>, LookupError> {
     Read::databases(problem, arch, layers, fingerprint, limits).candidates(most, heuristic)
 }
@@ -263,7 +263,7 @@ impl<'a> Read<'a> {
     pub fn candidates(
         self,
         most: usize,
-        heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
+        heuristic: impl FnOnce(usize) -> ModelPicks,
     ) -> Result<Vec<Found>, LookupError> {
         let exact = self.exact();
         let first = exact.or_else(|| self.sibling());
@@ -316,12 +316,14 @@ impl<'a> Read<'a> {
             .iter()
             .filter_map(|t| Some((t.parse().ok()?, Guess::QuickList)))
             .collect();
-        // The heuristic enumerates the whole space: once, as a guess and as the last resort
-        // (its first pick), and its next picks for a list that its other sources leave short.
-        let model_picks = heuristic(most.max(1));
-        let model_pick = model_picks.first().copied();
+        // The heuristic enumerates the whole search: once, as a guess and as the last resort
+        // (its first pick), its next picks for a list that its other sources leave short, and
+        // its first among the vendor space alone.
+        let ModelPicks { whole, vendor } = heuristic(most.max(1));
+        let model_pick = whole.first().copied();
         guesses.extend(model_pick.map(|c| (c, Guess::Model)));
-        guesses.extend(model_picks.iter().skip(1).map(|&c| (c, Guess::ModelNext)));
+        guesses.extend(whole.iter().skip(1).map(|&c| (c, Guess::ModelNext)));
+        guesses.extend(vendor.map(|c| (c, Guess::ModelVendor)));
         let within = limits.words();
         let tiles = match limits.space {
             Some(s) => TileValues::of(&[s]),
@@ -403,6 +405,10 @@ fn found_of(
                 Guess::QuickList => (Source::QuickList, "this quick-list one"),
                 Guess::Model => (Source::Heuristic, "its own best legal config"),
                 Guess::ModelNext => (Source::Heuristic, "one of its own next legal configs"),
+                Guess::ModelVendor => (
+                    Source::Heuristic,
+                    "its own best legal config among the vendor space's kernels",
+                ),
             };
             Found {
                 config,
@@ -440,26 +446,64 @@ pub fn heuristic_in(problem: &ConvProblem, arch: &Arch, space: &SearchSpace) -> 
     heuristic_among(&l, arch, &enumerate_lowered(&l, arch, space).legal)
 }
 
-/// The cost model's first `n` picks among the legal configs of `limits`' space (else the
-/// default space) inside the limits, its first pick first.
+/// The cost model's picks among the legal configs of `limits`' space (else the whole built-in
+/// search) inside the limits ([`model_picks`]).
 pub fn heuristic_within(
     problem: &ConvProblem,
     arch: &Arch,
     limits: Limits<'_>,
     n: usize,
-) -> Vec<PerfConfig> {
+) -> ModelPicks {
     let l = lower(problem);
     let default_space = SearchSpace::default_for(arch);
-    let mut legal = match limits.space {
+    let mut e = match limits.space {
         Some(s) => enumerate_lowered(&l, arch, s),
         None => enumerate_search(&l, arch, &default_space, false),
-    }
-    .legal;
+    };
     if limits.deterministic {
-        without_atomics(&l, arch, &mut legal);
+        enumeration_without_atomics(&l, arch, &mut e);
     }
-    legal.retain(|c| limits.admit(problem, c));
-    heuristic_picks(&l, arch, &legal, n)
+    let admit = |c: &PerfConfig| limits.admit(problem, c);
+    let vendor: Vec<PerfConfig> = match limits.space {
+        Some(_) => Vec::new(),
+        None => e.legal[..e.first].iter().copied().filter(admit).collect(),
+    };
+    e.legal.retain(admit);
+    model_picks(
+        &l,
+        arch,
+        &e.legal,
+        limits.space.is_none().then_some(&vendor),
+        n,
+    )
+}
+
+/// What the cost model offers the fallback: the first picks of a guided search over the legal
+/// configs of the whole search, and its first pick among the vendor space's alone.
+#[derive(Debug, Clone, Default)]
+pub struct ModelPicks {
+    /// The first `n` picks over the whole search, its first pick first.
+    pub whole: Vec<PerfConfig>,
+    /// The first pick among those the vendor space holds (none when the search is a space the
+    /// user gave: there is no other).
+    pub vendor: Option<PerfConfig>,
+}
+
+/// [`ModelPicks`] over `legal` (a search's enumeration for `lowering`), `vendor` the vendor
+/// space's own legal configs where the search is the built-in one (the enumeration's
+/// [`first`](crate::space::Enumeration::first) ones).
+pub fn model_picks(
+    lowering: &Lowering,
+    arch: &Arch,
+    legal: &[PerfConfig],
+    vendor: Option<&[PerfConfig]>,
+    n: usize,
+) -> ModelPicks {
+    let vendor = vendor.and_then(|own| heuristic_among(lowering, arch, own));
+    ModelPicks {
+        whole: heuristic_picks(lowering, arch, legal, n),
+        vendor,
+    }
 }
 
 /// The cost model's first pick among `legal` (a space's enumeration for `lowering`).

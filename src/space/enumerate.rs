@@ -26,6 +26,9 @@ pub struct Enumeration {
     pub raw: u64,
     /// Rejected points per rule; the counts and `legal.len()` sum to `raw`.
     pub rejected: BTreeMap<RejectReasonKind, u64>,
+    /// How many of `legal` (a prefix) the first space enumerated, before others were
+    /// [absorbed](Self::absorb): the vendor space's own list in the built-in search.
+    pub first: usize,
 }
 
 impl Enumeration {
@@ -34,6 +37,7 @@ impl Enumeration {
             legal: Vec::new(),
             raw,
             rejected: BTreeMap::new(),
+            first: 0,
         }
     }
 
@@ -147,6 +151,7 @@ pub fn enumerate_lowered(lowering: &Lowering, arch: &Arch, space: &SearchSpace) 
     for part in parts {
         out.append(part.legal, part.rejected);
     }
+    out.first = out.legal.len();
     out
 }
 

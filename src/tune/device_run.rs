@@ -448,8 +448,15 @@ fn prepare(
             let e = s.options.enumerate(l, &arch, &s.space);
             // The same picks as the lookup's heuristic from the same search (deterministic
             // results asked for: `enumerate` dropped the atomics already).
-            let picks =
-                crate::lookup::heuristic_picks(l, &arch, &e.legal, crate::lookup::SEED_CANDIDATES);
+            // The vendor space's own configs: the enumeration's first ones.
+            let vendor = s.options.space.is_none().then(|| &e.legal[..e.first]);
+            let picks = crate::lookup::model_picks(
+                l,
+                &arch,
+                &e.legal,
+                vendor,
+                crate::lookup::SEED_CANDIDATES,
+            );
             let _ = heuristic_tx.send(picks);
             (e, t.elapsed())
         });
@@ -559,7 +566,7 @@ fn lookup_candidates(
     s: &Shared<'_>,
     p: &ConvProblem,
     early: &EarlyCompiles,
-    heuristic: impl FnOnce(usize) -> Vec<PerfConfig>,
+    heuristic: impl FnOnce(usize) -> crate::lookup::ModelPicks,
 ) -> Vec<PerfConfig> {
     let user = if s.db_path.exists() {
         match TunedDb::load(&s.db_path) {

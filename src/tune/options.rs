@@ -108,7 +108,7 @@ impl CampaignOptions {
         let given = self.space.is_some();
         let mut e = crate::space::enumerate_search(lowering, arch, space, given);
         if self.deterministic {
-            crate::lookup::without_atomics(lowering, arch, &mut e.legal);
+            crate::lookup::enumeration_without_atomics(lowering, arch, &mut e);
         }
         e
     }
