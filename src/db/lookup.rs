@@ -136,10 +136,11 @@ impl<'a> Layered<'a> {
     /// GPU named in the reason, the problem's entries tuned on another GPU of the arch (a
     /// sibling's winner is a better start than a neighbour's: on an H100, the H200's shipped
     /// winners ran 1.15x cuDNN's speed, BENCHMARKS session 34); then the nearest problems
-    /// tuned on a compatible device, or where there are none, on any device. Without one, an exact entry of the layer's home device
-    /// (the GPU most of its entries were tuned on) comes first, so that adding another GPU's
-    /// entries to a database does not change what a GPU-less lookup serves; then the newest,
-    /// then the fastest. Every candidate config passes `check` before it is returned.
+    /// tuned on a compatible device, or where there are none, on any device. Without one, an
+    /// exact entry of the layer's home device (the GPU most of its entries were tuned on) comes
+    /// first, so that adding another GPU's entries to a database does not change what a
+    /// GPU-less lookup serves; then the newest, then the fastest; its neighbours too are the
+    /// home device's where it has any. Every candidate config passes `check` before it is returned.
     pub fn lookup(
         &self,
         problem: &ConvProblem,

@@ -464,18 +464,11 @@ pub fn heuristic_within(
         enumeration_without_atomics(&l, arch, &mut e);
     }
     let admit = |c: &PerfConfig| limits.admit(problem, c);
-    let vendor: Vec<PerfConfig> = match limits.space {
-        Some(_) => Vec::new(),
-        None => e.legal[..e.first].iter().copied().filter(admit).collect(),
-    };
+    // The vendor space's configs stay the prefix: count those admitted before dropping the rest.
+    let first = e.legal[..e.first].iter().filter(|c| admit(c)).count();
     e.legal.retain(admit);
-    model_picks(
-        &l,
-        arch,
-        &e.legal,
-        limits.space.is_none().then_some(&vendor),
-        n,
-    )
+    let vendor = limits.space.is_none().then(|| &e.legal[..first]);
+    model_picks(&l, arch, &e.legal, vendor, n)
 }
 
 /// What the cost model offers the fallback: the first picks of a guided search over the legal

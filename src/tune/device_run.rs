@@ -447,8 +447,8 @@ fn prepare(
             let t = Instant::now();
             let e = s.options.enumerate(l, &arch, &s.space);
             // The same picks as the lookup's heuristic from the same search (deterministic
-            // results asked for: `enumerate` dropped the atomics already).
-            // The vendor space's own configs: the enumeration's first ones.
+            // results asked for: `enumerate` dropped the atomics already); the vendor space's
+            // own configs are the enumeration's first ones.
             let vendor = s.options.space.is_none().then(|| &e.legal[..e.first]);
             let picks = crate::lookup::model_picks(
                 l,
