@@ -13,7 +13,9 @@ process and the same harness (same-harness.py's cold and graph protocols):
 - **cuDNN** (`torch.backends.cudnn.benchmark = True`), the same problem.
 
 Prints a row per problem and the geomeans of cuDNN's time over ours; writes JSON to --json.
-    Usage: first-use.py PROBLEMS.txt [--json OUT.json]   (the wheel's package importable)
+    Usage: first-use.py PROBLEMS.txt [--json OUT.json] [--candidates N]
+           (the wheel's package importable; N: convtune.torch.BENCHMARK_CANDIDATES, default
+           the package's own)
 """
 
 import argparse
@@ -66,7 +68,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("problems")
     ap.add_argument("--json")
+    ap.add_argument("--candidates", type=int)
     a = ap.parse_args()
+    if a.candidates:
+        ct.BENCHMARK_CANDIDATES = a.candidates
     sh = sh or sh_module()
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -417,7 +417,8 @@ unsafe fn candidates_into(
 /// can time kernels at first use and keep the fastest, as `convtune.torch` does: on the shipped
 /// database with each entry held out, the lookup's first config ran at 0.845 of the tuned
 /// winner's speed, the fastest of the first four at 0.948 and of the first eight at 0.964
-/// (geomean, timed on the H200: BENCHMARKS.md, session 32).
+/// (geomean, timed on the H200: BENCHMARKS.md, session 32); of sixteen 0.986 against eight's
+/// 0.960 in one H100 run (session 37).
 ///
 /// # Safety
 /// As [`convtune_lookup`]; `out` points to `capacity` writable structs and `count` to a

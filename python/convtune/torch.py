@@ -55,9 +55,10 @@ benchmark = False
 #: Check each kernel's first result against PyTorch's float64 convolution (see above).
 verify = True
 #: How many of the lookup's candidates a first-call benchmark times: with each shipped entry
-#: held out, the fastest of the first eight ran at 0.964 of tuned speed (geomean), of four at
-#: 0.948 (H200, BENCHMARKS.md session 32).
-BENCHMARK_CANDIDATES = 8
+#: held out, the fastest of sixteen ran at 0.986 of tuned speed (geomean; 7 of 184 below 0.8),
+#: of the first eight at 0.960 (12 below 0.8), the same lists timed in one H100 run
+#: (BENCHMARKS.md session 37; on the H200 in session 32: eight 0.964, four 0.948).
+BENCHMARK_CANDIDATES = 16
 #: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
 _BENCHMARK_RUNS = 5
 #: GPU clock cycles each timed run waits for the host to enqueue it (~1 ms at 2 GHz).
