@@ -239,6 +239,10 @@ int convtune_lookup_str_deterministic(const char *problem, const char *arch,
 /* The most configs one convtune_lookup_candidates call answers. */
 #define CONVTUNE_MAX_CANDIDATES 64
 
+/* How many candidates a first-use benchmark should time (what convtune.torch times and a
+ * tuning measures first): a good `capacity` for convtune_lookup_candidates. */
+#define CONVTUNE_FIRST_USE_CANDIDATES 16
+
 /*
  * convtune_lookup's answer, then up to `capacity` - 1 more of the fallback's configs, best
  * first (`convtune lookup --candidates`), written to out[0 .. *count): for a caller that can

@@ -253,6 +253,10 @@ fn candidate_lookups_refuse_bad_buffers() {
         "#define CONVTUNE_MAX_CANDIDATES {}\n",
         convtune::lookup::MAX_CANDIDATES
     )));
+    assert!(HEADER.contains(&format!(
+        "#define CONVTUNE_FIRST_USE_CANDIDATES {}\n",
+        convtune::lookup::FIRST_USE_CANDIDATES
+    )));
 }
 
 #[test]

@@ -10,9 +10,14 @@ import json as _json
 
 from . import _native
 from ._native import ConvtuneError
+#: How many of the lookup's candidates a first-use benchmark times (the library's constant:
+#: what `convtune.torch` times and a tuning measures first), and the most one lookup answers.
+from ._native import FIRST_USE_CANDIDATES, MAX_CANDIDATES
 
 __all__ = [
     "ConvtuneError",
+    "FIRST_USE_CANDIDATES",
+    "MAX_CANDIDATES",
     "compile",
     "lookup",
     "problem",

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.nn.functional as F
 
-from . import ConvtuneError
+from . import ConvtuneError, FIRST_USE_CANDIDATES
 from . import problem as _native_problem
 from . import compile as _compile
 from . import lookup as _lookup
@@ -54,11 +54,12 @@ __all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight"
 benchmark = False
 #: Check each kernel's first result against PyTorch's float64 convolution (see above).
 verify = True
-#: How many of the lookup's candidates a first-call benchmark times: with each shipped entry
-#: held out, the fastest of sixteen ran at 0.986 of tuned speed (geomean; 7 of 184 below 0.8),
-#: of the first eight at 0.960 (12 below 0.8), the same lists timed in one H100 run
-#: (BENCHMARKS.md session 37; on the H200 in session 32: eight 0.964, four 0.948).
-BENCHMARK_CANDIDATES = 16
+#: How many of the lookup's candidates a first-call benchmark times: the library's
+#: ``convtune.FIRST_USE_CANDIDATES`` (16), which a tuning also measures first. With each
+#: shipped entry held out, the fastest of sixteen ran at 0.986 of tuned speed (geomean; 7 of
+#: 184 below 0.8), of the first eight at 0.960 (12 below 0.8), the same lists timed in one
+#: H100 run (BENCHMARKS.md session 37).
+BENCHMARK_CANDIDATES = FIRST_USE_CANDIDATES
 #: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
 _BENCHMARK_RUNS = 5
 #: GPU clock cycles each timed run waits for the host to enqueue it (~1 ms at 2 GHz).

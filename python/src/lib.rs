@@ -272,6 +272,11 @@ fn version() -> &'static str {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConvtuneError", m.py().get_type::<ConvtuneError>())?;
+    m.add(
+        "FIRST_USE_CANDIDATES",
+        convtune::lookup::FIRST_USE_CANDIDATES,
+    )?;
+    m.add("MAX_CANDIDATES", MAX_CANDIDATES)?;
     m.add_function(wrap_pyfunction!(problem_info, m)?)?;
     m.add_function(wrap_pyfunction!(lookup, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;

@@ -116,6 +116,19 @@ def test_candidates_start_with_the_answer_and_are_distinct(no_user_db):
     assert all(c["reason"] and c["problem"] == plain["problem"] for c in cs)
     with pytest.raises(ValueError, match="candidates"):
         convtune.lookup(line, "sm_90", db=no_user_db, candidates=0)
+    with pytest.raises(ValueError, match="candidates"):
+        convtune.lookup(line, "sm_90", db=no_user_db, candidates=convtune.MAX_CANDIDATES + 1)
+
+
+def test_a_first_use_benchmark_gets_a_full_list(no_user_db):
+    """The first-use count (what convtune.torch times) is a full list on an untuned problem:
+    the fallback fills it from neighbours, the quick list and the model's picks."""
+    line = "convbfp16 -n 24 -c 96 -H 20 -W 20 -k 160 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+    n = convtune.FIRST_USE_CANDIDATES
+    assert 1 < n <= convtune.MAX_CANDIDATES
+    cs = convtune.lookup(line, "sm_90", db=no_user_db, candidates=n)["candidates"]
+    assert len(cs) == n, [c["config"] for c in cs]
+    assert len({c["config"] for c in cs}) == n
 
 
 def test_deterministic_lookup_passes_over_atomics(no_user_db):

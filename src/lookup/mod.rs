@@ -168,10 +168,14 @@ pub fn find_config_in_space(
     Ok(found.swap_remove(0))
 }
 
-/// How many of the fallback's configs a tuning measures first (the first is the lookup's own
-/// answer), so that its report says what timing them on first use would pick
-/// ([`find_candidates_in_space`]).
-pub const SEED_CANDIDATES: usize = 4;
+/// How many of the fallback's configs a first-use benchmark times (`convtune.torch` with
+/// `benchmark = True`, `CONVTUNE_FIRST_USE_CANDIDATES` in C) and a tuning measures first (the
+/// first is the lookup's own answer), so that its report says what timing them on first use
+/// would pick ([`find_candidates_in_space`]). With each shipped entry held out (session 37, one
+/// H100 run) the fastest of sixteen ran at 0.986 of tuned speed, of eight at 0.960, the
+/// number below 0.8 falling from 12 to 7 of 184; LLVM takes ~0.6 s for eight candidates
+/// (session 32), the driver's JIT and the timing runs come on top.
+pub const FIRST_USE_CANDIDATES: usize = 16;
 
 /// The most candidates a caller may ask [`find_candidates_in_space`] for (`lookup
 /// --candidates`, the Python package): one per source, so a few tens at most differ.

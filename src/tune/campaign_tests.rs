@@ -375,7 +375,7 @@ fn the_lookup_candidates_are_measured_first_and_reported() {
         layers,
         Some(&fake_gpu),
         crate::lookup::Limits::default(),
-        crate::lookup::SEED_CANDIDATES,
+        crate::lookup::FIRST_USE_CANDIDATES,
     )
     .unwrap()
     .iter()

@@ -455,7 +455,7 @@ fn prepare(
                 &arch,
                 &e.legal,
                 vendor,
-                crate::lookup::SEED_CANDIDATES,
+                crate::lookup::FIRST_USE_CANDIDATES,
             );
             let _ = heuristic_tx.send(picks);
             (e, t.elapsed())
@@ -550,7 +550,7 @@ fn run_reference(
 }
 
 /// The configs `convtune lookup --candidates` answers for `p`
-/// ([`crate::lookup::SEED_CANDIDATES`] of them, the lookup's own answer first) with the
+/// ([`crate::lookup::FIRST_USE_CANDIDATES`] of them, the lookup's own answer first) with the
 /// database this campaign writes over the system one (inside the space only when `--space` was
 /// given, as `lookup --space` does). [`prepare`] appends them to the legal candidates when the
 /// enumeration pruned them or the built-in space lacks them (session 11 found a default-space
@@ -591,7 +591,7 @@ fn lookup_candidates(
     let read = crate::lookup::Read::databases(p, &s.arch, layers, Some(&s.fingerprint), limits);
     // The answer whenever there is an exact entry, known before anything is enumerated.
     early.start(read.exact());
-    read.candidates(crate::lookup::SEED_CANDIDATES, heuristic)
+    read.candidates(crate::lookup::FIRST_USE_CANDIDATES, heuristic)
         .map(|found| found.iter().map(|f| f.config).collect())
         .unwrap_or_default()
 }

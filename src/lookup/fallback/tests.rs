@@ -601,7 +601,7 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
             &arch,
             &e.legal,
             Some(&e.legal[..e.first]),
-            crate::lookup::SEED_CANDIDATES,
+            crate::lookup::FIRST_USE_CANDIDATES,
         );
         let layers = || crate::db::Layered {
             system: crate::db::system(arch.name).unwrap(),
@@ -609,7 +609,7 @@ fn the_tuners_heuristic_from_its_own_enumeration_answers_as_the_lookup_does() {
         };
         let configs =
             |f: Vec<crate::lookup::Found>| f.into_iter().map(|f| f.config).collect::<Vec<_>>();
-        let most = crate::lookup::SEED_CANDIDATES;
+        let most = crate::lookup::FIRST_USE_CANDIDATES;
         let lookup =
             crate::lookup::find_candidates_in_space(&p, &arch, layers(), None, limits, most);
         let tuner =
