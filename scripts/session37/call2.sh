@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 37, device call 2 (any H100/H200, about 8 min; carry .carry and .whl with this build's
-# wheel, whose convtune.torch.BENCHMARK_CANDIDATES is 16): scripts/first-use.py over the 30
+# Session 37, device call 2 (any H100/H200, about 8 min; carry .carry and .whlx (or .whl) with this
+# build's wheel, whose convtune.torch.BENCHMARK_CANDIDATES is 16): scripts/first-use.py over the 30
 # problems of scripts/session23/setD.txt the database lacks, out of the box against cuDNN in
 # the same process, the first-call benchmark timing eight candidates, then sixteen (each
 # pass a fresh process; the driver's JIT cache off, so each first call compiles and JITs all
@@ -11,7 +11,12 @@
 set -uo pipefail
 . scripts/session11/lib.sh
 site=$WHEEL_SITE
-python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
+# The wheel unpacked, its native library xz-compressed (.whlx/: the carry limit), or .whl/.
+if [ -d .whlx ]; then
+  mkdir -p "$site" && cp -r .whlx/. "$site/" && xz -df "$site"/convtune/*.so.xz
+else
+  python3 -m pip install --quiet --no-deps --no-index --target "$site" .whl/convtune-*.whl > "$OUT/pip.log" 2>&1
+fi
 grep -v '^#' scripts/session23/setD.txt > "$OUT/setD.txt"
 for n in 8 16; do
   say "== first use, $n candidates $(el)"
