@@ -173,8 +173,9 @@ pub fn find_config_in_space(
 /// first is the lookup's own answer), so that its report says what timing them on first use
 /// would pick ([`find_candidates_in_space`]). With each shipped entry held out (session 37, one
 /// H100 run) the fastest of sixteen ran at 0.986 of tuned speed, of eight at 0.960, the
-/// number below 0.8 falling from 12 to 7 of 184; LLVM takes ~0.6 s for eight candidates
-/// (session 32), the driver's JIT and the timing runs come on top.
+/// number below 0.8 falling from 12 to 7 of 184. The price, once per problem and process:
+/// LLVM for the candidates 0.92 s median on 2 cores against 0.41 s for eight
+/// (`scripts/first-call-cpu.py`), the driver's JIT and the timing runs on top.
 pub const FIRST_USE_CANDIDATES: usize = 16;
 
 /// The most candidates a caller may ask [`find_candidates_in_space`] for (`lookup
