@@ -504,9 +504,9 @@ fn best_tile<'n>(
 /// are fewer than `most`, the rest of the quick list and each neighbour's re-tile, then the
 /// model's next picks ([`Guess::ModelNext`]). The list is
 /// what a consumer times on first use to pick among (as cuDNN's find does among its
-/// heuristics' algorithms) and what a tuning measures first: on random problems outside the
-/// database the pick reached 0.77-0.78 of tuned, the fastest of the first four 0.87-0.90
-/// (BENCHMARKS, sessions 22-23).
+/// heuristics' algorithms) and what a tuning measures first: with each shipped entry held
+/// out, the fastest of the first sixteen ran at 0.986 of tuned speed, of eight 0.960
+/// ([`super::FIRST_USE_CANDIDATES`]; BENCHMARKS, session 37).
 pub fn ranked(
     problem: &ConvProblem,
     arch: &Arch,
@@ -518,7 +518,9 @@ pub fn ranked(
 ) -> Vec<Pick> {
     let l = lower(problem);
     let model = CostModel::new(&l, CostArch::from_arch(arch, problem.dtype()));
-    let usable = |c: &PerfConfig| keep(c) && legality::check(&l, c, arch).is_ok();
+    // One checker for every config scored here: building one runs the width analysis.
+    let checker = legality::Checker::new(&l, arch);
+    let usable = |c: &PerfConfig| keep(c) && checker.check(c).is_ok();
     let time = |c: &PerfConfig| model.estimate(c).time_us;
     let elem = problem.dtype().bytes();
     // A config's predicted time, if it may run here.
@@ -611,7 +613,6 @@ pub fn ranked(
     };
     others.sort_by(|a, b| handicapped(a).total_cmp(&handicapped(b)));
     // One kernel once: configs that differ only in widths it does not read are one.
-    let checker = legality::Checker::new(&l, arch);
     let mut out = vec![pick];
     let offer = |out: &mut Vec<Pick>, ps: Vec<Pick>| {
         for p in ps {

@@ -90,6 +90,7 @@ fn without_atomics_listed(
     // both sums): no second check.
     let listed: std::collections::HashSet<PerfConfig> = legal.iter().copied().collect();
     let mut seen = before.clone();
+    let checker = crate::legality::Checker::new(lowering, arch);
     let kept: Vec<PerfConfig> = legal
         .iter()
         .filter_map(|&c| {
@@ -97,8 +98,7 @@ fn without_atomics_listed(
                 return Some(c);
             }
             let twin = c.without_atomics(direction);
-            (listed.contains(&twin) || crate::legality::check(lowering, &twin, arch).is_ok())
-                .then_some(twin)
+            (listed.contains(&twin) || checker.check(&twin).is_ok()).then_some(twin)
         })
         .filter(|c| seen.insert(*c))
         .collect();

@@ -437,9 +437,8 @@ fn prepare(
                 lookup_candidates(s, p, &early, |_| heuristic_rx.recv().unwrap_or_default());
             let order = measured_first(s, p, &looked);
             let looked_for = t.elapsed();
-            let legal = order
-                .iter()
-                .filter(|c| crate::legality::check(l, c, &arch).is_ok());
+            let checker = crate::legality::Checker::new(l, &arch);
+            let legal = order.iter().filter(|c| checker.check(c).is_ok());
             early.start(legal.copied());
             (looked, early, order, looked_for)
         });
