@@ -9,6 +9,8 @@ example). Written to OUT/g<N>/ for scripts/session25/groups.sh, picks to OUT/pic
     Usage: scripts/session37/twins.py [--out scripts/session37/twins]
            [--model-times target/release/examples/model_times]
     Then (device): LOO_DIR=scripts/session37 LIMIT=560 bash scripts/session25/groups.sh twins
+    (the groups are not committed: this script writes them in a second; ~4,940 configs,
+    ~490 s on an H100). Score: loo-score.py OUT/picks.json j/*.jsonl --best 16,24
 """
 import argparse
 import json
