@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::lookup::Limits;
+use crate::space::SearchSpace;
 
 /// The shipped sm_90 database before the random sets of sessions 22-23 (the ResNet-50 suite's
 /// 39 entries): the holdouts below were measured on it, and their premises (which neighbour is
