@@ -5,6 +5,7 @@ use super::LegalityCheck;
 use crate::arch::Arch;
 use crate::config::PerfConfig;
 use crate::db::ConfigCheck;
+use crate::legality::Checker;
 use crate::lowering::Lowering;
 use crate::problem::ConvProblem;
 use crate::space::{Enumeration, SearchSpace};
@@ -64,16 +65,18 @@ impl<'a> Limits<'a> {
 /// split-K's in-kernel fix-up), else goes; order kept, no config twice. What a deterministic
 /// search measures and a deterministic lookup's heuristic chooses among.
 pub fn without_atomics(lowering: &Lowering, arch: &Arch, legal: &mut Vec<PerfConfig>) {
-    without_atomics_listed(lowering, arch, legal, &Default::default());
+    let checker = Checker::new(lowering, arch);
+    without_atomics_listed(lowering, &checker, legal, &Default::default());
 }
 
 /// [`without_atomics`] over an enumeration, its first space's configs still its prefix
 /// ([`Enumeration::first`]).
 pub fn enumeration_without_atomics(lowering: &Lowering, arch: &Arch, e: &mut Enumeration) {
+    let checker = Checker::new(lowering, arch);
     let mut rest = e.legal.split_off(e.first.min(e.legal.len()));
-    without_atomics(lowering, arch, &mut e.legal);
+    without_atomics_listed(lowering, &checker, &mut e.legal, &Default::default());
     let first: std::collections::HashSet<PerfConfig> = e.legal.iter().copied().collect();
-    without_atomics_listed(lowering, arch, &mut rest, &first);
+    without_atomics_listed(lowering, &checker, &mut rest, &first);
     e.first = e.legal.len();
     e.legal.extend(rest);
 }
@@ -81,7 +84,7 @@ pub fn enumeration_without_atomics(lowering: &Lowering, arch: &Arch, e: &mut Enu
 /// [`without_atomics`], leaving out the configs (and twins) already in `before`.
 fn without_atomics_listed(
     lowering: &Lowering,
-    arch: &Arch,
+    checker: &Checker,
     legal: &mut Vec<PerfConfig>,
     before: &std::collections::HashSet<PerfConfig>,
 ) {
@@ -90,7 +93,6 @@ fn without_atomics_listed(
     // both sums): no second check.
     let listed: std::collections::HashSet<PerfConfig> = legal.iter().copied().collect();
     let mut seen = before.clone();
-    let checker = crate::legality::Checker::new(lowering, arch);
     let kept: Vec<PerfConfig> = legal
         .iter()
         .filter_map(|&c| {

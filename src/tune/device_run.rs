@@ -379,19 +379,20 @@ fn write_entry(s: &Shared<'_>, row: &ReportRow) -> Result<(), CampaignError> {
 }
 
 /// The index of `c` among `legal`: appended when the enumeration does not hold it (pruned, or
-/// outside the space) but it is legal for the problem; `None` when it is not.
+/// outside the space) but it is among the seeds found legal for the problem (`checked`);
+/// `None` when it is not.
 fn index_among(
     c: &PerfConfig,
-    l: &crate::lowering::Lowering,
-    arch: &crate::arch::Arch,
+    checked: &[PerfConfig],
     legal: &mut Vec<PerfConfig>,
 ) -> Option<usize> {
     if let Some(i) = legal.iter().position(|x| x == c) {
         return Some(i);
     }
-    crate::legality::check(l, c, arch).ok()?;
-    legal.push(*c);
-    Some(legal.len() - 1)
+    checked.contains(c).then(|| {
+        legal.push(*c);
+        legal.len() - 1
+    })
 }
 
 /// A problem ready for its search: the legal candidates, the seeds measured first, and the
@@ -437,9 +438,14 @@ fn prepare(
                 lookup_candidates(s, p, &early, |_| heuristic_rx.recv().unwrap_or_default());
             let order = measured_first(s, p, &looked);
             let looked_for = t.elapsed();
+            // The seeds in the order they are measured, the illegal ones left out (checked
+            // here, once: compiling starts from them, and they are indexed from them).
             let checker = crate::legality::Checker::new(l, &arch);
-            let legal = order.iter().filter(|c| checker.check(c).is_ok());
-            early.start(legal.copied());
+            let order: Vec<PerfConfig> = order
+                .into_iter()
+                .filter(|c| checker.check(c).is_ok())
+                .collect();
+            early.start(order.iter().copied());
             (looked, early, order, looked_for)
         });
         let enumerating = scope.spawn(move || {
@@ -478,7 +484,7 @@ fn prepare(
     let mut at: HashMap<PerfConfig, Option<usize>> = HashMap::new();
     let mut index = |c: &PerfConfig| {
         *at.entry(*c)
-            .or_insert_with(|| index_among(c, l, &arch, &mut e.legal))
+            .or_insert_with(|| index_among(c, &order, &mut e.legal))
     };
     let before: Vec<PerfConfig> = looked
         .iter()
