@@ -13,9 +13,11 @@ process and the same harness (same-harness.py's cold and graph protocols):
 - **cuDNN** (`torch.backends.cudnn.benchmark = True`), the same problem.
 
 Prints a row per problem and the geomeans of cuDNN's time over ours; writes JSON to --json.
-    Usage: first-use.py PROBLEMS.txt [--json OUT.json] [--candidates N]
-           (the wheel's package importable; N: convtune.torch.BENCHMARK_CANDIDATES, default
-           the package's own)
+    Usage: first-use.py PROBLEMS.txt [--json OUT.json] [--candidates N] [--second M]
+           [--pick-only]
+           (the wheel's package importable; N: convtune.torch.BENCHMARK_CANDIDATES, M:
+           convtune.torch.SECOND_ROUND, each by default the package's own; the JSON is
+           rewritten after every problem, so a run cut short keeps what it timed)
 """
 
 import argparse
@@ -69,9 +71,14 @@ def main():
     ap.add_argument("problems")
     ap.add_argument("--json")
     ap.add_argument("--candidates", type=int)
+    ap.add_argument("--second", type=int)
+    ap.add_argument("--pick-only", action="store_true",
+                    help="time only the lookup's answer and the kept config (not every candidate)")
     a = ap.parse_args()
     if a.candidates:
         ct.BENCHMARK_CANDIDATES = a.candidates
+    if a.second is not None:
+        ct.SECOND_ROUND = a.second
     sh = sh or sh_module()
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -80,7 +87,8 @@ def main():
     arch = arch_of(dev)
     lines = [l.strip() for l in open(a.problems) if l.strip() and not l.startswith("#")]
     print(f"GPU: {torch.cuda.get_device_name()}  cuDNN {torch.backends.cudnn.version()}  "
-          f"{len(lines)} problems, first use times {ct.BENCHMARK_CANDIDATES} candidates")
+          f"{len(lines)} problems, first use times {ct.BENCHMARK_CANDIDATES} candidates, then "
+          f"{getattr(ct, 'SECOND_ROUND', 0)} in a second round")
     print(f"{'lookup':>8} {'1st use':>8} {'best of':>8} {'cuDNN':>8} | {'lookup':>8} {'1st use':>8} "
           f"{'cuDNN':>8}  (us: cold | graph)  problem")
     rows = []
@@ -96,7 +104,7 @@ def main():
             configs = [c["config"] for c in found["candidates"]]
             pick, measured, first_call_s = first_use_pick(line, dev)
             cand, failed = {}, {}
-            for c in configs + [pick]:
+            for c in ([found["config"]] if a.pick_only else configs) + [pick]:
                 if c in cand or c in failed:
                     continue
                 try:
@@ -117,6 +125,8 @@ def main():
             row["error"] = str(ex)[:300]
             print(f"  error: {row['error']}  {line}")
             rows.append(row)
+            if a.json:
+                json.dump(rows, open(a.json, "w"), indent=1)
             continue
         lk, pk = row["lookup"], row["pick"]
         best = min(row["cold"].values())
@@ -129,6 +139,8 @@ def main():
               f"{row['graph'][lk]:8.1f} {row['graph'][pk]:8.1f} {row['cudnn_graph']:8.1f}  "
               f"{line[:100]}")
         rows.append(row)
+        if a.json:
+            json.dump(rows, open(a.json, "w"), indent=1)
     good = [r for r in rows if "ratio_pick" in r]
     sh.print_geomeans(good, [("lookup, cold", "ratio_lookup"), ("first use, cold", "ratio_pick"),
                              ("best of the candidates, cold", "ratio_best"),

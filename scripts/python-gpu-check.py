@@ -361,6 +361,35 @@ def check_kept_workspace(device, repeats=5):
             "kept_buffers_nonzero_bytes": dirty}
 
 
+def check_first_use_benchmark(device):
+    """convtune.torch.benchmark on a problem no database has: the first call times the lookup's
+    candidates, then a second round around the fastest (convtune.second_round) beside it, keeps
+    the fastest of that round, and every call's result matches PyTorch's float64 one."""
+    x = torch.randn(5, 40, 19, 23, device=device, dtype=torch.bfloat16)
+    w = torch.randn(56, 40, 3, 3, device=device, dtype=torch.bfloat16)
+    ct.reset_stats()
+    ct._choices.clear()
+    ct.benchmark = True
+    try:
+        ys = [ct.conv2d(x, w, None, 1, 1) for _ in range(2)]
+    finally:
+        ct.benchmark = False
+    torch.cuda.synchronize(device)
+    ref = F.conv2d(x.double(), w.double(), None, 1, 1)
+    errs = [rel_err(y, ref) for y in ys]
+    (line, times), = ct.choices().items()  # the one problem benchmarked
+    kept = next(iter(times), None)
+    first = convtune.lookup(line, "sm_{}{}".format(*torch.cuda.get_device_capability(device)),
+                            candidates=ct.BENCHMARK_CANDIDATES)["candidates"]
+    second = [c for c in times if c not in {f["config"] for f in first}]
+    # The kept one won the second round's runs, which timed it beside that round's configs.
+    ok = (kept is not None and all(times[kept] <= times[c] for c in second)
+          and len(second) >= min(1, ct.SECOND_ROUND) and all(e <= 1e-2 for e in errs)
+          and ct.stats()["convtune"] == 2)
+    return {"ok": ok, "timed": len(times), "second_round": len(second), "kept": kept,
+            "kept_from_second_round": kept in second, "rel_errs": errs, "stats": ct.stats()}
+
+
 def verdict(title, check, device):
     """Runs one of the checks that return {"ok": ...}; an exception is its failure, reported."""
     try:
@@ -436,6 +465,8 @@ def main():
                      device)
     kcheck = verdict("kept-zero workspace (split-K counters, no clearing launch)",
                      check_kept_workspace, device)
+    bcheck = verdict("first-use benchmark, two rounds (convtune.torch.benchmark)",
+                     check_first_use_benchmark, device)
     ops = [r for r in rows if r.get("torch_op") in ("convtune", "fallback")]
     n_ok = sum(r["ok"] for r in rows)
     print(f"\nsuite problems: {n_ok} of {len(rows)} within tolerance; through the torch ops: "
@@ -444,18 +475,20 @@ def main():
           f"{sum(sum(r.get('fallbacks', {}).values()) for r in tmaps)}); "
           f"blocks: {sum(b['ok'] for b in blocks)} of {len(blocks)}; "
           f"first-result check: {'ok' if vcheck['ok'] else 'FAILED'}; "
-          f"kept-zero workspace: {'ok' if kcheck['ok'] else 'FAILED'}")
+          f"kept-zero workspace: {'ok' if kcheck['ok'] else 'FAILED'}; "
+          f"first-use benchmark: {'ok' if bcheck['ok'] else 'FAILED'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
                        "convtune": convtune.__version__, "problems": rows,
                        "tensor_map_kernels": tmaps, "blocks": blocks,
-                       "first_result_check": vcheck, "kept_zero_workspace": kcheck},
+                       "first_result_check": vcheck, "kept_zero_workspace": kcheck,
+                       "first_use_benchmark": bcheck},
                       f, indent=1)
         print(f"wrote {args.json}")
     all_ok = n_ok == len(rows) and all(r.get("torch_op_ok", True) for r in ops) and \
         all(b["ok"] for b in blocks) and all(r["ok"] for r in tmaps) and vcheck["ok"] and \
-        kcheck["ok"]
+        kcheck["ok"] and bcheck["ok"]
     return 0 if all_ok else 1
 
 

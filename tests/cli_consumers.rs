@@ -536,6 +536,59 @@ fn lookup_deterministic_passes_over_an_entry_with_atomics() {
     }
 }
 
+/// `lookup --measured`: the second round from a first use's times (new configs, none of the
+/// measured, the count `--next` asks for); a file that does not parse is bad input naming the
+/// line.
+#[test]
+fn lookup_measured_proposes_a_second_round() {
+    let p = "conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1";
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none.toml");
+    let none = none.to_str().unwrap();
+    let first = json_of(&lookup(p, none, &["--json", "--candidates", "4"]));
+    let first: Vec<String> = first["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["config"].as_str().unwrap().to_string())
+        .collect();
+    let times = dir.path().join("times.txt");
+    let mut text = String::from("# config µs\n");
+    for (i, c) in first.iter().enumerate() {
+        let t = if i == 1 {
+            "failed".to_string()
+        } else {
+            format!("{}", 10 + i)
+        };
+        text.push_str(&format!("{c} {t}\n"));
+    }
+    std::fs::write(&times, text).unwrap();
+    let times = times.to_str().unwrap();
+    let next = json_of(&lookup(
+        p,
+        none,
+        &["--json", "--measured", times, "--next", "5"],
+    ));
+    let next: Vec<&str> = next["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(next.len(), 5, "{next:?}");
+    assert!(
+        next.iter().all(|c| !first.iter().any(|f| f == c)),
+        "{next:?}"
+    );
+    let plain = lookup(p, none, &["--measured", times, "--next", "5"]);
+    assert_eq!(stdout(&plain).lines().collect::<Vec<_>>(), next);
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, format!("{} 10\n{} fast\n", first[0], first[1])).unwrap();
+    let o = lookup(p, none, &["--measured", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bad.txt:2"), "{}", stderr(&o));
+}
+
 /// `--gpu`/`--compute-units` (`lookup` and `compile`): the entry tuned on that GPU is exact; on
 /// another GPU of the arch the problem's winner comes as a distance-0 neighbour naming where it
 /// was tuned; the two flags go together.

@@ -10,6 +10,7 @@
 
 mod config;
 mod problem;
+mod second;
 mod tensor_map;
 
 use convtune::arch::Arch;
@@ -25,6 +26,7 @@ use std::path::Path;
 
 pub use config::convtune_config_format;
 pub use problem::ProblemC;
+pub use second::convtune_second_round_str;
 pub use tensor_map::{convtune_manifest_tensor_maps, convtune_tensor_map_size, TensorMapC};
 
 /// `CONVTUNE_ABI_VERSION` of the header this crate implements.

@@ -259,6 +259,78 @@ fn candidate_lookups_refuse_bad_buffers() {
     )));
 }
 
+/// A second round from the first round's times: new configs, none measured; bad input is an
+/// error that says what; the header's constant is the library's.
+#[test]
+fn second_round_takes_times_and_refuses_bad_input() {
+    let db = no_user_db();
+    let line = c"conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1";
+    let mut first = [zeroed(); 4];
+    let mut n = 0;
+    let rc = unsafe {
+        convtune_lookup_candidates_str(
+            line.as_ptr(),
+            c"sm_90".as_ptr(),
+            db.as_ptr(),
+            0,
+            first.as_mut_ptr(),
+            4,
+            &mut n,
+        )
+    };
+    assert_eq!(rc, 0, "{}", last_error());
+    let configs: Vec<*const c_char> = first[..n].iter().map(|c| c.config.as_ptr()).collect();
+    let times: Vec<f64> = (0..n).map(|i| 10.0 + i as f64).collect();
+    let mut out = [zeroed(); convtune::lookup::SECOND_ROUND_CANDIDATES];
+    // (status, count)
+    let call = |configs: *const *const c_char, times: *const f64, measured, out: *mut ConfigC| {
+        let mut count = usize::MAX;
+        let rc = unsafe {
+            convtune_second_round_str(
+                line.as_ptr(),
+                c"sm_90".as_ptr(),
+                0,
+                configs,
+                times,
+                measured,
+                out,
+                convtune::lookup::SECOND_ROUND_CANDIDATES,
+                &mut count,
+            )
+        };
+        (rc, count)
+    };
+    let (rc, count) = call(configs.as_ptr(), times.as_ptr(), n, out.as_mut_ptr());
+    assert_eq!(rc, 0, "{}", last_error());
+    assert_eq!(count, convtune::lookup::SECOND_ROUND_CANDIDATES);
+    let measured: Vec<String> = first[..n].iter().map(|c| text(&c.config)).collect();
+    for c in &out[..count] {
+        assert!(!measured.contains(&text(&c.config)), "{}", text(&c.config));
+        assert!(text(&c.reason).contains("second round"));
+    }
+    // All failed: nothing to search around.
+    let failed = vec![f64::NAN; n];
+    let mut spare = [zeroed(); convtune::lookup::SECOND_ROUND_CANDIDATES];
+    assert_eq!(
+        call(configs.as_ptr(), failed.as_ptr(), n, spare.as_mut_ptr()),
+        (0, 0)
+    );
+    let bad = [c"v1:bm=7".as_ptr()];
+    assert_eq!(
+        call(bad.as_ptr(), times.as_ptr(), 1, spare.as_mut_ptr()).0,
+        Status::Config as c_int
+    );
+    assert!(last_error().contains("configs[0]"), "{}", last_error());
+    assert_eq!(
+        call(null(), null(), 1, spare.as_mut_ptr()).0,
+        Status::Null as c_int
+    );
+    assert!(HEADER.contains(&format!(
+        "#define CONVTUNE_SECOND_ROUND_CANDIDATES {}\n",
+        convtune::lookup::SECOND_ROUND_CANDIDATES
+    )));
+}
+
 #[test]
 fn errors_are_codes_and_messages() {
     let mut out = zeroed();

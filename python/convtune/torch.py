@@ -9,8 +9,10 @@ into the device's context through the CUDA driver, and launched on torch's curre
 With ``convtune.torch.benchmark = True`` (as ``torch.backends.cudnn.benchmark``), the first
 call of a problem the database has no exact entry for compiles the lookup's first
 ``BENCHMARK_CANDIDATES`` candidates (``convtune.lookup(..., candidates=N)``: the untuned
-fallback's answer and the configs it ranks next), times each on that call's tensors, and keeps
-the fastest for the rest of the process.
+fallback's answer and the configs it ranks next), times each on that call's tensors, then
+times a second round of ``SECOND_ROUND`` configs around the fastest (``convtune.second_round``:
+what a tuning would measure next from those times) beside it, and keeps the fastest of all for
+the rest of the process.
 
 With ``convtune.torch.verify = True`` (the default), the first result of each kernel in a
 process is checked against PyTorch's float64 convolution of the same tensors (relative L2
@@ -39,7 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.nn.functional as F
 
-from . import ConvtuneError, FIRST_USE_CANDIDATES
+from . import ConvtuneError, FIRST_USE_CANDIDATES, SECOND_ROUND_CANDIDATES
+from . import second_round as _second_round
 from . import problem as _native_problem
 from . import compile as _compile
 from . import lookup as _lookup
@@ -48,7 +51,8 @@ from ._select import (Fallback, arch_name, dtype_name, memory_format, padding_pa
                       problem_line)
 
 __all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight", "launch",
-           "stats", "reset_stats", "benchmark", "BENCHMARK_CANDIDATES", "choices", "verify"]
+           "stats", "reset_stats", "benchmark", "BENCHMARK_CANDIDATES", "SECOND_ROUND", "choices",
+           "verify"]
 
 #: Time the lookup's candidates on a problem's first call and keep the fastest (see above).
 benchmark = False
@@ -60,6 +64,12 @@ verify = True
 #: 184 below 0.8), of the first eight at 0.960 (12 below 0.8), the same lists timed in one
 #: H100 run (BENCHMARKS.md session 37).
 BENCHMARK_CANDIDATES = FIRST_USE_CANDIDATES
+#: How many configs a first-call benchmark times in its second round, after the lookup's:
+#: ``convtune.second_round`` from the first round's times (the tuner's local search around the
+#: fastest), timed beside the fastest so far; 0 turns it off. With each shipped entry held
+#: out, eight lifted the fastest of sixteen from 0.983 to 1.015 of tuned speed (geomean over
+#: 185, one H100, BENCHMARKS.md session 38).
+SECOND_ROUND = SECOND_ROUND_CANDIDATES
 #: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
 _BENCHMARK_RUNS = 5
 #: GPU clock cycles each timed run waits for the host to enqueue it (~1 ms at 2 GHz).
@@ -282,7 +292,49 @@ def _check(plan, out, ref):
 
 def _choose(candidates, x, w, y, out, ref):
     """Times each candidate plan on these tensors (each fully overwrites the written one, which
-    the caller's launch then writes again) and caches the fastest under the problem's key.
+    the caller's launch then writes again), then, with :data:`SECOND_ROUND` > 0, the configs
+    the library's second round proposes from those times (``convtune.second_round``: the
+    tuner's local search around the fastest) beside the fastest so far, and caches the
+    fastest of all under the problem's key."""
+    plans, times = _timed(candidates.plans, x, w, y, out, ref)
+    if not plans:
+        failed = Fallback("wrong-result", f"all {len(candidates.plans)} candidates of "
+                          f"{candidates.manifest['problem']['key']} failed the check against "
+                          "PyTorch's float64 result")
+        with _lock:
+            _plans[candidates.key] = failed
+        return failed
+    best = min(plans, key=lambda p: times[p.config])
+    if SECOND_ROUND > 0:
+        _, arch, line, _, deterministic = candidates.key
+        # Failed the check: measured as failed, so the search steers away from it.
+        measured = [(p.config, times[p.config] * 1e3 if p.config in times else None)
+                    for p in candidates.plans]
+        try:
+            configs = _second_round(line, arch, measured, candidates=SECOND_ROUND,
+                                    deterministic=deterministic)
+        except (ValueError, ConvtuneError):
+            configs = []
+        if configs:
+            with ThreadPoolExecutor(max_workers=min(len(configs), os.cpu_count() or 1)) as pool:
+                more = list(pool.map(lambda c: _plan(x.device, line, c), configs))
+            more = [p for p in more if isinstance(p, _Plan)]
+            if more:
+                # Beside the fastest of the first round, in the same runs: one clock for both.
+                again, times2 = _timed([best] + more, x, w, y, out, ref)
+                times.update(times2)
+                best = min(again, key=lambda p: times2[p.config])
+    kept = best.config
+    with _lock:
+        _plans[candidates.key] = best
+        _choices[candidates.key[2]] = {kept: times[kept],
+                                       **{c: t for c, t in times.items() if c != kept}}
+    return best
+
+
+def _timed(candidates, x, w, y, out, ref):
+    """The plans of ``candidates`` that pass the check against ``ref`` (all with ``ref``
+    None), and their median times in ms on these tensors.
 
     A launch costs 0.1-0.3 ms of Python and driver calls, more than many kernels run: events
     around back-to-back launches time the host. So the GPU first sleeps while the host enqueues
@@ -291,19 +343,12 @@ def _choose(candidates, x, w, y, out, ref):
     the candidates take turns, and each keeps its median."""
     stream = torch.cuda.current_stream(x.device)
     plans = []
-    for plan in candidates.plans:
+    for plan in candidates:
         _launch(plan, x, w, y)  # warm-up: module load, caches
         if ref is not None and not plan.verified:
             if not isinstance(_check(plan, out, ref), _Plan):
                 continue
         plans.append(plan)
-    if not plans:
-        failed = Fallback("wrong-result", f"all {len(candidates.plans)} candidates of "
-                          f"{candidates.manifest['problem']['key']} failed the check against "
-                          "PyTorch's float64 result")
-        with _lock:
-            _plans[candidates.key] = failed
-        return failed
     events = [[] for _ in plans]
     with torch.cuda.device(x.device):
         for _ in range(_BENCHMARK_RUNS):
@@ -320,13 +365,7 @@ def _choose(candidates, x, w, y, out, ref):
     for plan, pairs in zip(plans, events):
         ms = sorted(s.elapsed_time(e) for s, e in pairs)
         times[plan.config] = ms[len(ms) // 2]
-    best = min(plans, key=lambda p: times[p.config])
-    kept = best.config
-    with _lock:
-        _plans[candidates.key] = best
-        _choices[candidates.key[2]] = {kept: times[kept],
-                                       **{c: t for c, t in times.items() if c != kept}}
-    return best
+    return plans, times
 
 
 def _hold(stream):

@@ -191,6 +191,42 @@ fn lookup(
     Ok(answer.to_string())
 }
 
+/// The configs to time after a first use's `measured` ones (`(config, µs)` pairs, `None` for
+/// one that failed): the tuner's guided search's next picks from those times, at most
+/// `candidates` (`convtune lookup --measured`); with `deterministic`, only configs without
+/// floating-point atomics. A list of config strings, empty when nothing measured succeeded.
+#[pyfunction]
+#[pyo3(signature = (problem, arch, measured, candidates=convtune::lookup::SECOND_ROUND_CANDIDATES, deterministic=false))]
+fn second_round(
+    py: Python<'_>,
+    problem: &str,
+    arch: &str,
+    measured: Vec<(String, Option<f64>)>,
+    candidates: usize,
+    deterministic: bool,
+) -> PyResult<Vec<String>> {
+    let p = parse_problem(problem)?;
+    let a = parse_arch(arch)?;
+    if !(1..=MAX_CANDIDATES).contains(&candidates) {
+        return Err(bad(format!(
+            "candidates: {candidates} is not in 1..={MAX_CANDIDATES}"
+        )));
+    }
+    let measured = measured
+        .into_iter()
+        .map(|(c, t)| {
+            let config: PerfConfig = c.parse().map_err(|e| bad(format!("config '{c}': {e}")))?;
+            Ok((config, t.filter(|t| t.is_finite() && *t > 0.0)))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let limits = convtune::lookup::Limits {
+        space: None,
+        deterministic,
+    };
+    let next = py.detach(|| convtune::lookup::second_round(&p, &a, limits, &measured, candidates));
+    Ok(next.iter().map(ToString::to_string).collect())
+}
+
 /// Compiles a problem's kernels: (manifest JSON, module bytes). `config` overrides the lookup
 /// (which, with `deterministic`, answers only configs without floating-point atomics).
 #[pyfunction]
@@ -277,8 +313,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         convtune::lookup::FIRST_USE_CANDIDATES,
     )?;
     m.add("MAX_CANDIDATES", MAX_CANDIDATES)?;
+    m.add(
+        "SECOND_ROUND_CANDIDATES",
+        convtune::lookup::SECOND_ROUND_CANDIDATES,
+    )?;
     m.add_function(wrap_pyfunction!(problem_info, m)?)?;
     m.add_function(wrap_pyfunction!(lookup, m)?)?;
+    m.add_function(wrap_pyfunction!(second_round, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

@@ -131,6 +131,32 @@ def test_a_first_use_benchmark_gets_a_full_list(no_user_db):
     assert len({c["config"] for c in cs}) == n
 
 
+def test_second_round_searches_around_the_fastest(no_user_db):
+    """A first use's second round: new, legal configs from the first round's times, none of
+    those measured; nothing without a success; the constant as the library has it."""
+    line = "convbfp16 -n 24 -c 96 -H 20 -W 20 -k 160 -y 3 -x 3 -p 1 -q 1 -F 1 --layout NHWC"
+    cs = [c["config"] for c in convtune.lookup(line, "sm_90", db=no_user_db,
+                                                candidates=8)["candidates"]]
+    measured = {c: 50.0 + i for i, c in enumerate(cs)}
+    measured[cs[-1]] = None  # failed
+    n = convtune.SECOND_ROUND_CANDIDATES
+    assert 1 <= n <= convtune.MAX_CANDIDATES
+    nxt = convtune.second_round(line, "sm_90", measured)
+    assert len(nxt) == n and len(set(nxt)) == n, nxt
+    assert not set(nxt) & set(cs)
+    for c in nxt:  # each compiles for the problem (legal)
+        manifest, _ = convtune.compile(line, "sm_90", config=c, db=no_user_db)
+        assert manifest["lookup"]["config"] == c
+    # Pairs as well as a dict; the same times, the same round.
+    assert convtune.second_round(line, "sm_90", list(measured.items())) == nxt
+    assert len(convtune.second_round(line, "sm_90", measured, candidates=3)) == 3
+    assert convtune.second_round(line, "sm_90", {cs[0]: None}) == []
+    with pytest.raises(ValueError, match="config"):
+        convtune.second_round(line, "sm_90", {"v1:bm=7": 3.0})
+    with pytest.raises(ValueError, match="candidates"):
+        convtune.second_round(line, "sm_90", measured, candidates=0)
+
+
 def test_deterministic_lookup_passes_over_atomics(no_user_db):
     # The shipped entry of this grouped bwd-weight problem splits K 16 ways by atomics, which
     # torch.use_deterministic_algorithms(True) does not allow.

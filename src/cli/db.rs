@@ -237,6 +237,16 @@ pub struct LookupArgs {
     /// passed over with the reason.
     #[arg(long)]
     deterministic: bool,
+    /// A first use's times: lines `CONFIG TIME_US` (`CONFIG failed` for one that did not run;
+    /// `#` comments). Prints the second round instead of the lookup's answer: the configs the
+    /// tuner's guided search would measure next from those times (JSON: `{"problem", "arch",
+    /// "next": [config…], "measured"}`).
+    #[arg(long, value_name = "FILE")]
+    measured: Option<PathBuf>,
+    /// With `--measured`: at most this many configs.
+    #[arg(long, value_name = "N", default_value_t = convtune::lookup::SECOND_ROUND_CANDIDATES as u16,
+          value_parser = clap::value_parser!(u16).range(1..=convtune::lookup::MAX_CANDIDATES as i64))]
+    next: u16,
     /// Print JSON: `{"problem", "arch", "config", "source": {"kind", …}, "reason", "user_db", …}`.
     #[arg(long)]
     json: bool,
@@ -251,6 +261,24 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
         space: space.as_ref(),
         deterministic: args.deterministic,
     };
+    if let Some(path) = &args.measured {
+        let measured = read_measured(path)?;
+        let next =
+            convtune::lookup::second_round(&p, &arch, limits, &measured, usize::from(args.next));
+        if args.json {
+            let next: Vec<String> = next.iter().map(ToString::to_string).collect();
+            return super::out::json(&serde_json::json!({
+                "problem": p.key(),
+                "arch": arch.name,
+                "next": next,
+                "measured": measured.len(),
+            }));
+        }
+        for c in &next {
+            outln!("{c}");
+        }
+        return Ok(());
+    }
     let looked = args
         .db
         .find(&p, &arch, limits, usize::from(args.candidates))?;
@@ -287,6 +315,39 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
         outln!("  why: {}", f.reason);
     }
     Ok(())
+}
+
+/// `lookup --measured`'s file: `CONFIG TIME_US` or `CONFIG failed` per line.
+fn read_measured(path: &Path) -> anyhow::Result<Vec<(convtune::config::PerfConfig, Option<f64>)>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad_input(anyhow!("cannot read {}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), n + 1);
+        let (config, time) = line.split_once(char::is_whitespace).ok_or_else(|| {
+            bad_input(anyhow!("{}: expected `CONFIG TIME_US`, got `{line}`", at()))
+        })?;
+        let config = config
+            .parse()
+            .map_err(|e| bad_input(anyhow!("{}: {e}", at())))?;
+        let time = match time.trim() {
+            "failed" => None,
+            t => Some(
+                t.parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .ok_or_else(|| {
+                        bad_input(anyhow!("{}: `{t}` is not a time in µs (or `failed`)", at()))
+                    })?,
+            ),
+        };
+        out.push((config, time));
+    }
+    Ok(out)
 }
 
 /// The devices a database's entries were tuned on, the home device (what a lookup that names no

@@ -19,10 +19,12 @@
 pub mod fallback;
 mod limits;
 mod quick;
+mod second;
 
 use fallback::{Guess, Pick, TileValues};
 pub use limits::{enumeration_without_atomics, without_atomics, Limits};
 pub use quick::{shipped as shipped_quick_list, QuickEntry, QuickFile};
+pub use second::{second_round, SECOND_ROUND_CANDIDATES};
 
 use crate::arch::Arch;
 use crate::config::PerfConfig;
@@ -460,20 +462,32 @@ pub fn heuristic_within(
     n: usize,
 ) -> ModelPicks {
     let l = lower(problem);
-    let default_space = SearchSpace::default_for(arch);
+    let e = legal_within(problem, &l, arch, limits);
+    let vendor = limits.space.is_none().then(|| &e.legal[..e.first]);
+    model_picks(&l, arch, &e.legal, vendor, n)
+}
+
+/// The legal configs inside `limits` (`l` is `problem` lowered): of the limits' space, else of
+/// the whole built-in search, with the vendor space's own still the prefix
+/// ([`first`](crate::space::Enumeration::first) counts those admitted).
+fn legal_within(
+    problem: &ConvProblem,
+    l: &Lowering,
+    arch: &Arch,
+    limits: Limits<'_>,
+) -> crate::space::Enumeration {
     let mut e = match limits.space {
-        Some(s) => enumerate_lowered(&l, arch, s),
-        None => enumerate_search(&l, arch, &default_space, false),
+        Some(s) => enumerate_lowered(l, arch, s),
+        None => enumerate_search(l, arch, &SearchSpace::default_for(arch), false),
     };
     if limits.deterministic {
-        enumeration_without_atomics(&l, arch, &mut e);
+        enumeration_without_atomics(l, arch, &mut e);
     }
     let admit = |c: &PerfConfig| limits.admit(problem, c);
     // The vendor space's configs stay the prefix: count those admitted before dropping the rest.
-    let first = e.legal[..e.first].iter().filter(|c| admit(c)).count();
+    e.first = e.legal[..e.first].iter().filter(|c| admit(c)).count();
     e.legal.retain(admit);
-    let vendor = limits.space.is_none().then(|| &e.legal[..first]);
-    model_picks(&l, arch, &e.legal, vendor, n)
+    e
 }
 
 /// What the cost model offers the fallback: the first picks of a guided search over the legal

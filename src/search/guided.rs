@@ -178,6 +178,15 @@ impl Guided {
         }
     }
 
+    /// The same search with the whole space ranked before the first batch, however big (no
+    /// sampled start, [`Self::sampled_start`]): for a caller whose first call already brings
+    /// measurements (a first use's second round, [`crate::lookup::second_round`]), which the
+    /// sampled start's blind batches would ignore.
+    pub fn ranked_whole(mut self) -> Self {
+        self.sample_above = usize::MAX;
+        self
+    }
+
     /// The same search with the sampled start ([`Self::sampled_start`]) for spaces above
     /// `above` candidates, from a sample of `sample`.
     #[cfg(test)]
