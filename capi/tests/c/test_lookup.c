@@ -2,6 +2,7 @@
  * and linked against libconvtune_c (capi/tests/run-c-test.sh builds and runs it in CI). */
 #include "convtune.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,35 @@ static void candidates_start_with_the_answer(void) {
     CHECK(rc == CONVTUNE_ERR_BUFFER, "rc %d", rc);
 }
 
+/* A first use's second round: the candidates' times in, new configs out (none of those
+ * timed); all failed: nothing to search around. */
+static void a_second_round_from_the_times(void) {
+    const char *line = "conv -n 3 -c 24 -H 17 -W 9 -k 40 -y 3 -x 3 -p 1 -q 1 -F 1";
+    convtune_config list[4], next[CONVTUNE_SECOND_ROUND_CANDIDATES];
+    const char *configs[4];
+    double times[4];
+    size_t count = 0, n = 0, i, j;
+    int rc = convtune_lookup_candidates_str(line, "sm_90", NO_USER_DB, 0, list, 4, &count);
+    CHECK(rc == CONVTUNE_OK, "%s", convtune_last_error());
+    for (i = 0; i < count; i++) {
+        configs[i] = list[i].config;
+        times[i] = 20.0 - (double)i; /* the last listed measured fastest */
+    }
+    rc = convtune_second_round_str(line, "sm_90", 0, configs, times, count, next,
+                                   CONVTUNE_SECOND_ROUND_CANDIDATES, &n);
+    CHECK(rc == CONVTUNE_OK, "%s", convtune_last_error());
+    CHECK(n == CONVTUNE_SECOND_ROUND_CANDIDATES, "%zu in the second round", n);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < count; j++)
+            CHECK(strcmp(next[i].config, list[j].config) != 0, "measured again: %s",
+                  next[i].config);
+    for (i = 0; i < count; i++)
+        times[i] = NAN; /* failed */
+    rc = convtune_second_round_str(line, "sm_90", 0, configs, times, count, next,
+                                   CONVTUNE_SECOND_ROUND_CANDIDATES, &n);
+    CHECK(rc == CONVTUNE_OK && n == 0, "rc %d, %zu", rc, n);
+}
+
 /* Named GPUs: seed 003 was tuned on the H200 (the home device, what a lookup naming no GPU
  * gets) and on an H100: each gets its own entry, exact. On a GPU nothing was tuned on (an H20)
  * the home device's winner comes first as a distance-0 neighbour naming that GPU, then more
@@ -281,6 +311,7 @@ int main(int argc, char **argv) {
     untuned_problem_falls_back();
     deterministic_lookup_passes_over_atomics();
     candidates_start_with_the_answer();
+    a_second_round_from_the_times();
     a_named_gpu_gets_its_own_entries();
     errors_are_codes_and_messages();
     printf("%d passed, %d failed\n", passed, failed);
