@@ -383,15 +383,7 @@ unsafe fn candidates_into(
             optional_str(user_db, "user_db")?,
         )
     };
-    if out.is_null() || count.is_null() {
-        return Err(Failure::new(Status::Null, "out or count is NULL"));
-    }
-    if !(1..=MAX_CANDIDATES).contains(&capacity) {
-        return Err(Failure::new(
-            Status::Buffer,
-            format!("capacity {capacity} is not in 1..={MAX_CANDIDATES}"),
-        ));
-    }
+    check_list(out, capacity, count)?;
     let arch = arch_named(arch)?;
     let found = find_candidates_with_user_db(
         problem,
@@ -411,6 +403,25 @@ unsafe fn candidates_into(
     }
     // SAFETY: non-null and writable by the caller's contract.
     unsafe { *count = written };
+    Ok(())
+}
+
+/// A list output's arguments: `out` and `count` not NULL, `capacity` in
+/// 1..=`CONVTUNE_MAX_CANDIDATES`.
+pub(crate) fn check_list(
+    out: *mut ConfigC,
+    capacity: usize,
+    count: *mut usize,
+) -> Result<(), Failure> {
+    if out.is_null() || count.is_null() {
+        return Err(Failure::new(Status::Null, "out or count is NULL"));
+    }
+    if !(1..=MAX_CANDIDATES).contains(&capacity) {
+        return Err(Failure::new(
+            Status::Buffer,
+            format!("capacity {capacity} is not in 1..={MAX_CANDIDATES}"),
+        ));
+    }
     Ok(())
 }
 

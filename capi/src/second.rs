@@ -1,9 +1,11 @@
 //! `convtune_second_round_str`: a first use's second round from C, the configs the tuner's
 //! guided search measures next from the first round's times ([`convtune::lookup::second_round`]).
 
-use crate::{arch_named, guard, parse_line, required_str, write_config, ConfigC, Failure, Status};
+use crate::{
+    arch_named, check_list, guard, parse_line, required_str, write_config, ConfigC, Failure, Status,
+};
 use convtune::db::Source;
-use convtune::lookup::{second_round, Found, Limits, MAX_CANDIDATES};
+use convtune::lookup::{second_round, Found, Limits};
 use std::ffi::{c_char, c_int};
 
 /// `convtune_second_round_str`: up to `capacity` configs to time after the `measured` ones
@@ -32,17 +34,9 @@ pub unsafe extern "C" fn convtune_second_round_str(
     guard(|| {
         // SAFETY: the caller's contract.
         let (p, arch) = unsafe { (parse_line(problem)?, required_str(arch, "arch")?) };
-        if out.is_null() || count.is_null() {
-            return Err(Failure::new(Status::Null, "out or count is NULL"));
-        }
+        check_list(out, capacity, count)?;
         if measured > 0 && (configs.is_null() || times_us.is_null()) {
             return Err(Failure::new(Status::Null, "configs or times_us is NULL"));
-        }
-        if !(1..=MAX_CANDIDATES).contains(&capacity) {
-            return Err(Failure::new(
-                Status::Buffer,
-                format!("capacity {capacity} is not in 1..={MAX_CANDIDATES}"),
-            ));
         }
         let arch = arch_named(arch)?;
         let mut times = Vec::with_capacity(measured);

@@ -19,23 +19,17 @@ import subprocess
 import sys
 from collections import defaultdict
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "session25"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "session25"))
+sys.path.insert(0, os.path.join(here, "..", "lib"))
 from loo_groups import write_groups  # noqa: E402
+from config_text import fields, render  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--picks", default="scripts/session37/l16/picks.json")
 ap.add_argument("--out", default="scripts/session37/twins")
 ap.add_argument("--model-times", default="target/release/examples/model_times")
 a = ap.parse_args()
-
-
-def fields(c):
-    head, rest = c.split(":", 1)
-    return head, [kv.split("=", 1) for kv in rest.split(",")]
-
-
-def render(head, kvs):
-    return head + ":" + ",".join(f"{k}={v}" for k, v in kvs)
 
 
 def twins(c):

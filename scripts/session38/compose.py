@@ -5,9 +5,13 @@ lookup's first K configs, then the legal twins of its first two (lds flipped, A'
 vector widths halved, in that order) up to sixteen; scored as tuned time / the fastest
 timed config of the list (the tuned winner in the list counts 1.0).
 
-    Usage: scripts/session38/compose.py PICKS.json JOURNAL.jsonl... [--total 16]
+    Usage: scripts/session38/compose.py PICKS.json RUN... [--total 16]
+    (RUN: a directory of *.jsonl or a .jsonl[.xz] journal)
 """
-import json, math, sys
+import json, math, os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from journals import times  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 total = 16
@@ -16,11 +20,8 @@ if "--total" in sys.argv:
     args.remove(str(total))
 picks = json.load(open(args[0]))
 t = {}
-for path in args[1:]:
-    for line in open(path):
-        r = json.loads(line)
-        if "config" in r and r.get("time_us"):
-            t[(r["problem_key"], r["config"])] = r["time_us"]
+for run in args[1:]:
+    t.update(times(run))
 
 
 def gm(v):

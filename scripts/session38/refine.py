@@ -16,7 +16,9 @@ from collections import defaultdict
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "session25"))
 sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "lib"))
 from loo_groups import write_groups  # noqa: E402
+from config_text import fields as parse, render  # noqa: E402
 from journals import times  # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -36,15 +38,6 @@ TILE = ["16", "32", "64", "96", "128", "192", "256"]
 DOMAIN = {"bm": TILE, "bn": TILE, "wm": TILE, "wn": TILE, "bk": ["16", "32", "64"],
           "st": ["2", "3", "4", "5", "6", "8"], "va": ["1", "2", "4", "8"],
           "vb": ["1", "2", "4", "8"], "vc": ["1", "2", "4", "8"], "lds": ["pad", "swz"]}
-
-
-def parse(c):
-    head, rest = c.split(":", 1)
-    return head, [kv.split("=", 1) for kv in rest.split(",")]
-
-
-def render(head, kvs):
-    return head + ":" + ",".join(f"{k}={v}" for k, v in kvs)
 
 
 def moves(c):
