@@ -379,8 +379,9 @@ def check_first_use_benchmark(device):
     errs = [rel_err(y, ref) for y in ys]
     (line, times), = ct.choices().items()  # the one problem benchmarked
     kept = next(iter(times), None)
+    # The lookup as convtune.torch made it: for this GPU by name and SM count.
     first = convtune.lookup(line, "sm_{}{}".format(*torch.cuda.get_device_capability(device)),
-                            candidates=ct.BENCHMARK_CANDIDATES)["candidates"]
+                            candidates=ct.BENCHMARK_CANDIDATES, **ct._gpu(device))["candidates"]
     second = [c for c in times if c not in {f["config"] for f in first}]
     # The kept one won the second round's runs, which timed it beside that round's configs.
     ok = (kept is not None and all(times[kept] <= times[c] for c in second)
