@@ -41,12 +41,14 @@ pub fn second_round(
     }
     let l = lower(problem);
     let legal = super::legal_within(problem, &l, arch, limits).legal;
-    let at: HashMap<PerfConfig, usize> = legal.iter().enumerate().map(|(i, c)| (*c, i)).collect();
-    // Measured configs outside the legal list (another space, a stale list) still count as
-    // taken; their times cannot steer a search that has no point for them.
-    let known: Vec<(usize, Option<f64>)> = measured
+    // Each measured config's place in the legal list, in one pass over it. One outside the
+    // list (another space, a stale list) cannot be proposed, and its time cannot steer a
+    // search that has no point for it.
+    let times_of: HashMap<PerfConfig, Option<f64>> = measured.iter().copied().collect();
+    let known: Vec<(usize, Option<f64>)> = legal
         .iter()
-        .filter_map(|(c, t)| at.get(c).map(|&i| (i, *t)))
+        .enumerate()
+        .filter_map(|(i, c)| times_of.get(c).map(|&t| (i, t)))
         .collect();
     let ctx = SearchContext {
         lowering: &l,
