@@ -292,7 +292,7 @@ int convtune_lookup_candidates_gpu_str(const char *problem, const char *arch,
  * none succeeded. `deterministic` non-zero: only configs without floating-point atomics.
  * 1 <= capacity <= CONVTUNE_MAX_CANDIDATES (else CONVTUNE_ERR_BUFFER); a config that does not
  * parse: CONVTUNE_ERR_CONFIG. With each shipped entry held out, eight around the fastest of
- * the first sixteen lifted the fastest measured from 0.983 to 1.011 of tuned speed (session
+ * the first sixteen lifted the fastest measured from 0.983 to 1.020 of tuned speed (session
  * 38, H100; below 0.8: 5 of 185 -> 1).
  */
 int convtune_second_round_str(const char *problem, const char *arch, int deterministic,

@@ -67,9 +67,9 @@ BENCHMARK_CANDIDATES = FIRST_USE_CANDIDATES
 #: How many configs a first-call benchmark times in its second round, after the lookup's:
 #: ``convtune.second_round`` from the first round's times (the tuner's local search around the
 #: fastest), timed beside the fastest so far; 0 turns it off. With each shipped entry held
-#: out, eight lifted the fastest of sixteen from 0.983 to 1.011 of tuned speed (geomean over
+#: out, eight lifted the fastest of sixteen from 0.983 to 1.020 of tuned speed (geomean over
 #: 185, below 0.8: 5 -> 1; one H100, BENCHMARKS.md session 38); out of the box on problems the
-#: database lacks, the kept config ran 1.04x faster, the first call 6.0 s instead of 3.6
+#: database lacks, the kept config ran 1.03x faster, the first call 5.9 s instead of 3.6
 #: (median).
 SECOND_ROUND = SECOND_ROUND_CANDIDATES
 #: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
