@@ -582,6 +582,15 @@ fn lookup_measured_proposes_a_second_round() {
     );
     let plain = lookup(p, none, &["--measured", times, "--next", "5"]);
     assert_eq!(stdout(&plain).lines().collect::<Vec<_>>(), next);
+    let failed = dir.path().join("failed.txt");
+    std::fs::write(&failed, format!("{} failed\n", first[0])).unwrap();
+    let o = lookup(p, none, &["--measured", failed.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).is_empty() && stderr(&o).contains("no winner"),
+        "{}",
+        stderr(&o)
+    );
     let bad = dir.path().join("bad.txt");
     std::fs::write(&bad, format!("{} 10\n{} fast\n", first[0], first[1])).unwrap();
     let o = lookup(p, none, &["--measured", bad.to_str().unwrap()]);

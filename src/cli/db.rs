@@ -274,6 +274,16 @@ pub fn lookup(args: LookupArgs) -> anyhow::Result<()> {
                 "measured": measured.len(),
             }));
         }
+        if next.is_empty() {
+            if measured.iter().any(|(_, t)| t.is_some()) {
+                errln!("no legal config is left unmeasured");
+            } else {
+                errln!(
+                    "none of the {} measured configs ran: no winner to search around",
+                    measured.len()
+                );
+            }
+        }
         for c in &next {
             outln!("{c}");
         }
