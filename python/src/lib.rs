@@ -56,6 +56,16 @@ fn gpu_named(gpu: Option<&str>, compute_units: Option<u32>) -> PyResult<Option<F
     }
 }
 
+/// A count of configs to answer: 1 to [`MAX_CANDIDATES`].
+fn check_candidates(candidates: usize) -> PyResult<()> {
+    if !(1..=MAX_CANDIDATES).contains(&candidates) {
+        return Err(bad(format!(
+            "candidates: {candidates} is not in 1..={MAX_CANDIDATES}"
+        )));
+    }
+    Ok(())
+}
+
 fn parse_arch(name: &str) -> PyResult<Arch> {
     Arch::from_name(name).map_err(bad)
 }
@@ -165,11 +175,7 @@ fn lookup(
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
     let gpu = gpu_named(gpu, compute_units)?;
-    if !(1..=MAX_CANDIDATES).contains(&candidates) {
-        return Err(bad(format!(
-            "candidates: {candidates} is not in 1..={MAX_CANDIDATES}"
-        )));
-    }
+    check_candidates(candidates)?;
     let found = py
         .detach(|| {
             let db = db.map(Path::new);
@@ -207,16 +213,12 @@ fn second_round(
 ) -> PyResult<Vec<String>> {
     let p = parse_problem(problem)?;
     let a = parse_arch(arch)?;
-    if !(1..=MAX_CANDIDATES).contains(&candidates) {
-        return Err(bad(format!(
-            "candidates: {candidates} is not in 1..={MAX_CANDIDATES}"
-        )));
-    }
+    check_candidates(candidates)?;
     let measured = measured
         .into_iter()
         .map(|(c, t)| {
             let config: PerfConfig = c.parse().map_err(|e| bad(format!("config '{c}': {e}")))?;
-            Ok((config, t.filter(|t| t.is_finite() && *t > 0.0)))
+            Ok((config, t))
         })
         .collect::<PyResult<Vec<_>>>()?;
     let limits = convtune::lookup::Limits {

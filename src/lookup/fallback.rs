@@ -33,7 +33,7 @@ use crate::problem::{ConvProblem, DType, Tensor};
 use crate::search::{CostArch, CostModel};
 
 mod variants;
-pub use variants::{split_variants, width_variants, TileValues};
+pub use variants::{field_values, split_variants, width_variants, TileValues};
 
 /// How many nearest tuned problems contribute their configs.
 pub const NEIGHBOURS: usize = 8;

@@ -49,6 +49,26 @@ impl<'a> Limits<'a> {
         self.refusal(problem, c).is_none()
     }
 
+    /// The search spaces a search inside the limits enumerates: the limits' space, else
+    /// `default` (the arch's default space) and the spaces the built-in search adds for `l`
+    /// ([`crate::space::extra_spaces`]).
+    pub fn spaces<'s>(
+        &self,
+        default: &'s SearchSpace,
+        l: &Lowering,
+        arch: &Arch,
+    ) -> Vec<&'s SearchSpace>
+    where
+        'a: 's,
+    {
+        match self.space {
+            Some(s) => vec![s],
+            None => std::iter::once(default)
+                .chain(crate::space::extra_spaces(l, arch))
+                .collect(),
+        }
+    }
+
     /// The words the lookup's reason adds for the limits (empty without any).
     pub fn words(&self) -> &'static str {
         match (self.space.is_some(), self.deterministic) {

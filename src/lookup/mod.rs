@@ -33,7 +33,7 @@ use crate::legality;
 use crate::lowering::{lower, Lowering};
 use crate::problem::ConvProblem;
 use crate::search::{self, SearchContext};
-use crate::space::{enumerate_lowered, enumerate_search, extra_spaces, SearchSpace};
+use crate::space::{enumerate_lowered, enumerate_search, SearchSpace};
 
 /// Re-checks a stored config against today's legality rules for the problem at hand.
 pub struct LegalityCheck;
@@ -332,14 +332,7 @@ impl<'a> Read<'a> {
         guesses.extend(whole.iter().skip(1).map(|&c| (c, Guess::ModelNext)));
         guesses.extend(vendor.map(|c| (c, Guess::ModelVendor)));
         let within = limits.words();
-        let tiles = match limits.space {
-            Some(s) => TileValues::of(&[s]),
-            None => {
-                let mut spaces = vec![&default_space];
-                spaces.extend(extra_spaces(&lower(problem), arch));
-                TileValues::of(&spaces)
-            }
-        };
+        let tiles = TileValues::of(&limits.spaces(&default_space, &lower(problem), arch));
         let picks = fallback::ranked(problem, arch, &near, &guesses, &tiles, &in_limits, most);
         for (rank, pick) in picks.into_iter().enumerate() {
             let found = found_of(pick, &why, within, near.len(), rank, &stored);

@@ -11,6 +11,7 @@
 //! below 0.8: 5 -> 1), where eight model-ranked twins of the list's first two (the other
 //! shared-memory layout, narrower widths) reached 0.992 (4 below 0.8).
 
+use super::fallback::field_values;
 use super::Limits;
 use crate::arch::Arch;
 use crate::config::{Field, PerField, PerfConfig};
@@ -18,7 +19,7 @@ use crate::legality;
 use crate::lowering::{lower, Lowering};
 use crate::problem::ConvProblem;
 use crate::search::{Guided, Measured, SearchContext, Strategy};
-use crate::space::{extra_spaces, SearchSpace};
+use crate::space::SearchSpace;
 use std::collections::{HashMap, HashSet};
 
 /// How many configs a first use times in its second round (`convtune.torch` with
@@ -26,8 +27,8 @@ use std::collections::{HashMap, HashSet};
 /// local search, after the [`super::FIRST_USE_CANDIDATES`].
 pub const SECOND_ROUND_CANDIDATES: usize = 8;
 
-/// Up to `n` configs to time after `measured` (each config with its time in µs, `None` where
-/// it failed), best guess first: what the tuner's guided search proposes next from those
+/// Up to `n` configs to time after `measured` (each config with its time in µs; `None`, or a
+/// time that is not finite and above 0, where it failed), best guess first: what the tuner's guided search proposes next from those
 /// measurements over the legal configs inside `limits` (the built-in search, else the
 /// limits' space). Never one of `measured`; empty when nothing measured succeeded (there is
 /// no winner to search around) or `n` is 0.
@@ -38,12 +39,17 @@ pub fn second_round(
     measured: &[(PerfConfig, Option<f64>)],
     n: usize,
 ) -> Vec<PerfConfig> {
-    if n == 0 || !measured.iter().any(|(_, t)| t.is_some_and(f64::is_finite)) {
+    // What counts as a success, once for every caller (C passes NaN for a failure).
+    let measured: Vec<(PerfConfig, Option<f64>)> = measured
+        .iter()
+        .map(|&(c, t)| (c, t.filter(|t| t.is_finite() && *t > 0.0)))
+        .collect();
+    if n == 0 || measured.iter().all(|(_, t)| t.is_none()) {
         return Vec::new();
     }
     let l = lower(problem);
     let mut legal = super::legal_within(problem, &l, arch, limits).legal;
-    off_grid(problem, &l, arch, limits, measured, &mut legal);
+    off_grid(problem, &l, arch, limits, &measured, &mut legal);
     // Each measured config's place in the legal list, in one pass over it. One outside the
     // list (another space, a stale list) cannot be proposed, and its time cannot steer a
     // search that has no point for it.
@@ -93,18 +99,8 @@ fn off_grid(
     legal: &mut Vec<PerfConfig>,
 ) {
     let default_space = SearchSpace::default_for(arch);
-    let spaces: Vec<&SearchSpace> = match limits.space {
-        Some(s) => vec![s],
-        None => std::iter::once(&default_space)
-            .chain(extra_spaces(l, arch))
-            .collect(),
-    };
-    let grid = PerField::from_fn(|f| {
-        let mut v: Vec<u32> = spaces.iter().flat_map(|s| s.params.codes(f)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    });
+    let spaces = limits.spaces(&default_space, l, arch);
+    let grid = PerField::from_fn(|f| field_values(&spaces, f));
     let checker = legality::Checker::new(l, arch);
     let usable = |c: &PerfConfig| limits.admit(problem, c) && checker.check(c).is_ok();
     // Spaces reach millions of configs: two passes over them with small sets, no set of them.
@@ -117,7 +113,7 @@ fn off_grid(
     };
     let won: HashSet<PerfConfig> = measured
         .iter()
-        .filter(|(_, t)| t.is_some_and(f64::is_finite))
+        .filter(|(_, t)| t.is_some())
         .map(|(c, _)| *c)
         .collect();
     let present = on_grid(&won);
@@ -262,6 +258,10 @@ mod tests {
         let arch = Arch::from_name("sm_90").unwrap();
         let c = super::super::heuristic(&p, &arch).unwrap();
         assert!(second_round(&p, &arch, Limits::default(), &[(c, None)], 8).is_empty());
+        // A time that is not finite and above 0 is a failure too (C passes NaN).
+        for t in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
+            assert!(second_round(&p, &arch, Limits::default(), &[(c, Some(t))], 8).is_empty());
+        }
         assert!(second_round(&p, &arch, Limits::default(), &[(c, Some(3.0))], 0).is_empty());
     }
 }

@@ -66,15 +66,18 @@ pub struct TileValues {
     pub(super) splits: Vec<u32>,
 }
 
+/// Every value field `f` takes in any of `spaces` (its codes), sorted, without repeats.
+pub fn field_values(spaces: &[&SearchSpace], f: Field) -> Vec<u32> {
+    let mut v: Vec<u32> = spaces.iter().flat_map(|s| s.params.codes(f)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 impl TileValues {
-    /// The union of the spaces' lists, each sorted and without repeats.
+    /// The union of the spaces' lists ([`field_values`]).
     pub fn of(spaces: &[&SearchSpace]) -> TileValues {
-        let values = |f: Field| {
-            let mut v: Vec<u32> = spaces.iter().flat_map(|s| s.params.codes(f)).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
+        let values = |f: Field| field_values(spaces, f);
         TileValues {
             tiles: TILE_FIELDS.map(values),
             splits: values(Field::SplitK),
