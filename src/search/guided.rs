@@ -187,6 +187,18 @@ impl Guided {
         self
     }
 
+    /// The candidate the model alone ranks best among the unproposed ones `keep` admits, once
+    /// a batch has been asked for (`None` before, or when `keep` admits none): a caller's pick
+    /// outside the local search, such as a first use's second round covering a kernel its
+    /// first round never ran ([`crate::lookup::second_round`]).
+    pub fn best_predicted_where(&self, keep: impl Fn(usize) -> bool + Sync) -> Option<usize> {
+        let st = self.state.as_ref()?;
+        (0..st.prior.len())
+            .into_par_iter()
+            .filter(|&i| !st.proposed[i] && keep(i))
+            .min_by_key(|&i| (order_key(st.prior[i]), i))
+    }
+
     /// The same search with the sampled start ([`Self::sampled_start`]) for spaces above
     /// `above` candidates, from a sample of `sample`.
     #[cfg(test)]
