@@ -204,6 +204,11 @@ mod tests {
             .unwrap()
     }
 
+    /// A problem line and the arch of the H100/H200.
+    fn on_sm90(line: &str) -> (ConvProblem, Arch) {
+        (line.parse().unwrap(), Arch::from_name("sm_90").unwrap())
+    }
+
     #[test]
     fn proposes_legal_unmeasured_configs_near_the_winner() {
         let p = problem();
@@ -261,11 +266,10 @@ mod tests {
     /// space lists) steers the round: configs one field away from it are proposed.
     #[test]
     fn an_off_grid_winner_is_searched_around() {
-        let p: ConvProblem = "convfp16 -F 4 -n 8 -c 128 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 \
-                              -u 2 -v 2 -l 1 -j 1 -g 2 -I NGCHW -f GKCYX -O NGCHW"
-            .parse()
-            .unwrap();
-        let arch = Arch::from_name("sm_90").unwrap();
+        let (p, arch) = on_sm90(
+            "convfp16 -F 4 -n 8 -c 128 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 1 \
+             -j 1 -g 2 -I NGCHW -f GKCYX -O NGCHW",
+        );
         let off: PerfConfig =
             "v2:bm=64,bn=32,bk=64,wm=64,wn=32,st=4,va=4,vb=1,vc=8,lds=swz,sk=7,rs=1,mma=wg"
                 .parse()
@@ -306,11 +310,10 @@ mod tests {
     /// transform, which session 39's tail entry needed), and the rest stay the search's.
     #[test]
     fn the_last_slot_covers_an_unmeasured_family() {
-        let p: ConvProblem = "convfp16 -F 2 -n 32 -c 32 -H 56 -W 56 -k 32 -y 3 -x 3 -p 1 -q 1 \
-                              -u 2 -v 2 -l 1 -j 1 -g 4 -I NGCHW -f GKCYX -O NGCHW"
-            .parse()
-            .unwrap();
-        let arch = Arch::from_name("sm_90").unwrap();
+        let (p, arch) = on_sm90(
+            "convfp16 -F 2 -n 32 -c 32 -H 56 -W 56 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 1 \
+             -j 1 -g 4 -I NGCHW -f GKCYX -O NGCHW",
+        );
         let measured: Vec<(PerfConfig, Option<f64>)> = [
             (
                 "v1:bm=16,bn=64,bk=16,wm=16,wn=32,st=4,va=1,vb=1,vc=1,lds=swz,sk=1,rs=1",
