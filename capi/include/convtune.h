@@ -286,14 +286,15 @@ int convtune_lookup_candidates_gpu_str(const char *problem, const char *arch,
  * A first use's second round: after timing convtune_lookup_candidates' configs, up to
  * `capacity` more to time, written to out[0 .. *count), best guess first: what a tuning's
  * guided search measures next from those times (its local search around the fastest, with the
- * cost model corrected by them; `convtune lookup --measured`). `configs[i]` (a config string,
+ * cost model corrected by them; the last, the model's best of a kernel family nothing measured
+ * belongs to; `convtune lookup --measured`). `configs[i]` (a config string,
  * e.g. a convtune_config's `config`) ran `times_us[i]` microseconds; NaN, infinity or a time
  * not above 0 marks one that failed. None of the measured configs comes back; *count is 0 when
  * none succeeded. `deterministic` non-zero: only configs without floating-point atomics.
  * 1 <= capacity <= CONVTUNE_MAX_CANDIDATES (else CONVTUNE_ERR_BUFFER); a config that does not
- * parse: CONVTUNE_ERR_CONFIG. With each shipped entry held out, eight around the fastest of
- * the first sixteen lifted the fastest measured from 0.983 to 1.020 of tuned speed (session
- * 38, H100; below 0.8: 5 of 185 -> 1).
+ * parse: CONVTUNE_ERR_CONFIG. With each shipped entry held out, eight after the first sixteen
+ * lifted the fastest measured from 0.983 to 1.023 of tuned speed (sessions 38-39, H100; below
+ * 0.8: 5 of 185 -> 0).
  */
 int convtune_second_round_str(const char *problem, const char *arch, int deterministic,
                               const char *const *configs, const double *times_us,

@@ -113,10 +113,11 @@ def second_round(problem, arch, measured, candidates=SECOND_ROUND_CANDIDATES,
     """The configs to time after a first use's: ``measured`` maps config strings (or is a list
     of ``(config, µs)`` pairs) to their times, ``None`` for one that failed; the answer is what
     the tuner's guided search measures next from those times (its local search around the
-    fastest, with the cost model corrected by them), at most ``candidates`` config strings,
-    none of ``measured`` (``convtune lookup --measured``). Empty when nothing measured
-    succeeded. With each shipped entry held out, eight around the fastest of the lookup's
-    sixteen lifted the fastest measured from 0.983 to 1.020 of tuned speed (session 38, H100).
+    fastest, with the cost model corrected by them; the last, the model's best of a kernel
+    family nothing measured belongs to), at most ``candidates`` config strings, none of
+    ``measured`` (``convtune lookup --measured``). Empty when nothing measured succeeded. With
+    each shipped entry held out, eight after the lookup's sixteen lifted the fastest measured
+    from 0.983 to 1.023 of tuned speed, none below 0.8 (sessions 38-39, H100).
     ``deterministic`` as :func:`lookup` takes it. Raises ValueError for bad arguments."""
     pairs = list(measured.items()) if isinstance(measured, dict) else list(measured)
     pairs = [(str(c), None if t is None else float(t)) for c, t in pairs]

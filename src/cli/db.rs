@@ -239,7 +239,8 @@ pub struct LookupArgs {
     deterministic: bool,
     /// A first use's times: lines `CONFIG TIME_US` (`CONFIG failed` for one that did not run;
     /// `#` comments). Prints the second round instead of the lookup's answer: the configs the
-    /// tuner's guided search would measure next from those times (JSON: `{"problem", "arch",
+    /// tuner's guided search would measure next from those times, the last of a kernel family
+    /// nothing measured belongs to (JSON: `{"problem", "arch",
     /// "next": [config…], "measured"}`).
     #[arg(long, value_name = "FILE")]
     measured: Option<PathBuf>,
