@@ -62,10 +62,8 @@ impl<'a> Limits<'a> {
         'a: 's,
     {
         match self.space {
-            Some(s) => vec![s],
-            None => std::iter::once(default)
-                .chain(crate::space::extra_spaces(l, arch))
-                .collect(),
+            Some(s) => crate::space::search_spaces(l, arch, s, true),
+            None => crate::space::search_spaces(l, arch, default, false),
         }
     }
 

@@ -44,6 +44,22 @@ pub fn extra_spaces(lowering: &Lowering, arch: &Arch) -> Vec<&'static SearchSpac
     }
 }
 
+/// The spaces a search enumerates ([`enumerate_search`]): `space` alone when the user gave it,
+/// else it and [`extra_spaces`].
+pub fn search_spaces<'s>(
+    lowering: &Lowering,
+    arch: &Arch,
+    space: &'s SearchSpace,
+    given: bool,
+) -> Vec<&'s SearchSpace> {
+    let extras = if given {
+        Vec::new()
+    } else {
+        extra_spaces(lowering, arch)
+    };
+    std::iter::once(space).chain(extras).collect()
+}
+
 /// How reports name the built-in search on `arch`.
 pub fn builtin_origin(arch: &Arch) -> String {
     let hopper = if has_hopper_paths(arch) {

@@ -7,6 +7,7 @@
 //! order as [`crate::legality::check`], so each rejected point is counted under the rule that
 //! `check` would report for it.
 
+use super::listing::Listing;
 use super::space_file::SearchSpace;
 use crate::arch::Arch;
 use crate::config::{Field, PerField, PerfConfig};
@@ -55,18 +56,10 @@ impl Enumeration {
         arch: &Arch,
         earlier: &[&SearchSpace],
     ) {
-        let admits: Vec<(&SearchSpace, Checker)> = earlier
-            .iter()
-            .map(|s| (*s, Checker::new(lowering, arch).with_pruning(s.pruning())))
-            .collect();
-        let listed = |c: &PerfConfig| {
-            admits
-                .iter()
-                .any(|(s, k)| s.contains(c) && k.check(c).is_ok())
-        };
+        let listing = Listing::new(lowering, arch, earlier);
         self.raw += other.raw;
         self.append(
-            other.legal.into_iter().filter(|c| !listed(c)),
+            other.legal.into_iter().filter(|c| !listing.lists(c)),
             other.rejected,
         );
     }

@@ -2,7 +2,7 @@
 //! raster groups larger than the problem needs. They cut configs that could run but are not
 //! worth timing, so they run only in enumeration ([`Checker::with_pruning`]), never at lookup.
 
-use super::Checker;
+use super::{Checker, Rule};
 use crate::config::{Field, PerField, PerfConfig};
 use crate::legality::rejection::Rejection;
 use crate::lowering::Dim;
@@ -33,6 +33,42 @@ impl Checker {
     pub(super) fn off_smallest(&self, cfg: &PerfConfig, f: Field) -> Option<u32> {
         let smallest = self.pruning.as_ref()?.smallest[f];
         (cfg.code(f) != smallest).then_some(smallest)
+    }
+
+    /// The name this checker's pruning gives `cfg`'s kernel: each field the kernel does not read
+    /// (an unread vector width, a field `mma=dw` ignores) at the space's smallest value. A
+    /// config named otherwise (a database entry tuned before the pruning, the fallback's pick)
+    /// is then found as the point of the enumeration that a search walks from, and is not
+    /// timed twice under two names (session 39: about a tenth of a first use's second round
+    /// re-timed a measured `ld=ws` kernel under other widths). `cfg` itself without pruning;
+    /// a config the rules refuse for another reason is still renamed (each rule asked alone).
+    pub fn renamed(&self, cfg: &PerfConfig) -> PerfConfig {
+        let mut named = *cfg;
+        // Rule by rule, not the first refusal of `check`: a config off the space's grid (a
+        // split-K it lacks) is refused before its widths are looked at. A rule names one
+        // field at a time (`mma=dw` ignores two at its tile rule): asked again until it names
+        // none, at most once per field.
+        for rule in Rule::ALL {
+            for _ in 0..Field::COUNT {
+                let (param, smallest) = match self.rule(rule, &named) {
+                    Err(Rejection::WidthUnread {
+                        param, smallest, ..
+                    })
+                    | Err(Rejection::DepthwiseIgnores { param, smallest }) => (param, smallest),
+                    _ => break,
+                };
+                let mut codes = named.codes();
+                match Field::ALL.into_iter().find(|f| f.key() == param) {
+                    Some(f) => codes[f] = smallest,
+                    None => break,
+                }
+                match PerfConfig::from_codes(&codes) {
+                    Some(c) => named = c,
+                    None => break,
+                }
+            }
+        }
+        named
     }
 
     /// The search space's pruning limits on a block of `threads` threads in `warps` warps
