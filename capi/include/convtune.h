@@ -292,9 +292,9 @@ int convtune_lookup_candidates_gpu_str(const char *problem, const char *arch,
  * not above 0 marks one that failed. None of the measured configs comes back; *count is 0 when
  * none succeeded. `deterministic` non-zero: only configs without floating-point atomics.
  * 1 <= capacity <= CONVTUNE_MAX_CANDIDATES (else CONVTUNE_ERR_BUFFER); a config that does not
- * parse: CONVTUNE_ERR_CONFIG. With each shipped entry held out, eight after the first sixteen
- * lifted the fastest measured from 0.983 to 1.023 of tuned speed (sessions 38-39, H100; below
- * 0.8: 5 of 185 -> 0).
+ * parse: CONVTUNE_ERR_CONFIG. With each shipped entry held out, the config kept after eight
+ * more ran at 0.998 of tuned speed against 0.974 after the first sixteen (session 39, H100;
+ * below 0.8: 5 of 182 -> 0).
  */
 int convtune_second_round_str(const char *problem, const char *arch, int deterministic,
                               const char *const *configs, const double *times_us,

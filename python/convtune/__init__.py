@@ -115,9 +115,10 @@ def second_round(problem, arch, measured, candidates=SECOND_ROUND_CANDIDATES,
     the tuner's guided search measures next from those times (its local search around the
     fastest, with the cost model corrected by them; the last, the model's best of a kernel
     family nothing measured belongs to), at most ``candidates`` config strings, none of
-    ``measured`` (``convtune lookup --measured``). Empty when nothing measured succeeded. With
-    each shipped entry held out, eight after the lookup's sixteen lifted the fastest measured
-    from 0.983 to 1.023 of tuned speed, none below 0.8 (sessions 38-39, H100).
+    ``measured`` (``convtune lookup --measured``); a measured config is read as the kernel it
+    builds, so no kernel is proposed again under other widths. Empty when nothing measured
+    succeeded. With each shipped entry held out, the config kept after eight more ran at 0.998
+    of tuned speed against 0.974 after the lookup's sixteen, none below 0.8 (session 39, H100).
     ``deterministic`` as :func:`lookup` takes it. Raises ValueError for bad arguments."""
     pairs = list(measured.items()) if isinstance(measured, dict) else list(measured)
     pairs = [(str(c), None if t is None else float(t)) for c, t in pairs]

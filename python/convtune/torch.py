@@ -67,9 +67,9 @@ BENCHMARK_CANDIDATES = FIRST_USE_CANDIDATES
 #: How many configs a first-call benchmark times in its second round, after the lookup's:
 #: ``convtune.second_round`` from the first round's times (the tuner's local search around the
 #: fastest, and one config of a kernel family nothing measured), timed beside the fastest so
-#: far; 0 turns it off. With each shipped entry held out, eight lifted the fastest of sixteen
-#: from 0.983 to 1.023 of tuned speed (geomean over 185, below 0.8: 5 -> 0; one H100,
-#: BENCHMARKS.md sessions 38-39); out of the box on problems the database lacks, the kept
+#: far; 0 turns it off. With each shipped entry held out, the config kept after eight more ran
+#: at 0.998 of tuned speed against 0.974 after sixteen (geomean over 182, below 0.8: 5 -> 0;
+#: one H100, BENCHMARKS.md session 39); out of the box on problems the database lacks, the kept
 #: config ran 1.04x faster, the first call 4.6 s instead of 2.7 (median, session 39 call 3).
 SECOND_ROUND = SECOND_ROUND_CANDIDATES
 #: Timed runs of each candidate in a first-call benchmark (after one warm-up run).
