@@ -19,3 +19,20 @@ def times(run):
     """{(problem key, config): µs} of a run's timed configs."""
     return {(r["problem_key"], r["config"]): r["time_us"]
             for r in records(run) if "config" in r and r.get("time_us")}
+
+
+def ratios(picks, runs):
+    """{(problem, config): tuned µs / config µs} over `runs`, each config against the tuned
+    winner (`picks[problem]["tuned"]`) of its own run (groups.sh times the winner first in
+    every run); a config timed in several runs counts its first."""
+    ratio = {}
+    for run in runs:
+        t = times(run)
+        for k, p in picks.items():
+            tuned = t.get((k, p["tuned"]))
+            if not tuned:
+                continue
+            for (kk, c), us in t.items():
+                if kk == k and (k, c) not in ratio:
+                    ratio[(k, c)] = tuned / us
+    return ratio

@@ -11,7 +11,7 @@ import json, math, os, sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from journals import times  # noqa: E402
+from journals import ratios  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 bests = [16]
@@ -20,16 +20,7 @@ if "--best" in sys.argv:
     bests = [int(n) for n in v.split(",")]
     args.remove(v)
 picks = json.load(open(args[0]))
-ratio = {}
-for run in args[1:]:
-    t = times(run)
-    for k, p in picks.items():
-        tuned = t.get((k, p["tuned"]))
-        if not tuned:
-            continue
-        for (kk, c), us in t.items():
-            if kk == k and (k, c) not in ratio:
-                ratio[(k, c)] = tuned / us
+ratio = ratios(picks, args[1:])
 
 
 def gm(v):

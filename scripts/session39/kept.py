@@ -16,7 +16,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "session25"))
 sys.path.insert(0, os.path.join(here, "..", "session38"))
 from loo_groups import write_groups  # noqa: E402
-from journals import times  # noqa: E402
+from journals import ratios, times  # noqa: E402
 
 
 def gm(v):
@@ -55,17 +55,8 @@ if "--best" in rest:
 # NAME=PICKS.json[:N]: that variant's first N configs (default --best).
 limit = {v: int(p.split(":")[1]) if ":" in p else best for v, p in variants.items()}
 picks = {v: json.load(open(p.split(":")[0])) for v, p in variants.items()}
-ratio = {}
 first = next(iter(picks.values()))
-for run in rest:
-    t = times(run)
-    for k, p in first.items():
-        tuned = t.get((k, p["tuned"]))
-        if not tuned:
-            continue
-        for (kk, c), us in t.items():
-            if kk == k and (k, c) not in ratio:
-                ratio[(k, c)] = tuned / us
+ratio = ratios(first, rest)
 kept, groups = {}, defaultdict(list)
 for k, p in first.items():
     if (k, p["tuned"]) not in ratio or not all(k in q for q in picks.values()):
