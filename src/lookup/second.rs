@@ -37,8 +37,9 @@ pub const SECOND_ROUND_CANDIDATES: usize = 8;
 /// guided search proposes next from those measurements over the legal configs inside
 /// `limits` (the built-in search, else the limits' space); in a round of `FAMILY_COVER_FROM`
 /// or more, the last is the model's best config of a kernel family (`Family`: matrix unit,
-/// layout transform) that nothing measured or proposed belongs to, where one is legal. Never one of `measured`; empty when nothing
-/// measured succeeded (there is no winner to search around) or `n` is 0.
+/// layout transform) that nothing measured or proposed belongs to, where one is legal. Never
+/// a kernel of `measured`, under its name or another (`by_name`); empty when nothing measured
+/// succeeded (there is no winner to search around) or `n` is 0.
 pub fn second_round(
     problem: &ConvProblem,
     arch: &Arch,
