@@ -70,8 +70,8 @@ mod tests {
 
     /// A warp-specialised bf16 config under the widths a database entry carries (TMA loads
     /// both operands, so `va` and `vb` change no instruction): the Hopper space lists it under
-    /// its smallest widths, and a pipeline depth the space lacks keeps it unlisted, with one name for
-    /// its aliases.
+    /// its smallest widths, and a pipeline depth the space lacks keeps it unlisted, with one
+    /// name for its aliases.
     #[test]
     fn an_unread_width_is_listed_under_the_smallest() {
         let l = lower(
