@@ -75,7 +75,8 @@ pub fn builtin_origin(arch: &Arch) -> String {
 /// parallel only over its outermost level, and the tuner waits for this before its first
 /// candidate: 0.88 s for a bf16 bwd-weight 3×3 problem's 4 M configs on the H200 host).
 pub fn enumerate_builtin(lowering: &Lowering, arch: &Arch, space: &SearchSpace) -> Enumeration {
-    let extras = extra_spaces(lowering, arch);
+    let spaces = search_spaces(lowering, arch, space, false);
+    let extras = &spaces[1..];
     let (mut e, more) = rayon::join(
         || enumerate_lowered(lowering, arch, space),
         || {
