@@ -61,10 +61,7 @@ impl<'a> Limits<'a> {
     where
         'a: 's,
     {
-        match self.space {
-            Some(s) => crate::space::search_spaces(l, arch, s, true),
-            None => crate::space::search_spaces(l, arch, default, false),
-        }
+        crate::space::search_spaces(l, arch, self.space.unwrap_or(default), self.space.is_some())
     }
 
     /// The words the lookup's reason adds for the limits (empty without any).

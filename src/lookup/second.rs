@@ -20,8 +20,7 @@ use super::fallback::field_values;
 use super::Limits;
 use crate::arch::Arch;
 use crate::config::{Field, MmaPath, PerField, PerfConfig, Transform};
-use crate::legality;
-use crate::lowering::{lower, Lowering};
+use crate::lowering::lower;
 use crate::problem::ConvProblem;
 use crate::search::{Guided, Measured, SearchContext, Strategy};
 use crate::space::{Listing, SearchSpace};
@@ -57,19 +56,10 @@ pub fn second_round(
     }
     let l = lower(problem);
     let default_space = SearchSpace::default_for(arch);
-    let spaces = limits.spaces(&default_space, &l, arch);
-    let listing = Listing::new(&l, arch, &spaces);
+    let listing = Listing::new(&l, arch, &limits.spaces(&default_space, &l, arch));
     let measured = by_name(&listing, &measured);
     let mut legal = super::legal_within(problem, &l, arch, limits).legal;
-    off_grid(
-        problem,
-        &l,
-        arch,
-        limits,
-        (&spaces, &listing),
-        &measured,
-        &mut legal,
-    );
+    off_grid(problem, limits, &listing, &measured, &mut legal);
     // Each measured config's place in the legal list, in one pass over it. One outside the
     // list (another space, a stale list) cannot be proposed, and its time cannot steer a
     // search that has no point for it.
@@ -173,9 +163,9 @@ fn by_name(
     out
 }
 
-/// Adds to `legal` (the search's enumeration of `spaces`, which `listing` answers for) each
-/// measured success it lacks that may run here inside `limits`, with its legal one-field
-/// variants over the values the spaces give each field: the fallback fits split-K and tiles to
+/// Adds to `legal` (the search's enumeration, which `listing` answers for) each measured
+/// success it lacks that may run here inside `limits`, with its legal one-field variants over
+/// the values the listing's spaces give each field: the fallback fits split-K and tiles to
 /// the problem off the search's grid (a neighbour's `sk = 7`), and a winner there would
 /// otherwise be no point of the lattice the local search walks, its time steering nothing
 /// (session 38: the fastest of an f16 grouped bwd-weight's sixteen was such a config, and the
@@ -183,16 +173,14 @@ fn by_name(
 /// width it does not read) is left out.
 fn off_grid(
     problem: &ConvProblem,
-    l: &Lowering,
-    arch: &Arch,
     limits: Limits<'_>,
-    (spaces, listing): (&[&SearchSpace], &Listing<'_>),
+    listing: &Listing<'_>,
     measured: &[(PerfConfig, Option<f64>)],
     legal: &mut Vec<PerfConfig>,
 ) {
-    let grid = PerField::from_fn(|f| field_values(spaces, f));
-    let checker = legality::Checker::new(l, arch);
-    let usable = |c: &PerfConfig| limits.admit(problem, c) && checker.check(c).is_ok();
+    let spaces = listing.spaces();
+    let grid = PerField::from_fn(|f| field_values(&spaces, f));
+    let usable = |c: &PerfConfig| limits.admit(problem, c) && listing.runs(c);
     let won: HashSet<PerfConfig> = measured
         .iter()
         .filter(|(_, t)| t.is_some())

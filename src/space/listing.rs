@@ -33,6 +33,16 @@ impl<'s> Listing<'s> {
         }
     }
 
+    /// The spaces whose enumeration this is.
+    pub fn spaces(&self) -> Vec<&'s SearchSpace> {
+        self.spaces.iter().map(|(s, _)| *s).collect()
+    }
+
+    /// Whether `c` may run for the problem: legal, whatever the spaces' pruning says.
+    pub fn runs(&self, c: &PerfConfig) -> bool {
+        self.plain.check(c).is_ok()
+    }
+
     /// Whether a space's enumeration lists `c`: the space holds its values and the space's
     /// pruning admits it.
     pub fn lists(&self, c: &PerfConfig) -> bool {
@@ -53,9 +63,7 @@ impl<'s> Listing<'s> {
         match names.iter().find(|n| *n != c && self.lists(n)) {
             Some(n) => (*n, true),
             None => {
-                let legal = names
-                    .into_iter()
-                    .find(|n| n != c && self.plain.check(n).is_ok());
+                let legal = names.into_iter().find(|n| n != c && self.runs(n));
                 (legal.unwrap_or(*c), false)
             }
         }
